@@ -1,0 +1,34 @@
+# stormwatch — developer entry points. `make test` is what CI runs.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: test lint bench venv system-deps clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+# Services the integration tests start themselves (on free ports, in temp dirs).
+# Installed only when missing and only when we may (root); otherwise the tests
+# that need them say so and skip.
+system-deps:
+	@bash deploy/install-test-deps.sh
+
+test: venv system-deps
+	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+lint: venv
+	$(VENV)/bin/ruff check monitor sensors tests bench
+	$(VENV)/bin/mypy monitor
+
+bench: venv
+	$(PY) bench/bench_replay.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
