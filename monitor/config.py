@@ -1,0 +1,642 @@
+"""The site configuration: one YAML file, validated by pydantic.
+
+Every default here is a default of DESIGN § 4, and the field names are the
+contract of DESIGN § 7 (``config/example.yaml`` is the documented reference).
+Secrets never sit inline: strings may use ``${ENV_VAR}`` interpolation and
+passwords/tokens come from ``*_file`` fields.
+
+Loading is ``load_config(path)`` (or ``parse_config(data)`` for a parsed
+document). It runs in four steps, each collecting problems rather than
+stopping at the first, so ``check-config`` can print them all at once as
+``ConfigError.lines``, one ``path.to.field: message`` per problem:
+
+1. YAML is read with a loader that refuses duplicate keys (PyYAML would
+   silently keep the last one).
+2. ``${VAR}`` references in strings are replaced; an unset variable is an
+   error at the path of the string that names it.
+3. ``STORMWATCH_*`` environment variables override the file (see
+   ``_apply_env_overrides``); errors in an overridden value name the variable.
+4. pydantic validates. Checks that span several fields raise their problems
+   located at the field a user must edit (``sites.0.traps.1.side_slope``), not
+   at the model that ran the check. Cross-references within a site (pairs and
+   traps naming sensors, duplicate ids) are checked on the raw input even when
+   another field of the site is invalid, so one typo does not hide them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from datetime import date
+from pathlib import Path
+from typing import Annotated, Any, Literal, get_args, get_origin
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import InitErrorDetails, PydanticCustomError
+
+ID_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,62}$"
+Id = Annotated[str, Field(pattern=ID_PATTERN)]
+PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+NonNegativeFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Fraction01 = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
+
+#: Conditions of § 134-7B(2) under which § 134-9A(2) inspections are required.
+CLOCK_CONDITIONS = frozenset({"A", "B", "C"})
+
+SENSOR_KINDS = ("rain", "turbidity", "sediment")
+
+#: Prefix of the environment variables that override the file (DESIGN § 7).
+ENV_PREFIX = "STORMWATCH_"
+
+# A problem found by a check that spans fields: where (relative to the model
+# that ran the check) and what.
+Loc = tuple[str | int, ...]
+Problem = tuple[Loc, str]
+
+
+class Model(BaseModel):
+    """Base for every configuration section: immutable, unknown keys rejected."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _error_details(problems: Sequence[Problem], value: Any) -> list[InitErrorDetails]:
+    return [InitErrorDetails(type=PydanticCustomError("config", message), loc=loc, input=value)
+            for loc, message in problems]
+
+
+def _raise_problems(title: str, problems: Sequence[Problem], value: Any) -> None:
+    """Raise every problem at once, each at its own field.
+
+    A ``ValidationError`` raised inside a validator keeps its locations, and
+    pydantic nests them under the model's own location, so a trap's check can
+    point at ``sites.0.traps.1.side_slope`` rather than at the whole trap.
+    """
+    if problems:
+        raise ValidationError.from_exception_data(title, _error_details(problems, value))
+
+
+def _combined(title: str, exc: ValidationError, problems: Sequence[Problem],
+              value: Any) -> ValidationError:
+    """Field errors from pydantic plus our own problems, as one error."""
+    details = [InitErrorDetails(type=PydanticCustomError(e["type"], e["msg"]), loc=e["loc"],
+                                input=e["input"])
+               for e in exc.errors()]
+    return ValidationError.from_exception_data(title, details + _error_details(problems, value))
+
+
+# --------------------------------------------------------------------------- services
+
+
+class TlsConfig(Model):
+    ca_file: str | None = None
+    cert_file: str | None = None
+    key_file: str | None = None
+    insecure: bool = False
+
+
+class BrokerConfig(Model):
+    host: str = "127.0.0.1"
+    port: int = Field(default=1883, ge=1, le=65535)
+    client_id: str = "stormwatch"
+    topic_prefix: str = "stormwatch/v1"
+    username: str | None = None
+    password_file: str | None = None
+    tls: TlsConfig | None = None
+    keepalive_s: int = Field(default=60, ge=5)
+    session_expiry_hours: float = Field(default=168.0, ge=0)
+
+
+class InfluxConfig(Model):
+    url: str = "http://127.0.0.1:8086"
+    api: Literal["v1", "v2"] = "v2"
+    org: str | None = None
+    bucket: str | None = None
+    token_file: str | None = None
+    database: str | None = None
+    retention_policy: str | None = None
+    username: str | None = None
+    password_file: str | None = None
+    batch_size: int = Field(default=5000, ge=1)
+
+    @model_validator(mode="after")
+    def _api_fields(self) -> InfluxConfig:
+        problems: list[Problem] = []
+        if self.api == "v2" and not self.bucket:
+            problems.append((("bucket",), "required for api v2"))
+        if self.api == "v1" and not self.database:
+            problems.append((("database",), "required for api v1"))
+        _raise_problems(type(self).__name__, problems, self)
+        return self
+
+
+class NotifyTarget(Model):
+    url: str
+    tags: list[str] = Field(default_factory=list)
+
+
+class NotifyConfig(Model):
+    targets: list[NotifyTarget] = Field(default_factory=list)
+    config_file: str | None = None
+    routes: dict[str, list[str]] = Field(default_factory=dict)
+    grafana_url: str | None = None
+
+
+# --------------------------------------------------------------------------- site rules
+
+
+class RainRules(Model):
+    """Storm detection and storm-clock parameters (DESIGN § 4, § 134-9A(2))."""
+
+    threshold_in: PositiveFloat = 0.5
+    mode: Literal["event_24h", "event_total", "rolling_24h"] = "event_24h"
+    dry_gap_hours: PositiveFloat = 6.0
+    clock_start: Literal["qualified", "event_end"] = "qualified"
+    gauges: Literal["any", "all", "mean"] = "any"
+    inspect_within_hours: PositiveFloat = 24.0
+    remind_before_hours: list[PositiveFloat] = Field(default_factory=lambda: [6.0, 1.0])
+    overdue_repeat_hours: PositiveFloat = 4.0
+
+
+#: Sensor fields that mean something for one kind only.
+_KIND_FIELDS = {"in_per_tip": "rain", "max_ntu": "turbidity", "sensor_height_in": "sediment"}
+
+
+class SensorConfig(Model):
+    id: Id
+    kind: Literal["rain", "turbidity", "sediment"]
+    in_per_tip: PositiveFloat | None = None
+    max_ntu: PositiveFloat | None = None
+    sensor_height_in: PositiveFloat | None = None
+    stale_after_minutes: PositiveFloat = 15.0
+    battery_low_v: PositiveFloat | None = 3.5
+
+    @model_validator(mode="after")
+    def _kind_fields(self) -> SensorConfig:
+        problems: list[Problem] = [
+            ((name,), f"applies to {kind} sensors only, not to a {self.kind} sensor")
+            for name, kind in _KIND_FIELDS.items()
+            if kind != self.kind and getattr(self, name) is not None
+        ]
+        _raise_problems(type(self).__name__, problems, self)
+        return self
+
+    @property
+    def max_ntu_value(self) -> float:
+        """Full scale of a turbidity probe; readings at it are ``pegged``."""
+        return self.max_ntu if self.max_ntu is not None else 1000.0
+
+    @property
+    def in_per_tip_value(self) -> float:
+        """Depth of one bucket tip; 0.01 in is the common US gauge."""
+        return self.in_per_tip if self.in_per_tip is not None else 0.01
+
+
+class TurbidityPair(Model):
+    """An upstream (background) and downstream probe compared for § 134-8C."""
+
+    id: Id
+    upstream: Id
+    downstream: Id
+    rule: Literal["wa-173-201a", "delta_ntu"] = "wa-173-201a"
+    delta_ntu: PositiveFloat | None = None
+    sustain_minutes: NonNegativeFloat = 10.0
+    clear_minutes: NonNegativeFloat = 30.0
+    max_skew_minutes: NonNegativeFloat = 10.0
+    background_max_age_minutes: NonNegativeFloat = 60.0
+
+    @model_validator(mode="after")
+    def _rule_fields(self) -> TurbidityPair:
+        problems: list[Problem] = []
+        if self.rule == "delta_ntu" and self.delta_ntu is None:
+            problems.append((("delta_ntu",), "required when rule is delta_ntu"))
+        if self.rule != "delta_ntu" and self.delta_ntu is not None:
+            problems.append((("delta_ntu",), f"applies to rule delta_ntu only, not to {self.rule}"))
+        if self.upstream == self.downstream:
+            problems.append((("downstream",), "must be a different sensor from upstream"))
+        _raise_problems(type(self).__name__, problems, self)
+        return self
+
+
+#: The dimensions each trap shape is computed from (DESIGN § 4).
+_SHAPE_FIELDS: dict[str, tuple[str, ...]] = {
+    "rectangular": ("bottom_length_ft", "bottom_width_ft"),
+    "trapezoidal": ("bottom_length_ft", "bottom_width_ft", "side_slope"),
+    "cylindrical": ("diameter_ft",),
+    "stage_storage": ("stage_storage",),
+}
+_DIMENSIONS = ("bottom_length_ft", "bottom_width_ft", "side_slope", "diameter_ft", "stage_storage")
+
+
+class TrapConfig(Model):
+    """A sediment trap or pond and its design capacity (§ 134-9A(1))."""
+
+    id: Id
+    sensor: Id
+    shape: Literal["rectangular", "trapezoidal", "cylindrical", "stage_storage"]
+    bottom_length_ft: PositiveFloat | None = None
+    bottom_width_ft: PositiveFloat | None = None
+    side_slope: NonNegativeFloat | None = None
+    diameter_ft: PositiveFloat | None = None
+    stage_storage: list[tuple[NonNegativeFloat, NonNegativeFloat]] | None = None
+    design_depth_ft: PositiveFloat
+    warn_fraction: Fraction01 = 0.4
+    cleanout_fraction: Fraction01 = 0.5
+    median_of: int = Field(default=5, ge=1, le=101)
+
+    @model_validator(mode="after")
+    def _geometry(self) -> TrapConfig:
+        problems: list[Problem] = []
+        needed = _SHAPE_FIELDS[self.shape]
+        for name in _DIMENSIONS:
+            given = getattr(self, name) is not None
+            if name in needed and not given:
+                problems.append(((name,), f"required for shape {self.shape}"))
+            elif given and name not in needed:
+                problems.append(((name,), f"does not apply to shape {self.shape}"))
+        if self.stage_storage is not None and self.shape == "stage_storage":
+            problems += _stage_storage_problems(self.stage_storage, self.design_depth_ft)
+        if self.warn_fraction >= self.cleanout_fraction:
+            problems.append((("warn_fraction",),
+                             f"must be below cleanout_fraction ({self.cleanout_fraction:g})"))
+        _raise_problems(type(self).__name__, problems, self)
+        return self
+
+
+def _stage_storage_problems(table: list[tuple[float, float]],
+                            design_depth_ft: float) -> list[Problem]:
+    """A depth→volume table must start at the trap bottom and rise strictly."""
+    if len(table) < 2:
+        return [(("stage_storage",), "needs at least two [depth_ft, volume_cf] rows")]
+    problems: list[Problem] = []
+    if table[0] != (0.0, 0.0):
+        problems.append((("stage_storage", 0), "the first row must be [0, 0] (the trap bottom)"))
+    for i in range(1, len(table)):
+        (depth0, volume0), (depth, volume) = table[i - 1], table[i]
+        if depth <= depth0:
+            problems.append((("stage_storage", i), f"depth {depth:g} ft must be greater than "
+                             f"the row before ({depth0:g})"))
+        elif volume <= volume0:
+            problems.append((("stage_storage", i), f"volume {volume:g} cf must be greater than "
+                             f"the row before ({volume0:g})"))
+    if design_depth_ft > table[-1][0]:
+        problems.append((("design_depth_ft",), f"{design_depth_ft:g} ft lies beyond the "
+                         f"stage_storage table (last row at {table[-1][0]:g} ft)"))
+    return problems
+
+
+class SiteConfig(Model):
+    id: Id
+    name: str | None = None
+    address: str | None = None
+    timezone: str = "UTC"
+    condition: Literal["A", "B", "C", "none"] = "A"
+    active_since: date | None = None
+    routine_inspection_days: PositiveFloat = 7.0
+    lateness_days: PositiveFloat = 7.0
+    rain: RainRules = Field(default_factory=RainRules)
+    sensors: list[SensorConfig] = Field(default_factory=list)
+    turbidity_pairs: list[TurbidityPair] = Field(default_factory=list)
+    traps: list[TrapConfig] = Field(default_factory=list)
+
+    @field_validator("timezone")
+    @classmethod
+    def _timezone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError, OSError) as exc:
+            # OSError: "America" names a directory of the tz database.
+            raise ValueError(f"unknown time zone {value!r} (use an IANA name such as "
+                             "America/New_York)") from exc
+        return value
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _references(cls, data: Any, handler: ModelWrapValidatorHandler[SiteConfig]) -> SiteConfig:
+        problems = _site_reference_problems(_as_mapping(data))
+        try:
+            site = handler(data)
+        except ValidationError as exc:
+            if not problems:
+                raise
+            raise _combined(cls.__name__, exc, problems, data) from None
+        _raise_problems(cls.__name__, problems, data)
+        return site
+
+    @property
+    def zone(self) -> ZoneInfo:
+        return ZoneInfo(self.timezone)
+
+    @property
+    def clocks_apply(self) -> bool:
+        """§ 134-9A(2) inspections apply to Conditions A, B and C of § 134-7B(2)."""
+        return self.condition in CLOCK_CONDITIONS
+
+    def sensor(self, sensor_id: str) -> SensorConfig | None:
+        for s in self.sensors:
+            if s.id == sensor_id:
+                return s
+        return None
+
+    def gauges(self) -> list[SensorConfig]:
+        return [s for s in self.sensors if s.kind == "rain"]
+
+
+# Cross-reference checks read the raw input, tolerating entries that field
+# validation rejects (those are reported there, once).
+
+
+def _as_mapping(data: Any) -> Mapping[str, Any]:
+    if isinstance(data, BaseModel):
+        return data.model_dump()
+    return data if isinstance(data, Mapping) else {}
+
+
+def _entries(value: Any) -> list[tuple[int, Mapping[str, Any]]]:
+    """The mapping items of a raw list, with their indices."""
+    if not isinstance(value, list):
+        return []
+    return [(i, item) for i, item in enumerate(value) if isinstance(item, Mapping)]
+
+
+def _duplicate_ids(section: str, entries: list[tuple[int, Mapping[str, Any]]]) -> list[Problem]:
+    first: dict[str, int] = {}
+    problems: list[Problem] = []
+    for i, entry in entries:
+        ident = entry.get("id")
+        if not isinstance(ident, str):
+            continue
+        if ident in first:
+            problems.append(((section, i, "id"),
+                             f"duplicate id {ident!r} (also at {section}.{first[ident]})"))
+        else:
+            first[ident] = i
+    return problems
+
+
+def _site_reference_problems(site: Mapping[str, Any]) -> list[Problem]:
+    """Duplicate ids, and pairs and traps that name a missing or wrong-kind sensor."""
+    sensors = _entries(site.get("sensors"))
+    pairs = _entries(site.get("turbidity_pairs"))
+    traps = _entries(site.get("traps"))
+    problems = (_duplicate_ids("sensors", sensors) + _duplicate_ids("turbidity_pairs", pairs)
+                + _duplicate_ids("traps", traps))
+    kinds: dict[str, Any] = {}
+    for _, sensor in sensors:
+        if isinstance(sensor.get("id"), str):
+            kinds.setdefault(sensor["id"], sensor.get("kind"))
+    wanted = [("turbidity_pairs", pairs, ("upstream", "downstream"), "turbidity"),
+              ("traps", traps, ("sensor",), "sediment")]
+    for section, entries, fields, kind in wanted:
+        for i, entry in entries:
+            for name in fields:
+                message = _reference_problem(entry.get(name), kind, kinds)
+                if message:
+                    problems.append(((section, i, name), message))
+    return problems
+
+
+def _reference_problem(ref: Any, kind: str, kinds: Mapping[str, Any]) -> str | None:
+    if not isinstance(ref, str):
+        return None  # missing or not a string: field validation says so
+    if ref not in kinds:
+        choices = ", ".join(sorted(s for s, k in kinds.items() if k == kind)) or "none"
+        return f"{ref!r} is not a sensor of this site (its {kind} sensors: {choices})"
+    actual = kinds[ref]
+    if actual == kind or actual not in SENSOR_KINDS:
+        return None  # an invalid kind is reported on the sensor itself
+    return f"{ref!r} is a {actual} sensor, not a {kind} sensor"
+
+
+class Config(Model):
+    broker: BrokerConfig = Field(default_factory=BrokerConfig)
+    state_dir: str = "/var/lib/stormwatch"
+    influx: InfluxConfig | None = None
+    notify: NotifyConfig = Field(default_factory=NotifyConfig)
+    log_format: Literal["text", "json"] = "text"
+    sites: list[SiteConfig] = Field(min_length=1)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _unique_sites(cls, data: Any, handler: ModelWrapValidatorHandler[Config]) -> Config:
+        problems = _duplicate_ids("sites", _entries(_as_mapping(data).get("sites")))
+        try:
+            config = handler(data)
+        except ValidationError as exc:
+            if not problems:
+                raise
+            raise _combined(cls.__name__, exc, problems, data) from None
+        _raise_problems(cls.__name__, problems, data)
+        return config
+
+    def site(self, site_id: str) -> SiteConfig | None:
+        for s in self.sites:
+            if s.id == site_id:
+                return s
+        return None
+
+
+# --------------------------------------------------------------------------- loading
+
+
+class ConfigError(Exception):
+    """Every problem of one configuration file, each as ``path.to.field: message``."""
+
+    def __init__(self, lines: list[str]) -> None:
+        super().__init__("\n".join(lines))
+        self.lines = lines
+
+
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def _interpolate(node: Any, path: str, env: Mapping[str, str],
+                 unset: list[tuple[str, str]]) -> Any:
+    """Replace ``${VAR}`` in every string; note each unset variable as (path, name)."""
+    if isinstance(node, dict):
+        return {k: _interpolate(v, f"{path}.{k}" if path else str(k), env, unset)
+                for k, v in node.items()}
+    if isinstance(node, list):
+        return [_interpolate(v, f"{path}.{i}" if path else str(i), env, unset)
+                for i, v in enumerate(node)]
+    if isinstance(node, str):
+        def sub(match: re.Match[str]) -> str:
+            name = match.group(1)
+            if name not in env:
+                unset.append((path, name))
+                return ""
+            return env[name]
+
+        return _ENV_REF.sub(sub, node)
+    return node
+
+
+def _apply_env_overrides(data: dict[str, Any], env: Mapping[str, str],
+                         errors: list[str]) -> dict[str, str]:
+    """Set ``STORMWATCH_SECTION__FIELD=value`` over the file; return {path: variable}.
+
+    ``STORMWATCH_STATE_DIR`` sets ``state_dir``, ``STORMWATCH_BROKER__PORT`` sets
+    ``broker.port`` (``__`` separates levels; names are case-insensitive). The
+    value is a string that pydantic converts like a YAML scalar. A missing
+    section is created (``STORMWATCH_INFLUX__URL`` alone turns export on).
+    Variables whose first part is not a top-level field (e.g. a
+    ``STORMWATCH_CONFIG`` of some wrapper) are not settings and are left alone;
+    lists (``sites``, ``notify.targets``) are set in the file only.
+
+    A hand-written merge rather than pydantic-settings: the file stays the
+    source of truth, overrides go through the same validation and error lines
+    as the file (with the variable named), and tests pass ``env`` explicitly.
+    """
+    applied: dict[str, str] = {}
+    for var in sorted(env):
+        if not var.upper().startswith(ENV_PREFIX):
+            continue
+        keys = var[len(ENV_PREFIX):].lower().split("__")
+        if keys[0] not in Config.model_fields:
+            continue
+        problem = _set_path(data, keys, env[var], var, applied)
+        if problem:
+            errors.append(f"{'.'.join(keys)}: {problem}")
+    return applied
+
+
+def _set_path(data: dict[str, Any], keys: list[str], value: str, var: str,
+              applied: dict[str, str]) -> str | None:
+    """Put ``value`` at ``keys`` in ``data``, creating sections; a problem, or None."""
+    node: Any = data
+    model: type[BaseModel] | None = Config
+    for depth, key in enumerate(keys):
+        path = ".".join(keys[:depth + 1])
+        field = model.model_fields.get(key) if model is not None else None
+        annotation = field.annotation if field is not None else None
+        kinds = [annotation, *get_args(annotation)]  # X | None: X and None
+        if any(get_origin(k) in (list, dict) for k in kinds) or not isinstance(node, dict):
+            return f"cannot be set from the environment ({var}); set it in the file"
+        section = next((k for k in kinds if isinstance(k, type) and issubclass(k, BaseModel)),
+                       None)
+        if depth == len(keys) - 1:
+            if section is not None:
+                return f"{var} cannot replace a whole section; set one field, e.g. {var}__<FIELD>"
+            node[key] = value
+            applied[path] = var
+            return None
+        if node.get(key) is None:
+            node[key] = {}
+            applied.setdefault(path, var)
+        node, model = node[key], section
+    return None
+
+
+def _under(path: str, prefixes: Iterable[str]) -> str | None:
+    """The longest prefix (a path) that ``path`` equals or lies under, if any."""
+    found = [p for p in prefixes if path == p or path.startswith(p + ".")]
+    return max(found, key=len) if found else None
+
+
+def _format_error(err: Mapping[str, Any]) -> tuple[str, str]:
+    """One pydantic error as (``path.to.field``, readable message)."""
+    path = ".".join(str(p) for p in err.get("loc", ()))
+    kind = err.get("type")
+    msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+    if kind == "extra_forbidden":
+        msg = "unknown field"
+    elif kind == "missing":
+        msg = "required field is missing"
+    elif kind in ("model_type", "model_attributes_type", "dict_type"):
+        msg = "must be a mapping of fields (key: value)"
+    elif kind == "string_pattern_mismatch":
+        msg = (f"{err.get('input')!r} is not a valid id: use 1 to 63 characters of a-z, 0-9, "
+               "'-' and '_', starting with a letter or digit")
+    return path or "(top)", msg
+
+
+def parse_config(data: Any, env: Mapping[str, str] | None = None) -> Config:
+    """Validate an already-parsed YAML document; raise ``ConfigError`` with every problem.
+
+    ``env`` (default ``os.environ``) supplies both ``${VAR}`` interpolation and
+    the ``STORMWATCH_*`` overrides.
+    """
+    if not isinstance(data, dict):
+        raise ConfigError(["(top): the configuration must be a mapping"])
+    env = os.environ if env is None else env
+    unset: list[tuple[str, str]] = []
+    data = _interpolate(data, "", env, unset)
+    errors: list[str] = []
+    overridden = _apply_env_overrides(data, env, errors)
+    unset = [(path, name) for path, name in unset if _under(path, overridden) is None]
+    errors = [f"{path}: environment variable {name} is not set" for path, name in unset] + errors
+    try:
+        config = Config.model_validate(data)
+    except ValidationError as exc:
+        unset_paths = {path for path, _ in unset}
+        for err in exc.errors():
+            path, msg = _format_error(err)
+            if _under(path, unset_paths) is not None:
+                continue  # the placeholder left by an unset variable, reported above
+            source = _under(path, overridden)
+            errors.append(f"{path}: {msg}" + (f" (from {overridden[source]})" if source else ""))
+        raise ConfigError(errors) from None
+    if errors:
+        raise ConfigError(errors)
+    return config
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A SafeLoader that rejects duplicate keys, which PyYAML resolves silently to the last."""
+
+    def construct_mapping(self, node: yaml.MappingNode,
+                          deep: bool = False) -> dict[Hashable, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=deep)
+            if isinstance(key, Hashable) and key in seen:
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping", node.start_mark,
+                    f"found duplicate key {key!r}", key_node.start_mark)
+            if isinstance(key, Hashable):
+                seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
+def load_config(path: str | Path, env: Mapping[str, str] | None = None) -> Config:
+    """Read, interpolate, override from the environment and validate a YAML file."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError([f"{p}: cannot read ({exc.strerror})"]) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError([f"{p}: not UTF-8 text (byte {exc.start})"]) from None
+    try:
+        data = yaml.load(text, Loader=_UniqueKeyLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{mark.line + 1}:{mark.column + 1}:" if mark is not None else ""
+        problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
+        raise ConfigError([f"{p}:{where} invalid YAML: {problem}"]) from None
+    if data is None:
+        raise ConfigError([f"{p}: the file is empty"])
+    if not isinstance(data, dict):
+        raise ConfigError([f"{p}: the top level must be a mapping of sections "
+                           f"(broker, sites, ...), not a {type(data).__name__}"])
+    return parse_config(data, env)
+
+
+def read_secret(path: str | None) -> str | None:
+    """Read a ``*_file`` secret, stripping the trailing newline editors leave."""
+    if path is None:
+        return None
+    return Path(path).read_text(encoding="utf-8").rstrip("\r\n")
