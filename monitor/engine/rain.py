@@ -1,0 +1,250 @@
+"""Storm events from a rain gauge (§ 134-9A(2): "any storm event producing 0.5 inch
+of precipitation or more").
+
+A storm event is a run of rain separated from the next by at least
+``dry_gap_hours`` without rain (DESIGN § 4); it ends, in event time, once that
+gap has passed after its last rain. How it *qualifies* depends on ``mode``:
+
+``event_24h``  the event's own rain within any trailing 24 hours reaches the
+               threshold (the plain reading of "producing 0.5 inch");
+``event_total`` the event's cumulative depth reaches it (permits with a
+               4-hour break rule);
+``rolling_24h`` the gauge's trailing 24-hour total crosses it from below,
+               whatever the event boundaries; it must fall below again before
+               another crossing counts.
+
+An event qualifies at most once. ``qualified_at`` is the time of the reading at
+which the rule first holds.
+
+Depths are integers in ``units`` per inch (micro-inches for one gauge), so
+sums are exact: splitting 0.30 in into three readings of 0.10 in gives the
+same totals, and 0.49 in can never round up to 0.50 in.
+
+Rain from counters: ``tips_total`` is cumulative; the depth of a message is
+the difference to the previous message in event time. A decrease means the
+node was reset: the new value counts from zero and ``counter_reset`` is
+emitted. The first counter ever seen is the baseline and carries no rain.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..config import RainRules
+from .events import Fact, make_id
+from .inputs import Reading
+from .times import MS_PER_DAY, compact, hours_ms, iso
+
+MICRO_PER_IN = 1_000_000
+
+#: Internal fact (not published) that tells the site layer a gauge's event qualified.
+GAUGE_QUALIFIED = "_gauge_qualified"
+
+
+@dataclass(slots=True)
+class StormState:
+    """The open storm event of one gauge."""
+
+    started_at: int
+    last_rain: int
+    total: int = 0
+    max24: int = 0
+    qualified_at: int | None = None
+    q_total: int = 0
+    q_max24: int = 0
+    window: deque[tuple[int, int]] = field(default_factory=deque)
+    window_sum: int = 0
+
+
+@dataclass(slots=True)
+class GaugeState:
+    last_tips: dict[str, int] = field(default_factory=dict)
+    storm: StormState | None = None
+    # Gauge-level trailing 24 h (rolling_24h mode only).
+    rolling: deque[tuple[int, int]] = field(default_factory=deque)
+    rolling_sum: int = 0
+    rolling_armed: bool = True
+
+
+class GaugeFold:
+    """The storm-event rule over one gauge, or over several averaged (``gauges: mean``).
+
+    ``sensors`` maps each source sensor id to its depth per tip in inches.
+    ``units`` is the integer depth unit per inch: ``MICRO_PER_IN`` for one gauge,
+    ``MICRO_PER_IN * n`` for the mean of ``n`` gauges (each gauge's depth then
+    counts once, and dividing by ``n`` happens only on output).
+    """
+
+    def __init__(self, site: str, gauge: str, rules: RainRules, sensors: dict[str, float],
+                 *, units: int = MICRO_PER_IN, emit_resets: bool = True) -> None:
+        self.site = site
+        self.gauge = gauge
+        self.rules = rules
+        self.mode = rules.mode
+        self.units = units
+        self.per_tip = {sid: round(in_per_tip * MICRO_PER_IN)
+                        for sid, in_per_tip in sensors.items()}
+        self.threshold = round(rules.threshold_in * units)
+        self.gap_ms = hours_ms(rules.dry_gap_hours)
+        self.emit_resets = emit_resets
+
+    # ---------------------------------------------------------------- Fold protocol
+
+    def initial(self) -> GaugeState:
+        return GaugeState()
+
+    def key(self, item: Reading) -> tuple[Any, ...]:
+        if item.tips_total is not None:
+            return (item.ts_ms, item.sensor, 0, item.tips_total)
+        seq = item.seq if item.seq is not None else -1
+        return (item.ts_ms, item.sensor, 1, seq, round((item.precip_in or 0.0) * MICRO_PER_IN))
+
+    def step(self, state: GaugeState, item: Reading, out: list[Fact]) -> None:
+        ts = item.ts_ms
+        depth = self._depth(state, item, out)
+        self._close_if_dry(state, ts, out)
+        self._expire(state, ts)
+        if depth <= 0:
+            return
+        storm = state.storm
+        if storm is None:
+            storm = state.storm = StormState(started_at=ts, last_rain=ts)
+            out.append(self._fact("storm_started", storm, ts, {}))
+        storm.last_rain = ts
+        storm.total += depth
+        storm.window.append((ts, depth))
+        storm.window_sum += depth
+        storm.max24 = max(storm.max24, storm.window_sum)
+        if self.mode == "rolling_24h":
+            state.rolling.append((ts, depth))
+            state.rolling_sum += depth
+        self._qualify(state, storm, ts, out)
+
+    def advance(self, state: GaugeState, now_ms: int, out: list[Fact]) -> None:
+        self._close_if_dry(state, now_ms, out)
+
+    def copy(self, state: GaugeState) -> GaugeState:
+        storm = state.storm
+        return GaugeState(
+            last_tips=dict(state.last_tips),
+            storm=None if storm is None else StormState(
+                storm.started_at, storm.last_rain, storm.total, storm.max24, storm.qualified_at,
+                storm.q_total, storm.q_max24, deque(storm.window), storm.window_sum),
+            rolling=deque(state.rolling),
+            rolling_sum=state.rolling_sum,
+            rolling_armed=state.rolling_armed,
+        )
+
+    def dump(self, state: GaugeState) -> Any:
+        storm = state.storm
+        return {
+            "last_tips": state.last_tips,
+            "storm": None if storm is None else {
+                "started_at": storm.started_at, "last_rain": storm.last_rain,
+                "total": storm.total, "max24": storm.max24, "qualified_at": storm.qualified_at,
+                "q_total": storm.q_total, "q_max24": storm.q_max24,
+                "window": [list(p) for p in storm.window], "window_sum": storm.window_sum,
+            },
+            "rolling": [list(p) for p in state.rolling],
+            "rolling_sum": state.rolling_sum,
+            "rolling_armed": state.rolling_armed,
+        }
+
+    def load(self, data: Any) -> GaugeState:
+        s = data["storm"]
+        storm = None if s is None else StormState(
+            s["started_at"], s["last_rain"], s["total"], s["max24"], s["qualified_at"],
+            s["q_total"], s["q_max24"], deque((a, b) for a, b in s["window"]), s["window_sum"])
+        return GaugeState(dict(data["last_tips"]), storm,
+                          deque((a, b) for a, b in data["rolling"]), data["rolling_sum"],
+                          data["rolling_armed"])
+
+    # ---------------------------------------------------------------- the rule
+
+    def _depth(self, state: GaugeState, item: Reading, out: list[Fact]) -> int:
+        """Depth of this message in micro-inches (times the number of gauges for a mean)."""
+        if item.tips_total is None:
+            return round((item.precip_in or 0.0) * MICRO_PER_IN)
+        previous = state.last_tips.get(item.sensor)
+        state.last_tips[item.sensor] = item.tips_total
+        if previous is None:
+            return 0
+        tips = item.tips_total - previous
+        if tips < 0:
+            tips = item.tips_total
+            if self.emit_resets:
+                out.append(Fact("counter_reset", self.site, item.ts_ms,
+                                make_id("counter_reset", self.site, item.sensor, item.ts_ms),
+                                {"sensor": item.sensor, "tips_before": previous,
+                                 "tips_after": item.tips_total}))
+        return tips * self.per_tip[item.sensor]
+
+    def _close_if_dry(self, state: GaugeState, now_ms: int, out: list[Fact]) -> None:
+        storm = state.storm
+        if storm is not None and now_ms - storm.last_rain >= self.gap_ms:
+            out.append(self._fact("storm_ended", storm, storm.last_rain, {
+                "ended_at": iso(storm.last_rain),
+                "total_in": self._inches(storm.total),
+                "max_24h_in": self._inches(storm.max24),
+                "qualified": storm.qualified_at is not None,
+            }))
+            state.storm = None
+
+    def _expire(self, state: GaugeState, ts: int) -> None:
+        horizon = ts - MS_PER_DAY
+        storm = state.storm
+        if storm is not None:
+            while storm.window and storm.window[0][0] <= horizon:
+                storm.window_sum -= storm.window.popleft()[1]
+        while state.rolling and state.rolling[0][0] <= horizon:
+            state.rolling_sum -= state.rolling.popleft()[1]
+        if state.rolling_sum < self.threshold:
+            state.rolling_armed = True
+
+    def _qualify(self, state: GaugeState, storm: StormState, ts: int, out: list[Fact]) -> None:
+        if storm.qualified_at is None:
+            if self.mode == "event_24h":
+                holds = storm.window_sum >= self.threshold
+            elif self.mode == "event_total":
+                holds = storm.total >= self.threshold
+            else:
+                holds = state.rolling_armed and state.rolling_sum >= self.threshold
+            if not holds:
+                return
+            storm.qualified_at = ts
+        elif storm.qualified_at != ts:
+            if self.mode == "rolling_24h" and state.rolling_sum >= self.threshold:
+                state.rolling_armed = False
+            return
+        # Readings sharing the qualifying timestamp are one observation: the fact
+        # is concluded again with their sum, so splitting a reading changes nothing.
+        if self.mode == "rolling_24h":
+            state.rolling_armed = False
+            storm.q_max24 = state.rolling_sum
+        else:
+            storm.q_max24 = storm.window_sum
+        storm.q_total = storm.total
+        out.append(self._fact(GAUGE_QUALIFIED, storm, ts, {
+            "qualified_at": iso(ts),
+            "total_in": self._inches(storm.q_total),
+            "max_24h_in": self._inches(storm.q_max24),
+            "last_rain": iso(storm.last_rain),
+        }))
+
+    # ---------------------------------------------------------------- output
+
+    def event_id(self, started_at: int) -> str:
+        return f"{self.gauge}-{compact(started_at)}"
+
+    def _inches(self, units: int) -> float:
+        return round(units / self.units, 6)
+
+    def _fact(self, kind: str, storm: StormState, at: int, extra: dict[str, Any]) -> Fact:
+        return Fact(kind, self.site, at, make_id(kind, self.site, self.gauge, storm.started_at), {
+            "gauge": self.gauge,
+            "event_id": self.event_id(storm.started_at),
+            "started_at": iso(storm.started_at),
+            **extra,
+        })

@@ -1,0 +1,43 @@
+"""Event time as integer milliseconds since the Unix epoch (UTC).
+
+Integers keep sorting, equality and duplicate detection exact; every boundary
+in the rules ("at least 6 hours", "within 24 hours") is then exact too.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+MS_PER_MINUTE = 60_000
+MS_PER_HOUR = 3_600_000
+MS_PER_DAY = 86_400_000
+
+
+def hours_ms(hours: float) -> int:
+    """Milliseconds in ``hours`` (rounded to the millisecond)."""
+    return round(hours * MS_PER_HOUR)
+
+
+def minutes_ms(minutes: float) -> int:
+    return round(minutes * MS_PER_MINUTE)
+
+
+def iso(ts_ms: int) -> str:
+    """ISO 8601 UTC with ``Z``; milliseconds only when they are not zero."""
+    dt = datetime.fromtimestamp(ts_ms / 1000, tz=timezone.utc)
+    if ts_ms % 1000:
+        return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ts_ms % 1000:03d}Z"
+    return dt.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_iso(text: str) -> int:
+    """Parse ISO 8601 with an explicit offset into ms; naive times are an error."""
+    dt = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+    if dt.tzinfo is None:
+        raise ValueError("timestamp has no UTC offset")
+    return round(dt.timestamp() * 1000)
+
+
+def compact(ts_ms: int) -> str:
+    """A short sortable form for readable ids: ``20261130T140000Z``."""
+    return datetime.fromtimestamp(ts_ms // 1000, tz=timezone.utc).strftime("%Y%m%dT%H%M%SZ")
