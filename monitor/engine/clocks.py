@@ -1,0 +1,297 @@
+"""Inspection clocks of § 134-9A(2).
+
+    "... the applicant shall have a qualified professional conduct site
+    inspections ... every seven days and within 24 hours of any storm event
+    producing 0.5 inch of precipitation or more. Inspection reports shall be
+    maintained in a site log book."  — Chapter 134, § 134-9A(2)
+
+Theory of operation
+-------------------
+Everything in this module is a pure function of four things: the storm events
+the gauges concluded, the inspections recorded, the site's start, and *now*.
+It is recomputed from scratch whenever one of them changes (a site has tens
+of storms and inspections in a season, so this is cheap), which is what makes
+late data and late inspections come out exactly as if they had arrived in
+order.
+
+Site storms. Gauges of one site see the same weather, so their events are
+grouped: events whose extents (start to last rain plus the dry gap) overlap
+belong to one site storm. ``gauges: any`` qualifies the site storm at the
+first gauge that qualifies, ``all`` when the last gauge does (every gauge must
+qualify), ``mean`` uses the averaged virtual gauge ``mean`` alone. Each
+qualifying site storm is one ``storm_qualified`` and one storm clock.
+
+A clock's life is a table (``TRANSITIONS``): it opens (a storm qualifies, or
+the previous routine clock was satisfied), passes each reminder instant
+(``due − h`` for ``h`` in ``remind_before_hours``), becomes overdue at ``due``
+and again every ``overdue_repeat_hours``, and is closed by the first
+inspection at or after its start: on or before ``due`` is ``met``, after is
+``late``. For ``clock_start: event_end`` the start and due are unknown until
+the storm has ended; such a clock is open but cannot yet be satisfied or go
+overdue.
+
+Routine clocks chain: the first starts at ``active_since`` (local midnight) or
+at the site's first reading, each is due ``routine_inspection_days`` later, and
+every inspection closes the open routine clock and starts the next one.
+
+Clocks apply only to Conditions A, B and C of § 134-7B(2); other sites still
+get ``storm_qualified`` (with ``due: null`` and ``informational: true``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, time
+from typing import Any
+
+from ..config import SiteConfig
+from .events import Fact, make_id
+from .inputs import Inspection
+from .rain import GAUGE_QUALIFIED
+from .times import MS_PER_DAY, hours_ms, iso
+
+MEAN_GAUGE = "mean"
+
+#: Clock life (state, what happens) -> next state. Reminders and overdue
+#: repeats are instants the clock passes while open; they do not change state.
+TRANSITIONS: dict[tuple[str, str], str] = {
+    ("open", "due_soon"): "open",
+    ("open", "due"): "overdue",
+    ("overdue", "overdue_repeat"): "overdue",
+    ("open", "inspection"): "met",
+    ("overdue", "inspection"): "late",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class GaugeStorm:
+    """One gauge's storm event, as its facts describe it."""
+
+    gauge: str
+    event_id: str
+    started_at: int
+    ended_at: int | None
+    qualified_at: int | None = None
+    q_total_in: float = 0.0
+    q_max_24h_in: float = 0.0
+    last_rain: int | None = None
+
+
+@dataclass(slots=True)
+class Clock:
+    clock_id: str
+    clock: str  # "storm" | "routine"
+    opened_at: int
+    start: int | None  # inspections at or after this satisfy the clock
+    due: int | None
+    closed_at: int | None = None
+    closed_by: Inspection | None = None
+    storm: GaugeStorm | None = None
+
+    @property
+    def outcome(self) -> str | None:
+        if self.closed_at is None or self.due is None:
+            return None
+        return "met" if self.closed_at <= self.due else "late"
+
+    def state_at(self, now_ms: int) -> str:
+        """The clock's state in ``TRANSITIONS`` terms at ``now_ms``."""
+        if self.closed_at is not None and self.closed_at <= now_ms:
+            return self.outcome or "met"
+        if self.due is not None and now_ms >= self.due:
+            return "overdue"
+        return "open"
+
+
+@dataclass(slots=True)
+class SiteClocks:
+    """The result of one recomputation: facts by id, and every clock."""
+
+    facts: dict[str, Fact] = field(default_factory=dict)
+    clocks: list[Clock] = field(default_factory=list)
+
+
+def gauge_storms(facts: list[Fact]) -> list[GaugeStorm]:
+    """Rebuild gauge storm events from the rain folds' facts."""
+    by_event: dict[tuple[str, str], dict[str, Any]] = {}
+    for fact in facts:
+        if fact.type not in ("storm_started", GAUGE_QUALIFIED, "storm_ended"):
+            continue
+        f = fact.fields
+        rec = by_event.setdefault((f["gauge"], f["event_id"]), {
+            "gauge": f["gauge"], "event_id": f["event_id"], "started_at": None,
+            "ended_at": None, "qualified_at": None, "q_total_in": 0.0, "q_max_24h_in": 0.0,
+        })
+        if fact.type == "storm_started":
+            rec["started_at"] = fact.at_ms
+        elif fact.type == GAUGE_QUALIFIED:
+            rec["qualified_at"] = fact.at_ms
+            rec["q_total_in"] = f["total_in"]
+            rec["q_max_24h_in"] = f["max_24h_in"]
+        else:
+            rec["ended_at"] = fact.at_ms
+    storms = []
+    for rec in by_event.values():
+        if rec["started_at"] is None:
+            continue
+        storms.append(GaugeStorm(rec["gauge"], rec["event_id"], rec["started_at"],
+                                 rec["ended_at"], rec["qualified_at"], rec["q_total_in"],
+                                 rec["q_max_24h_in"], rec["ended_at"]))
+    storms.sort(key=lambda s: (s.started_at, s.gauge))
+    return storms
+
+
+def group_storms(storms: list[GaugeStorm], gap_ms: int) -> list[list[GaugeStorm]]:
+    """Gauge events whose extents overlap form one site storm."""
+    groups: list[list[GaugeStorm]] = []
+    reach = -1
+    for storm in storms:
+        end = storm.ended_at + gap_ms if storm.ended_at is not None else 2**62
+        if groups and storm.started_at < reach:
+            groups[-1].append(storm)
+            reach = max(reach, end)
+        else:
+            groups.append([storm])
+            reach = end
+    return groups
+
+
+def qualifying_storms(site: SiteConfig, storms: list[GaugeStorm]) -> list[tuple[GaugeStorm,
+                                                                                list[GaugeStorm]]]:
+    """The site storms that qualify, each with the gauge event that qualified it."""
+    rules = site.rain
+    if rules.gauges == "mean":
+        return [(s, [s]) for s in storms if s.gauge == MEAN_GAUGE and s.qualified_at is not None]
+    real = [s for s in storms if s.gauge != MEAN_GAUGE]
+    out = []
+    gauge_ids = {g.id for g in site.gauges()}
+    for group in group_storms(real, hours_ms(rules.dry_gap_hours)):
+        first_by_gauge: dict[str, GaugeStorm] = {}
+        for s in group:
+            if s.qualified_at is None:
+                continue
+            best = first_by_gauge.get(s.gauge)
+            if best is None or (s.qualified_at or 0) < (best.qualified_at or 0):
+                first_by_gauge[s.gauge] = s
+        if not first_by_gauge:
+            continue
+        ranked = sorted(first_by_gauge.values(), key=lambda s: (s.qualified_at or 0, s.gauge))
+        if rules.gauges == "any":
+            out.append((ranked[0], group))
+        elif set(first_by_gauge) >= gauge_ids:
+            out.append((ranked[-1], group))
+    return out
+
+
+def site_start_ms(site: SiteConfig, first_seen_ms: int | None) -> int | None:
+    """When the routine 7-day cadence starts: ``active_since`` at local midnight."""
+    if site.active_since is not None:
+        local = datetime.combine(site.active_since, time(0, 0), tzinfo=site.zone)
+        return round(local.timestamp() * 1000)
+    return first_seen_ms
+
+
+def compute(site: SiteConfig, gauge_facts: list[Fact], inspections: list[Inspection],
+            first_seen_ms: int | None, now_ms: int | None) -> SiteClocks:
+    """Storm qualification, clocks and their events for one site at ``now_ms``."""
+    rules = site.rain
+    result = SiteClocks()
+    inspections = sorted(inspections, key=lambda i: (i.ts_ms, i.inspector, i.kind))
+    within = hours_ms(rules.inspect_within_hours)
+    closes: dict[int, list[str]] = {id(i): [] for i in inspections}
+
+    # Storm clocks and storm_qualified.
+    for rep, group in qualifying_storms(site, gauge_storms(gauge_facts)):
+        assert rep.qualified_at is not None
+        clock_id = f"storm-{rep.event_id}"
+        if rules.clock_start == "qualified":
+            start: int | None = rep.qualified_at
+        else:
+            ended = [s.ended_at for s in group]
+            start = None if any(e is None for e in ended) else max(e for e in ended if e)
+        due = start + within if start is not None and site.clocks_apply else None
+        fields: dict[str, Any] = {
+            "gauge": rep.gauge, "event_id": rep.event_id, "started_at": iso(rep.started_at),
+            "qualified_at": iso(rep.qualified_at), "total_in": rep.q_total_in,
+            "max_24h_in": rep.q_max_24h_in, "due": iso(due) if due is not None else None,
+            "threshold_in": rules.threshold_in, "mode": rules.mode,
+        }
+        if site.clocks_apply:
+            fields["clock_id"] = clock_id
+            result.clocks.append(Clock(clock_id, "storm", rep.qualified_at, start, due,
+                                       storm=rep))
+        else:
+            fields["informational"] = True
+        _add(result, Fact("storm_qualified", site.id, rep.qualified_at,
+                          make_id("storm_qualified", site.id, rep.gauge, rep.started_at), fields))
+
+    if site.clocks_apply:
+        _routine_clocks(site, result, inspections, first_seen_ms)
+        for clock in result.clocks:
+            if clock.clock == "storm" and clock.start is not None:
+                for insp in inspections:
+                    if insp.ts_ms >= clock.start:
+                        clock.closed_at, clock.closed_by = insp.ts_ms, insp
+                        break
+            if clock.closed_by is not None:
+                closes[id(clock.closed_by)].append(clock.clock_id)
+            _clock_facts(site, clock, now_ms, result)
+
+    for insp in inspections:
+        _add(result, Fact("inspection_recorded", site.id, insp.ts_ms,
+                          make_id("inspection_recorded", site.id, insp.ts_ms, insp.inspector),
+                          {"inspector": insp.inspector, "kind": insp.kind,
+                           "inspected_at": iso(insp.ts_ms), "closes": sorted(closes[id(insp)]),
+                           **({"notes": insp.notes} if insp.notes else {}),
+                           **({"findings": insp.findings} if insp.findings else {})}))
+    return result
+
+
+def _routine_clocks(site: SiteConfig, result: SiteClocks, inspections: list[Inspection],
+                    first_seen_ms: int | None) -> None:
+    start = site_start_ms(site, first_seen_ms)
+    if start is None:
+        return
+    period = round(site.routine_inspection_days * MS_PER_DAY)
+    pending = iter(inspections)
+    while True:
+        clock = Clock(f"routine-{iso(start)}", "routine", start, start, start + period)
+        result.clocks.append(clock)
+        nxt = next((i for i in pending if i.ts_ms >= start), None)
+        if nxt is None:
+            return
+        clock.closed_at, clock.closed_by = nxt.ts_ms, nxt
+        start = nxt.ts_ms
+
+
+def _clock_facts(site: SiteConfig, clock: Clock, now_ms: int | None, result: SiteClocks) -> None:
+    if clock.due is None:
+        return
+    rules = site.rain
+    due = clock.due
+    base = {"clock_id": clock.clock_id, "clock": clock.clock, "due": iso(due)}
+    now = now_ms if now_ms is not None else -(2**62)
+    closed = clock.closed_at if clock.closed_at is not None else 2**62
+    for hours in rules.remind_before_hours:
+        at = due - hours_ms(hours)
+        if clock.opened_at <= at <= now and at < closed:
+            _add(result, Fact("inspection_due_soon", site.id, at,
+                              make_id("inspection_due_soon", site.id, clock.clock_id, hours),
+                              {**base, "hours_left": hours}))
+    repeat = hours_ms(rules.overdue_repeat_hours)
+    k, at = 0, due
+    while at <= now and at < closed:
+        _add(result, Fact("inspection_overdue", site.id, at,
+                          make_id("inspection_overdue", site.id, clock.clock_id, k),
+                          {**base, "hours_late": round(k * rules.overdue_repeat_hours, 3)}))
+        k += 1
+        at = due + k * repeat
+    if clock.closed_at is not None and clock.closed_at <= now:
+        _add(result, Fact("clock_closed", site.id, clock.closed_at,
+                          make_id("clock_closed", site.id, clock.clock_id),
+                          {**base, "inspected_at": iso(clock.closed_at),
+                           "outcome": clock.outcome}))
+
+
+def _add(result: SiteClocks, fact: Fact) -> None:
+    result.facts[fact.id] = fact

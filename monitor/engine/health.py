@@ -1,0 +1,102 @@
+"""Sensor health: silence, recovery and battery, in event time.
+
+A node that goes quiet cannot tell us it is quiet, so silence is concluded
+from time passing: a sensor is stale once more than ``stale_after_minutes``
+have passed since its last message (a tipping-bucket gauge publishes its
+counter every minute even when dry, so a silent gauge is detectable — a dry
+day and a dead gauge look different). When a message arrives after such a
+gap the sensor has recovered. Both facts are dated in event time:
+``sensor_stale`` at ``last_seen + stale_after`` and ``sensor_recovered`` at the
+returning message, so a node that buffered its readings while offline and
+sends them late produces the same history as one that never went away.
+
+``battery_low`` is raised when a reported ``battery_v`` falls below
+``battery_low_v`` and re-arms 0.1 V above it, so a voltage that hovers at the
+limit does not alert every minute.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..config import SensorConfig
+from .events import Fact, make_id
+from .inputs import Reading
+from .times import iso, minutes_ms
+
+BATTERY_REARM_V = 0.1
+
+
+@dataclass(slots=True)
+class HealthState:
+    last_seen: int | None = None
+    battery_v: float | None = None
+    battery_low: bool = False
+
+
+class HealthFold:
+    """Staleness and battery of one sensor, over all its messages (readings and status)."""
+
+    def __init__(self, site: str, sensor: SensorConfig) -> None:
+        self.site = site
+        self.sensor = sensor.id
+        self.stale_ms = minutes_ms(sensor.stale_after_minutes)
+        self.battery_low_v = sensor.battery_low_v
+
+    def initial(self) -> HealthState:
+        return HealthState()
+
+    def key(self, item: Reading) -> tuple[Any, ...]:
+        body = tuple(sorted((k, v) for k, v in item.to_json().items()
+                            if k not in ("site", "sensor", "ts_ms")))
+        return (item.ts_ms, body)
+
+    def step(self, state: HealthState, item: Reading, out: list[Fact]) -> None:
+        ts = item.ts_ms
+        last = state.last_seen
+        if last is not None and ts - last > self.stale_ms:
+            out.append(self._stale(last))
+            out.append(Fact("sensor_recovered", self.site, ts,
+                            make_id("sensor_recovered", self.site, self.sensor, ts),
+                            {"sensor": self.sensor, "last_seen": iso(ts),
+                             "stale_since": iso(last + self.stale_ms)}))
+        state.last_seen = ts
+        if item.battery_v is not None:
+            state.battery_v = item.battery_v
+            self._battery(state, ts, item.battery_v, out)
+
+    def advance(self, state: HealthState, now_ms: int, out: list[Fact]) -> None:
+        if state.last_seen is not None and now_ms - state.last_seen > self.stale_ms:
+            out.append(self._stale(state.last_seen))
+
+    def copy(self, state: HealthState) -> HealthState:
+        return HealthState(state.last_seen, state.battery_v, state.battery_low)
+
+    def dump(self, state: HealthState) -> Any:
+        return [state.last_seen, state.battery_v, state.battery_low]
+
+    def load(self, data: Any) -> HealthState:
+        return HealthState(data[0], data[1], data[2])
+
+    def is_stale(self, state: HealthState, now_ms: int) -> bool:
+        return state.last_seen is None or now_ms - state.last_seen > self.stale_ms
+
+    def _stale(self, last_seen: int) -> Fact:
+        return Fact("sensor_stale", self.site, last_seen + self.stale_ms,
+                    make_id("sensor_stale", self.site, self.sensor, last_seen),
+                    {"sensor": self.sensor, "last_seen": iso(last_seen),
+                     "stale_after_minutes": self.stale_ms / 60_000})
+
+    def _battery(self, state: HealthState, ts: int, volts: float, out: list[Fact]) -> None:
+        limit = self.battery_low_v
+        if limit is None:
+            return
+        if not state.battery_low and volts < limit:
+            state.battery_low = True
+            out.append(Fact("battery_low", self.site, ts,
+                            make_id("battery_low", self.site, self.sensor, ts),
+                            {"sensor": self.sensor, "battery_v": round(volts, 3),
+                             "battery_low_v": limit}))
+        elif state.battery_low and volts >= limit + BATTERY_REARM_V:
+            state.battery_low = False

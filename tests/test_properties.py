@@ -1,0 +1,157 @@
+"""Invariants of the engine (DESIGN § 2 "Event time, not arrival time").
+
+Arrival order within the lateness bound, duplicated messages and a
+``precip_in`` reading split into several at the same instant must not change
+the final set of latest revisions; neither may a snapshot taken mid-stream and
+restored. Revision numbers legitimately depend on arrival order, so the final
+sets are compared without them.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from monitor.engine import Engine
+from monitor.engine.inputs import Inspection, Reading
+from monitor.engine.times import MS_PER_MINUTE
+
+from .util import SITE, site_config, ts
+
+START = ts("2026-05-01T00:00:00Z")
+SPAN_MIN = 36 * 60  # a day and a half, well within the 7-day lateness bound
+
+CONFIG = site_config(
+    sensors=[
+        {"id": "rg1", "kind": "rain", "in_per_tip": 0.01},
+        {"id": "rg2", "kind": "rain"},
+        {"id": "tb-up", "kind": "turbidity", "max_ntu": 400},
+        {"id": "tb-down", "kind": "turbidity", "max_ntu": 400},
+        {"id": "trap1-depth", "kind": "sediment"},
+    ],
+)
+
+storms = st.lists(
+    st.tuples(st.integers(0, SPAN_MIN - 300), st.integers(1, 240), st.integers(1, 4)),
+    max_size=4)
+
+
+def scenario(seed: int, storm_list: list[tuple[int, int, int]], n_insp: int) -> list[Any]:
+    """Readings of every kind over the span, in event-time order."""
+    rng = random.Random(seed)
+    rate = [0] * SPAN_MIN
+    for start, minutes, intensity in storm_list:
+        for m in range(start, min(SPAN_MIN, start + minutes)):
+            rate[m] += rng.choice([0, intensity])
+    items: list[Any] = []
+    total, seq = 0, 0
+    gone_quiet = rng.randrange(SPAN_MIN)
+    for m in range(0, SPAN_MIN, 5):
+        t = START + m * MS_PER_MINUTE
+        tips = sum(rate[m:m + 5])
+        total += tips
+        if not (gone_quiet <= m < gone_quiet + 40):  # a gap: stale, then recovered
+            items.append(Reading(SITE, "rg1", "rain", t, tips_total=total, battery_v=3.9))
+        if tips:
+            seq += 1
+            items.append(Reading(SITE, "rg2", "rain", t, precip_in=tips / 100, seq=seq * 10))
+        up = 8 + rng.random() * 4 + tips
+        down = up + (rng.random() * 12 if any(rate[max(0, m - 60):m + 1]) else rng.random())
+        items.append(Reading(SITE, "tb-up", "turbidity", t, ntu=round(up, 2)))
+        items.append(Reading(SITE, "tb-down", "turbidity", t + 60_000, ntu=round(down, 2)))
+        if m % 30 == 0:
+            depth = 10 + m / SPAN_MIN * 30 + rng.random()
+            items.append(Reading(SITE, "trap1-depth", "sediment", t, depth_in=round(depth, 2)))
+    for _ in range(n_insp):
+        t = START + rng.randrange(SPAN_MIN) * MS_PER_MINUTE
+        items.append(Inspection(SITE, "J. Rivera", t, "storm"))
+    items.sort(key=lambda i: i.ts_ms)
+    return items
+
+
+def split(items: list[Any], rng: random.Random) -> list[Any]:
+    """Split each precip_in reading into parts at the same instant (micro-inches exact)."""
+    out = []
+    for it in items:
+        if isinstance(it, Reading) and it.precip_in is not None and it.seq is not None:
+            micro = round(it.precip_in * 1_000_000)
+            cuts = sorted(rng.randrange(micro + 1) for _ in range(rng.randrange(3)))
+            parts = [b - a for a, b in zip([0, *cuts], [*cuts, micro], strict=True)]
+            for j, part in enumerate(parts):
+                out.append(Reading(SITE, it.sensor, "rain", it.ts_ms, precip_in=part / 1_000_000,
+                                   seq=it.seq + j))
+        else:
+            out.append(it)
+    return out
+
+
+def final_set(items: list[Any]) -> list[dict[str, Any]]:
+    eng = Engine(CONFIG)
+    for it in items:
+        eng.apply(it)
+    eng.tick(max(i.ts_ms for i in items))
+    return [_without_revision(e.to_json()) for e in eng.current_events()]
+
+
+def _without_revision(e: dict[str, Any]) -> dict[str, Any]:
+    e = dict(e)
+    e.pop("revision")
+    return e
+
+
+PROPERTY = settings(max_examples=20, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+
+
+@PROPERTY
+@given(seed=st.integers(0, 2**32), storm_list=storms, n_insp=st.integers(0, 3),
+       shuffle_seed=st.integers(0, 2**32))
+def test_order_duplicates_and_splitting_do_not_change_events(
+        seed: int, storm_list: list[tuple[int, int, int]], n_insp: int,
+        shuffle_seed: int) -> None:
+    rnd = random.Random(shuffle_seed)
+    items = scenario(seed, storm_list, n_insp)
+    expected = final_set(items)
+
+    shuffled = list(items)
+    rnd.shuffle(shuffled)
+    assert final_set(shuffled) == expected
+
+    duplicated = items + rnd.sample(items, len(items) // 3)
+    rnd.shuffle(duplicated)
+    assert final_set(duplicated) == expected
+
+    assert final_set(split(items, rnd)) == expected
+
+
+@PROPERTY
+@given(seed=st.integers(0, 2**32), storm_list=storms, n_insp=st.integers(0, 3),
+       cut=st.floats(0.05, 0.95), shuffle_seed=st.integers(0, 2**32))
+def test_snapshot_restore_mid_stream_changes_nothing(
+        seed: int, storm_list: list[tuple[int, int, int]], n_insp: int, cut: float,
+        shuffle_seed: int) -> None:
+    rnd = random.Random(shuffle_seed)
+    items = scenario(seed, storm_list, n_insp)
+    # Some late arrivals, so the snapshot holds out-of-order history too.
+    for _ in range(len(items) // 20):
+        i, j = rnd.randrange(len(items)), rnd.randrange(len(items))
+        items[i], items[j] = items[j], items[i]
+    k = int(len(items) * cut)
+
+    whole = Engine(CONFIG)
+    for it in items[:k]:
+        whole.apply(it)
+    snapshot = json.loads(json.dumps(whole.dump()))  # must survive real JSON
+    resumed = Engine.restore(CONFIG, snapshot)
+
+    rest_whole = [e.to_json() for it in items[k:] for e in whole.apply(it)]
+    rest_resumed = [e.to_json() for it in items[k:] for e in resumed.apply(it)]
+    assert rest_resumed == rest_whole
+    end = max(i.ts_ms for i in items)
+    assert [e.to_json() for e in resumed.tick(end)] == [e.to_json() for e in whole.tick(end)]
+    assert [e.to_json() for e in resumed.current_events()] == [
+        e.to_json() for e in whole.current_events()]
