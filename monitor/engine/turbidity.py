@@ -1,0 +1,376 @@
+"""Turbidity contrast between a background probe and a probe below the discharge.
+
+§ 134-8C of the chapter: land development "shall not cause an increase in
+turbidity that will result in substantial visible contrast to natural
+conditions in surface waters". The chapter gives no number; a pair's ``rule``
+supplies one (``limit_ntu``): a fixed ``delta_ntu`` over background, or the
+preset ``wa-173-201a`` taken from Washington's water-quality standards.
+
+Theory of operation
+-------------------
+One ``PairFold`` watches one pair. It sees the readings of both probes merged
+in event-time order and runs three small machines over them:
+
+*Alignment.* Each downstream reading at t is compared with the upstream
+reading nearest to t within ``max_skew_minutes`` (ties go to the earlier);
+failing that, with the last upstream reading at or before t that is younger
+than ``background_max_age_minutes``; failing that, its contrast is unknown.
+The nearest upstream may lie after t, so a downstream reading waits in
+``pending`` until an input later than t + max_skew has been folded: from then
+on no upstream reading that could be chosen is missing from the prefix. Time
+passing without input (``advance``, always on a copy) evaluates whatever is
+pending with the upstream readings known so far, which is the best answer
+available now and is replaced as soon as the real neighbours arrive.
+
+*Episode.* Evaluated readings drive ``TRANSITIONS`` (below); readings of
+unknown contrast are not inputs to it. Two moves depend on elapsed time and
+are written beside the table: a pending episode becomes ``exceeded`` once an
+exceeding reading comes ``sustain_minutes`` after its start, and a clearing
+episode becomes ``ok`` once a non-exceeding reading comes ``clear_minutes``
+after clearing began. Each of those two moves emits ``turbidity_contrast``;
+nothing else does.
+
+*Probe faults.* ``background_missing`` once per run of downstream readings
+without a background, ``pegged`` once per run of readings of one probe at or
+above its full scale (``max_ntu``). Pegged readings are still compared as
+read: a pegged downstream probe can only understate the contrast, a pegged
+upstream probe may overstate it, and ``pegged`` tells the reader which.
+
+Everything that decides this pair's facts lives in this file, and the state is
+a function of the sorted input prefix only (see ``timeline.py``), so late and
+repeated readings cannot change the outcome.
+
+NTU values are integers in milli-NTU (as in the fold's key) and limits in
+units of 1e-4 NTU, so the comparison with the limit is exact: 55.1 NTU over a
+background of 50.1 NTU is 5 NTU, not 5.000000000000007.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..config import SensorConfig, TurbidityPair
+from .events import Fact, make_id
+from .inputs import Reading
+from .times import iso, minutes_ms
+
+MILLI_PER_NTU = 1000
+#: Limits are kept in 1e-4 NTU: ten per milli-NTU, so 10 % of a milli-NTU reading is whole.
+E4_PER_MILLI = 10
+E4_PER_NTU = MILLI_PER_NTU * E4_PER_MILLI
+
+#: WAC 173-201A-200(1)(e): the background at or below which the fixed 5 NTU applies.
+WA_BACKGROUND_NTU = 50
+WA_DELTA_NTU = 5
+WA_PERCENT = 10
+
+UP, DOWN, OTHER = 0, 1, 2
+
+Episode = Literal["ok", "pending", "exceeded", "clearing"]
+
+#: (episode, the reading exceeds its limit) -> next episode.
+#: The timed moves pending -> exceeded and clearing -> ok are in ``_episode_step``.
+TRANSITIONS: dict[tuple[Episode, bool], Episode] = {
+    ("ok", False): "ok",
+    ("ok", True): "pending",            # s = t: the episode may be starting
+    ("pending", False): "ok",           # did not persist: forgotten, nothing emitted
+    ("pending", True): "pending",       # -> exceeded once t - s >= sustain
+    ("exceeded", False): "clearing",    # c = t
+    ("exceeded", True): "exceeded",
+    ("clearing", False): "clearing",    # -> ok once t - c >= clear
+    ("clearing", True): "exceeded",     # relapse: same episode, no new event
+}
+
+
+# --------------------------------------------------------------------------- the rule
+
+
+def limit_ntu(pair: TurbidityPair, upstream_ntu: float) -> float:
+    """The allowed increase over background, in NTU, for a background of ``upstream_ntu``.
+
+    ``delta_ntu``    the pair's fixed ``delta_ntu``.
+    ``wa-173-201a``  Washington WAC 173-201A-200(1)(e), the aquatic-life turbidity
+                     criterion of its most protected classes: 5 NTU over background
+                     when the background is 50 NTU or less, a 10 % increase when it
+                     is more. The two branches meet at 50 NTU.
+
+    A numeric reading of § 134-8C ("substantial visible contrast to natural
+    conditions"), which gives no number itself.
+    """
+    if pair.rule == "delta_ntu":
+        return _delta_ntu(pair)
+    if upstream_ntu <= WA_BACKGROUND_NTU:
+        return float(WA_DELTA_NTU)
+    return upstream_ntu * WA_PERCENT / 100
+
+
+def exceeds(pair: TurbidityPair, upstream_ntu: float, downstream_ntu: float) -> bool:
+    """§ 134-8C contrast: ``downstream − upstream > limit_ntu(upstream)``.
+
+    Compared exactly on readings quantised to milli-NTU, as the fold does.
+    """
+    up_m, down_m = _milli(upstream_ntu), _milli(downstream_ntu)
+    return (down_m - up_m) * E4_PER_MILLI > _limit_e4(pair, up_m)
+
+
+def _limit_e4(pair: TurbidityPair, up_m: int) -> int:
+    if pair.rule == "delta_ntu":
+        return round(_delta_ntu(pair) * E4_PER_NTU)
+    if up_m <= WA_BACKGROUND_NTU * MILLI_PER_NTU:
+        return WA_DELTA_NTU * E4_PER_NTU
+    # 10 % of up_m milli-NTU is up_m tenths of a milli-NTU.
+    return up_m * E4_PER_MILLI * WA_PERCENT // 100
+
+
+def _delta_ntu(pair: TurbidityPair) -> float:
+    if pair.delta_ntu is None:  # the configuration validator rules this out
+        raise ValueError(f"pair {pair.id}: rule delta_ntu needs delta_ntu")
+    return pair.delta_ntu
+
+
+def _milli(ntu: float) -> int:
+    return round(ntu * MILLI_PER_NTU)
+
+
+def _ntu(milli: int) -> float:
+    return round(milli / MILLI_PER_NTU, 3)
+
+
+def _ts(pair: tuple[int, int]) -> int:
+    return pair[0]
+
+
+# --------------------------------------------------------------------------- the fold
+
+
+@dataclass(slots=True)
+class PairState:
+    """Alignment buffers, episode and probe-fault flags of one pair."""
+
+    #: Upstream (ts_ms, milli-NTU) that a pending or future reading may still use.
+    ups: deque[tuple[int, int]] = field(default_factory=deque)
+    #: Downstream (ts_ms, milli-NTU) not yet evaluated, in event order.
+    pending: deque[tuple[int, int]] = field(default_factory=deque)
+    episode: Episode = "ok"
+    started: int | None = None
+    clearing_since: int | None = None
+    missing: bool = False
+    up_pegged: bool = False
+    down_pegged: bool = False
+    #: The last evaluated downstream reading: (ts, up_m or None if unknown, down_m, limit_e4).
+    last: tuple[int, int | None, int, int | None] | None = None
+
+
+class PairFold:
+    """The § 134-8C contrast rule over one upstream/downstream pair of probes."""
+
+    def __init__(self, site: str, pair: TurbidityPair, upstream: SensorConfig,
+                 downstream: SensorConfig) -> None:
+        self.site = site
+        self.pair = pair
+        self.upstream = upstream
+        self.downstream = downstream
+        self.skew_ms = minutes_ms(pair.max_skew_minutes)
+        self.max_age_ms = minutes_ms(pair.background_max_age_minutes)
+        self.sustain_ms = minutes_ms(pair.sustain_minutes)
+        self.clear_ms = minutes_ms(pair.clear_minutes)
+        # A pending reading is at least newest - skew, and may use an upstream
+        # reading down to skew (nearest) or max_age (fallback) before itself.
+        self.keep_ms = self.skew_ms + max(self.skew_ms, self.max_age_ms)
+        self.up_max_m = _milli(upstream.max_ntu_value)
+        self.down_max_m = _milli(downstream.max_ntu_value)
+
+    # ---------------------------------------------------------------- Fold protocol
+
+    def initial(self) -> PairState:
+        return PairState()
+
+    def key(self, item: Reading) -> tuple[Any, ...]:
+        role = self._role(item)
+        if role == OTHER or item.ntu is None:
+            return (item.ts_ms, OTHER, 0)
+        return (item.ts_ms, role, _milli(item.ntu))
+
+    def step(self, state: PairState, item: Reading, out: list[Fact]) -> None:
+        role = self._role(item)
+        if role == OTHER or item.ntu is None:
+            return
+        ts, ntu_m = item.ts_ms, _milli(item.ntu)
+        pending = state.pending
+        # Every upstream reading up to ts has been folded: a downstream reading
+        # more than max_skew older can no longer gain a nearer neighbour.
+        while pending and pending[0][0] + self.skew_ms < ts:
+            t, down_m = pending.popleft()
+            self._evaluate(state, t, down_m, out)
+        if role == UP:
+            self._check_pegged(state, UP, ts, ntu_m, out)
+            state.ups.append((ts, ntu_m))
+        else:
+            self._check_pegged(state, DOWN, ts, ntu_m, out)
+            pending.append((ts, ntu_m))
+        ups = state.ups
+        horizon = ts - self.keep_ms
+        while ups and ups[0][0] < horizon:
+            ups.popleft()
+
+    def advance(self, state: PairState, now_ms: int, out: list[Fact]) -> None:
+        """Evaluate what is pending with the upstream readings known so far (on a copy)."""
+        while state.pending:
+            t, down_m = state.pending.popleft()
+            self._evaluate(state, t, down_m, out)
+
+    def copy(self, state: PairState) -> PairState:
+        return PairState(deque(state.ups), deque(state.pending), state.episode, state.started,
+                         state.clearing_since, state.missing, state.up_pegged,
+                         state.down_pegged, state.last)
+
+    def dump(self, state: PairState) -> Any:
+        return {
+            "ups": [list(p) for p in state.ups],
+            "pending": [list(p) for p in state.pending],
+            "episode": state.episode,
+            "started": state.started,
+            "clearing_since": state.clearing_since,
+            "missing": state.missing,
+            "up_pegged": state.up_pegged,
+            "down_pegged": state.down_pegged,
+            "last": None if state.last is None else list(state.last),
+        }
+
+    def load(self, data: Any) -> PairState:
+        last = data["last"]
+        return PairState(
+            deque((ts, m) for ts, m in data["ups"]),
+            deque((ts, m) for ts, m in data["pending"]),
+            data["episode"], data["started"], data["clearing_since"], data["missing"],
+            data["up_pegged"], data["down_pegged"],
+            None if last is None else (last[0], last[1], last[2], last[3]))
+
+    # ---------------------------------------------------------------- status
+
+    def summary(self, state: PairState) -> dict[str, Any]:
+        """The pair's entry of ``status --json``.
+
+        ``state`` is the episode, or ``unknown`` while the episode is ``ok`` but
+        the latest downstream reading had no background (or none was evaluated
+        yet). Pending readings count, evaluated provisionally on a copy.
+        """
+        scratch = self.copy(state)
+        self.advance(scratch, 0, [])
+        last = scratch.last
+        shown: str = scratch.episode
+        out: dict[str, Any] = {"state": shown, "delta_ntu": None, "limit_ntu": None,
+                               "upstream_ntu": None, "downstream_ntu": None, "at": None,
+                               "started_at": None}
+        if scratch.started is not None and scratch.episode != "ok":
+            out["started_at"] = iso(scratch.started)
+        if last is None:
+            if shown == "ok":
+                out["state"] = "unknown"
+            return out
+        t, up_m, down_m, limit_e4 = last
+        out["at"] = iso(t)
+        out["downstream_ntu"] = _ntu(down_m)
+        if up_m is None or limit_e4 is None:
+            if shown == "ok":
+                out["state"] = "unknown"
+            return out
+        out["upstream_ntu"] = _ntu(up_m)
+        out["delta_ntu"] = _ntu(down_m - up_m)
+        out["limit_ntu"] = round(limit_e4 / E4_PER_NTU, 3)
+        return out
+
+    # ---------------------------------------------------------------- internals
+
+    def _role(self, item: Reading) -> int:
+        if item.sensor == self.pair.upstream:
+            return UP
+        if item.sensor == self.pair.downstream:
+            return DOWN
+        return OTHER
+
+    def _background(self, ups: deque[tuple[int, int]], t: int) -> tuple[int, int] | None:
+        """The upstream reading a downstream reading at ``t`` is compared with."""
+        j = bisect_right(ups, t, key=_ts)
+        before = ups[j - 1] if j else None
+        after = ups[j] if j < len(ups) else None
+        best = before if before is not None and t - before[0] <= self.skew_ms else None
+        if after is not None and after[0] - t <= self.skew_ms and (
+                best is None or after[0] - t < t - best[0]):
+            best = after
+        if best is None and before is not None and t - before[0] < self.max_age_ms:
+            best = before
+        return best
+
+    def _evaluate(self, state: PairState, t: int, down_m: int, out: list[Fact]) -> None:
+        background = self._background(state.ups, t)
+        if background is None:
+            state.last = (t, None, down_m, None)
+            if not state.missing:
+                state.missing = True
+                out.append(self._probe_fact("background_missing", self.upstream.id, t, {
+                    "downstream_ntu": _ntu(down_m),
+                }))
+            return
+        state.missing = False
+        up_at, up_m = background
+        limit_e4 = _limit_e4(self.pair, up_m)
+        state.last = (t, up_m, down_m, limit_e4)
+        exceeding = (down_m - up_m) * E4_PER_MILLI > limit_e4
+        self._episode_step(state, t, exceeding, up_at, up_m, down_m, limit_e4, out)
+
+    def _episode_step(self, state: PairState, t: int, exceeding: bool, up_at: int, up_m: int,
+                      down_m: int, limit_e4: int, out: list[Fact]) -> None:
+        before = state.episode
+        after = TRANSITIONS[(before, exceeding)]
+        if after == "pending" and before == "ok":
+            state.started = t
+        elif after == "clearing" and before == "exceeded":
+            state.clearing_since = t
+        # The timed moves; checked on entry too, so a zero duration fires at once.
+        emit: str | None = None
+        if after == "pending" and state.started is not None \
+                and t - state.started >= self.sustain_ms:
+            after, emit = "exceeded", "exceeded"
+        elif after == "clearing" and state.clearing_since is not None \
+                and t - state.clearing_since >= self.clear_ms:
+            after, emit = "ok", "cleared"
+        state.episode = after
+        if emit is None or state.started is None:
+            return
+        started = state.started
+        out.append(Fact("turbidity_contrast", self.site, t,
+                        make_id("turbidity_contrast", self.site, self.pair.id, emit, started), {
+                            "pair": self.pair.id,
+                            "state": emit,
+                            "started_at": iso(started),
+                            "upstream_ntu": _ntu(up_m),
+                            "downstream_ntu": _ntu(down_m),
+                            "delta_ntu": _ntu(down_m - up_m),
+                            "limit_ntu": round(limit_e4 / E4_PER_NTU, 3),
+                            "upstream_at": iso(up_at),
+                        }))
+        if after == "ok":
+            state.started = state.clearing_since = None
+
+    def _check_pegged(self, state: PairState, role: int, ts: int, ntu_m: int,
+                      out: list[Fact]) -> None:
+        sensor, max_m = ((self.upstream, self.up_max_m) if role == UP
+                         else (self.downstream, self.down_max_m))
+        pegged = ntu_m >= max_m
+        was = state.up_pegged if role == UP else state.down_pegged
+        if pegged and not was:
+            out.append(self._probe_fact("pegged", sensor.id, ts, {
+                "ntu": _ntu(ntu_m), "max_ntu": sensor.max_ntu_value,
+            }))
+        if role == UP:
+            state.up_pegged = pegged
+        else:
+            state.down_pegged = pegged
+
+    def _probe_fact(self, kind: str, sensor: str, ts: int, extra: dict[str, Any]) -> Fact:
+        return Fact(kind, self.site, ts, make_id(kind, self.site, self.pair.id, sensor, ts),
+                    {"sensor": sensor, "pair": self.pair.id, **extra})

@@ -1,0 +1,363 @@
+"""Turbidity contrast (§ 134-8C): the numeric rules, alignment, episodes, probe faults."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from monitor.config import SensorConfig, TurbidityPair
+from monitor.engine.events import Fact, make_id
+from monitor.engine.inputs import Reading
+from monitor.engine.timeline import Timeline
+from monitor.engine.times import MS_PER_MINUTE, iso, parse_iso
+from monitor.engine.turbidity import TRANSITIONS, PairFold, exceeds, limit_ntu
+
+SITE = "branch-meadows"
+T0 = parse_iso("2026-05-01T12:00:00Z")
+PAIR = TurbidityPair(id="outfall-1", upstream="tb-up", downstream="tb-down")
+UP = SensorConfig(id="tb-up", kind="turbidity")
+DOWN = SensorConfig(id="tb-down", kind="turbidity")
+
+
+def at(minutes: float) -> int:
+    return T0 + round(minutes * MS_PER_MINUTE)
+
+
+def up(minutes: float, ntu: float) -> Reading:
+    return Reading(site=SITE, sensor="tb-up", kind="turbidity", ts_ms=at(minutes), ntu=ntu)
+
+
+def down(minutes: float, ntu: float) -> Reading:
+    return Reading(site=SITE, sensor="tb-down", kind="turbidity", ts_ms=at(minutes), ntu=ntu)
+
+
+def fold(pair: TurbidityPair = PAIR, upstream: SensorConfig = UP,
+         downstream: SensorConfig = DOWN) -> PairFold:
+    return PairFold(SITE, pair, upstream, downstream)
+
+
+def run(f: PairFold, readings: list[Reading], now_minutes: float | None = None) -> list[Fact]:
+    tl = Timeline(f)
+    for r in readings:
+        tl.insert(r)
+    if now_minutes is not None:
+        tl.advance_to(at(now_minutes))
+    return sorted(tl.facts(), key=Fact.sort_key)
+
+
+def of_type(facts: list[Fact], kind: str) -> list[Fact]:
+    return [f for f in facts if f.type == kind]
+
+
+def contrast(facts: list[Fact]) -> list[tuple[str, int, str]]:
+    return [(f.fields["state"], f.at_ms, f.fields["started_at"])
+            for f in of_type(facts, "turbidity_contrast")]
+
+
+def minutely(start: int, stop: int, up_ntu: float, down_ntu: float) -> list[Reading]:
+    """Both probes every minute from ``start`` to ``stop`` minutes inclusive."""
+    out = []
+    for m in range(start, stop + 1):
+        out += [up(m, up_ntu), down(m, down_ntu)]
+    return out
+
+
+# --------------------------------------------------------------------------- the rule
+
+
+@pytest.mark.parametrize(("background", "limit"), [
+    (0.0, 5.0),
+    (10.0, 5.0),
+    (50.0, 5.0),      # the boundary belongs to the fixed 5 NTU
+    (60.0, 6.0),      # 10 % of 60
+    (100.0, 10.0),    # 10 % of 100
+    (250.0, 25.0),
+])
+def test_wa_173_201a_limit(background: float, limit: float) -> None:
+    assert limit_ntu(PAIR, background) == pytest.approx(limit)
+
+
+def test_wa_branches_meet_at_50_ntu() -> None:
+    # 5 NTU fixed at 50, 10 % of 50.001 = 5.0001 just above: no jump.
+    assert limit_ntu(PAIR, 50.001) == pytest.approx(5.0001)
+
+
+def test_delta_ntu_limit_ignores_background() -> None:
+    pair = TurbidityPair(id="p", upstream="a", downstream="b", rule="delta_ntu", delta_ntu=7.5)
+    assert limit_ntu(pair, 5.0) == 7.5
+    assert limit_ntu(pair, 500.0) == 7.5
+    assert not exceeds(pair, 500.0, 507.5)      # 7.5 is not more than 7.5
+    assert exceeds(pair, 500.0, 507.501)
+
+
+@pytest.mark.parametrize(("upstream", "downstream", "expected"), [
+    (50.0, 55.0, False),       # 5 over a background of 50: at the limit, not over it
+    (50.0, 55.001, True),
+    (50.1, 55.1, False),       # 5.0 exactly, although 55.1 − 50.1 = 5.000000000000007 in floats
+    (100.0, 110.0, False),     # 10 % of 100 = 10
+    (100.0, 110.001, True),
+    (51.0, 56.0, False),       # limit 5.1, delta 5
+    (51.0, 56.2, True),        # delta 5.2 > 5.1
+    (10.0, 4.0, False),        # cleaner below than above
+])
+def test_exceeds(upstream: float, downstream: float, expected: bool) -> None:
+    assert exceeds(PAIR, upstream, downstream) is expected
+
+
+def test_transition_table_is_complete() -> None:
+    states = {"ok", "pending", "exceeded", "clearing"}
+    assert set(TRANSITIONS) == {(s, x) for s in states for x in (False, True)}
+    assert set(TRANSITIONS.values()) <= states
+
+
+# --------------------------------------------------------------------------- episodes
+
+
+def test_nine_minutes_of_contrast_raise_nothing() -> None:
+    # Down 20 over up 10: delta 10 > 5 from 0:00 to 0:09, then equal. t − s peaks at 9 < 10.
+    readings = minutely(0, 9, 10.0, 20.0) + minutely(10, 60, 10.0, 10.0)
+    assert contrast(run(fold(), readings, now_minutes=61)) == []
+
+
+def test_ten_minutes_of_contrast_raise_exceeded_at_0_10() -> None:
+    readings = minutely(0, 10, 10.0, 20.0) + minutely(11, 30, 10.0, 10.0)
+    facts = run(fold(), readings, now_minutes=31)
+    assert contrast(facts) == [("exceeded", at(10), iso(at(0)))]
+    fact = of_type(facts, "turbidity_contrast")[0]
+    assert fact.id == make_id("turbidity_contrast", SITE, "outfall-1", "exceeded", at(0))
+    assert fact.fields == {
+        "pair": "outfall-1", "state": "exceeded", "started_at": iso(at(0)),
+        "upstream_ntu": 10.0, "downstream_ntu": 20.0, "delta_ntu": 10.0, "limit_ntu": 5.0,
+        "upstream_at": iso(at(10)),
+    }
+
+
+def test_clears_after_30_minutes_below() -> None:
+    # Exceeded at 0:10; below from 0:11 (c); cleared at the first reading with t − c ≥ 30: 0:41.
+    readings = minutely(0, 10, 10.0, 20.0) + minutely(11, 60, 10.0, 12.0)
+    facts = run(fold(), readings, now_minutes=61)
+    assert contrast(facts) == [("exceeded", at(10), iso(at(0))),
+                               ("cleared", at(41), iso(at(0)))]
+    cleared = of_type(facts, "turbidity_contrast")[1]
+    assert cleared.id == make_id("turbidity_contrast", SITE, "outfall-1", "cleared", at(0))
+    assert cleared.fields["delta_ntu"] == 2.0
+    assert cleared.fields["limit_ntu"] == 5.0
+
+
+def test_a_relapse_while_clearing_continues_the_episode() -> None:
+    # Below 0:11–0:39 (28 min, not 30), over again at 0:40: back to exceeded, no event.
+    # Below again from 0:41 (new c), cleared at 1:11, still the episode started at 0:00.
+    readings = (minutely(0, 10, 10.0, 20.0) + minutely(11, 39, 10.0, 10.0)
+                + minutely(40, 40, 10.0, 20.0) + minutely(41, 80, 10.0, 10.0))
+    facts = run(fold(), readings, now_minutes=81)
+    assert contrast(facts) == [("exceeded", at(10), iso(at(0))),
+                               ("cleared", at(71), iso(at(0)))]
+
+
+def test_a_dip_while_pending_restarts_the_count() -> None:
+    # Over 0:00–0:05, equal at 0:06 (pending → ok), over from 0:07: exceeded at 0:17.
+    readings = (minutely(0, 5, 10.0, 20.0) + minutely(6, 6, 10.0, 10.0)
+                + minutely(7, 30, 10.0, 20.0))
+    assert contrast(run(fold(), readings, now_minutes=31)) == [
+        ("exceeded", at(17), iso(at(7)))]
+
+
+def test_zero_sustain_and_clear_fire_on_the_reading() -> None:
+    pair = PAIR.model_copy(update={"sustain_minutes": 0, "clear_minutes": 0})
+    readings = minutely(0, 0, 10.0, 20.0) + minutely(1, 1, 10.0, 10.0)
+    assert contrast(run(fold(pair), readings, now_minutes=2)) == [
+        ("exceeded", at(0), iso(at(0))), ("cleared", at(1), iso(at(0)))]
+
+
+def test_high_background_uses_ten_percent() -> None:
+    # Background 200: limit 20. Down 215 (delta 15) is fine, down 225 (delta 25) is not.
+    quiet = minutely(0, 30, 200.0, 215.0)
+    assert contrast(run(fold(), quiet, now_minutes=31)) == []
+    muddy = minutely(0, 30, 200.0, 225.0)
+    facts = run(fold(), muddy, now_minutes=31)
+    assert contrast(facts) == [("exceeded", at(10), iso(at(0)))]
+    assert of_type(facts, "turbidity_contrast")[0].fields["limit_ntu"] == 20.0
+
+
+# --------------------------------------------------------------------------- alignment
+
+INSTANT = PAIR.model_copy(update={"sustain_minutes": 0})
+
+
+def test_nearest_upstream_may_come_after_the_downstream_reading() -> None:
+    # Down at 0:02. Upstream at 0:00 (100 NTU, 2 min away) and 0:03 (10 NTU, 1 min away).
+    # Nearest is 0:03: delta 10 > 5, exceeded. Against 0:00 it would be −80.
+    readings = [up(0, 100.0), down(2, 20.0), up(3, 10.0), up(20, 10.0)]
+    facts = run(fold(INSTANT), readings)
+    assert contrast(facts) == [("exceeded", at(2), iso(at(2)))]
+    fields = of_type(facts, "turbidity_contrast")[0].fields
+    assert fields["upstream_ntu"] == 10.0
+    assert fields["upstream_at"] == iso(at(3))
+
+
+def test_late_upstream_corrects_the_provisional_answer() -> None:
+    # The daemon's view: the downstream reading is in, time passes, the nearer
+    # upstream reading arrives a little later (a buffered node).
+    tl = Timeline(fold(INSTANT))
+    tl.insert(up(0, 100.0))
+    tl.insert(down(2, 20.0))
+    tl.advance_to(at(2.5))
+    # Provisionally against 0:00 (100 NTU, limit 10): down is 80 below, no contrast.
+    assert of_type(tl.facts(), "turbidity_contrast") == []
+    tl.insert(up(3, 10.0))
+    tl.advance_to(at(3.5))
+    assert contrast(tl.facts()) == [("exceeded", at(2), iso(at(2)))]
+    for r in (up(20, 10.0), down(20, 10.0)):
+        tl.insert(r)
+    assert contrast(tl.facts()) == [("exceeded", at(2), iso(at(2)))]
+
+
+def test_a_tie_goes_to_the_earlier_upstream() -> None:
+    # Down at 0:02, upstream 0:00 (10 NTU) and 0:04 (30 NTU), both 2 min away.
+    # The earlier gives delta 10: exceeded; the later would give −10.
+    readings = [up(0, 10.0), down(2, 20.0), up(4, 30.0), up(20, 30.0)]
+    facts = run(fold(INSTANT), readings)
+    assert [f.fields["upstream_at"] for f in of_type(facts, "turbidity_contrast")] == [
+        iso(at(0))]
+
+
+def test_upstream_beyond_the_skew_is_not_nearest() -> None:
+    # Down at 0:30; upstream at 0:15 (15 min before, 10 NTU) and 0:41 (11 min after,
+    # 30 NTU). Neither is within ±10 min; the fallback is the last one before: 0:15.
+    readings = [up(15, 10.0), down(30, 20.0), up(41, 30.0), up(60, 30.0)]
+    facts = run(fold(INSTANT), readings)
+    assert [f.fields["upstream_at"] for f in of_type(facts, "turbidity_contrast")] == [
+        iso(at(15))]
+
+
+def test_fallback_background_and_background_missing() -> None:
+    pair = PAIR.model_copy(update={"sustain_minutes": 0, "clear_minutes": 0})
+    readings = [
+        up(0, 10.0),
+        down(30, 20.0),   # no upstream within ±10; fallback 0:00 (30 min old < 60): exceeded
+        down(60, 20.0),   # 0:00 is 60 min old, not younger than 60: background_missing
+        down(61, 10.0),   # still missing: no second event, episode unchanged
+        down(62, 10.0),
+        up(80, 10.0),
+        down(81, 10.0),   # background again (0:80, 1 min): cleared; missing re-armed
+        down(160, 10.0),  # 0:80 is 80 min old: background_missing again
+    ]
+    facts = run(fold(pair), readings, now_minutes=170)
+    assert contrast(facts) == [("exceeded", at(30), iso(at(30))),
+                               ("cleared", at(81), iso(at(30)))]
+    assert of_type(facts, "turbidity_contrast")[0].fields["upstream_at"] == iso(at(0))
+    missing = of_type(facts, "background_missing")
+    assert [f.at_ms for f in missing] == [at(60), at(160)]
+    assert missing[0].id == make_id("background_missing", SITE, "outfall-1", "tb-up", at(60))
+    assert missing[0].fields == {"sensor": "tb-up", "pair": "outfall-1", "downstream_ntu": 20.0}
+
+
+def test_fallback_lasts_the_whole_background_age() -> None:
+    # One upstream reading at 0:00, then downstream every minute: 0:01–0:59 are younger
+    # than 60 min and use it; 0:60 is the first without a background.
+    readings = [up(0, 10.0)] + [down(m, 11.0) for m in range(1, 70)]
+    facts = run(fold(), readings, now_minutes=70)
+    assert [(f.type, f.at_ms) for f in facts] == [("background_missing", at(60))]
+
+
+def test_no_upstream_at_all_is_missing_once() -> None:
+    readings = [down(m, 50.0) for m in range(0, 120, 5)]
+    facts = run(fold(), readings, now_minutes=120)
+    assert [(f.type, f.at_ms) for f in facts] == [("background_missing", at(0))]
+
+
+def test_arrival_order_and_duplicates_do_not_matter() -> None:
+    rng = random.Random(2026)
+    readings: list[Reading] = []
+    # Six hours, probes every minute but with jitter and gaps; two muddy spells and a
+    # quiet upstream outage, so every rule gets exercised.
+    for m in range(360):
+        muddy = 60 <= m < 100 or 200 <= m < 215 or 250 <= m < 300
+        if not 150 <= m < 230:
+            readings.append(up(m + rng.choice((0, 0.25, 0.5)), round(rng.uniform(8, 12), 2)))
+        level = 30.0 if muddy else 11.0
+        readings.append(down(m + rng.choice((0, 0.1)), round(level + rng.uniform(-1, 1), 2)))
+    readings.append(down(300, 1000.0))
+    expected = run(fold(), readings, now_minutes=361)
+    assert {f.type for f in expected} == {"turbidity_contrast", "background_missing", "pegged"}
+    assert len(contrast(expected)) >= 4
+    for seed in range(4):
+        shuffled = readings + rng.sample(readings, 60)
+        random.Random(seed).shuffle(shuffled)
+        assert run(fold(), shuffled, now_minutes=361) == expected
+
+
+def test_upstream_buffer_stays_small() -> None:
+    f = fold()
+    state = f.initial()
+    for m in range(24 * 60):
+        f.step(state, up(m, 10.0), [])
+        f.step(state, down(m, 11.0), [])
+    # Kept: max_skew + max(max_skew, background_max_age) = 70 min of minutely readings.
+    assert len(state.ups) <= 71
+    assert len(state.pending) <= 11
+
+
+# --------------------------------------------------------------------------- probe faults
+
+
+def test_pegged_once_per_run_of_full_scale_readings() -> None:
+    small = SensorConfig(id="tb-down", kind="turbidity", max_ntu=100)
+    readings = [down(m, ntu) for m, ntu in enumerate([50.0, 100.0, 100.0, 99.0, 120.0])]
+    readings += [up(m, 10.0) for m in range(5)]
+    facts = of_type(run(fold(downstream=small), readings), "pegged")
+    assert [f.at_ms for f in facts] == [at(1), at(4)]
+    assert facts[0].id == make_id("pegged", SITE, "outfall-1", "tb-down", at(1))
+    assert facts[0].fields == {"sensor": "tb-down", "pair": "outfall-1", "ntu": 100.0,
+                               "max_ntu": 100.0}
+
+
+def test_pegged_upstream_uses_the_default_full_scale() -> None:
+    readings = [up(0, 999.0), up(1, 1000.0), down(1, 1000.0)]
+    facts = of_type(run(fold(), readings), "pegged")
+    assert [(f.fields["sensor"], f.at_ms, f.fields["max_ntu"]) for f in facts] == [
+        ("tb-up", at(1), 1000.0), ("tb-down", at(1), 1000.0)]
+
+
+# --------------------------------------------------------------------------- state
+
+
+def test_summary() -> None:
+    f = fold()
+    state = f.initial()
+    assert f.summary(state)["state"] == "unknown"
+    for r in minutely(0, 10, 10.0, 20.0):
+        f.step(state, r, [])
+    # 0:00–0:10 are still pending in the state; summary evaluates them on a copy.
+    s = f.summary(state)
+    assert s["state"] == "exceeded"
+    assert (s["delta_ntu"], s["limit_ntu"], s["started_at"]) == (10.0, 5.0, iso(at(0)))
+    assert len(state.pending) == 11  # the state itself is untouched
+
+
+def test_summary_unknown_without_background() -> None:
+    f = fold()
+    state = f.initial()
+    f.step(state, down(0, 12.0), [])
+    s = f.summary(state)
+    assert s["state"] == "unknown"
+    assert s["downstream_ntu"] == 12.0
+    assert s["delta_ntu"] is None
+
+
+def test_state_round_trips_through_json() -> None:
+    f = fold()
+    state = f.initial()
+    for r in minutely(0, 25, 10.0, 20.0):
+        f.step(state, r, [])
+    restored = f.load(json.loads(json.dumps(f.dump(state))))
+    copied = f.copy(state)
+    assert f.dump(restored) == f.dump(state) == f.dump(copied)
+    outs: list[list[Fact]] = [[], [], []]
+    for s, out in zip((state, copied, restored), outs, strict=True):
+        for r in minutely(26, 80, 10.0, 10.0):
+            f.step(s, r, out)
+    assert outs[0] == outs[1] == outs[2]
+    assert [x.fields["state"] for x in outs[0]] == ["cleared"]
