@@ -40,7 +40,7 @@ def site_config(**overrides: Any) -> Config:
     site.update(overrides)
     if rain is not None:
         site["rain"] = rain
-    return parse_config({"state_dir": "/tmp/stormwatch-test", "sites": [site]})
+    return parse_config({"state_dir": "/tmp/stormwatch-test", "sites": [site]}, env={})
 
 
 def rain(sensor: str, at_ms: int, precip_in: float, seq: int) -> Reading:

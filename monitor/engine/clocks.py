@@ -104,11 +104,30 @@ class Clock:
 
 
 @dataclass(slots=True)
+class ClockFacts:
+    """The facts of one clock, and how far its overdue notices have been issued."""
+
+    signature: tuple[Any, ...]
+    facts: dict[str, Fact] = field(default_factory=dict)
+    next_overdue: int = 0
+
+
+@dataclass(slots=True)
 class SiteClocks:
-    """The result of one recomputation: facts by id, and every clock."""
+    """The result of one recomputation: facts by id, every clock, and what changed.
+
+    A clock nobody inspects keeps going overdue every few hours for as long as
+    the data runs (a year of rain with no inspections recorded is thousands of
+    notices), so each clock's facts are kept with its signature and only
+    extended when *now* moves; ``changed`` lists the ids that differ from the
+    previous result.
+    """
 
     facts: dict[str, Fact] = field(default_factory=dict)
     clocks: list[Clock] = field(default_factory=list)
+    per_clock: dict[str, ClockFacts] = field(default_factory=dict)
+    other_ids: set[str] = field(default_factory=set)
+    changed: set[str] = field(default_factory=set)
 
 
 def gauge_storms(facts: list[Fact]) -> list[GaugeStorm]:
@@ -192,13 +211,21 @@ def site_start_ms(site: SiteConfig, first_seen_ms: int | None) -> int | None:
 
 
 def compute(site: SiteConfig, gauge_facts: list[Fact], inspections: list[Inspection],
-            first_seen_ms: int | None, now_ms: int | None) -> SiteClocks:
-    """Storm qualification, clocks and their events for one site at ``now_ms``."""
+            first_seen_ms: int | None, now_ms: int | None,
+            previous: SiteClocks | None = None) -> SiteClocks:
+    """Storm qualification, clocks and their events for one site at ``now_ms``.
+
+    ``previous`` is the last result for the same site; it is reused, not copied,
+    and must not be used afterwards.
+    """
     rules = site.rain
-    result = SiteClocks()
+    prev = previous or SiteClocks()
+    result = SiteClocks(facts=prev.facts)
+    other: dict[str, Fact] = {}
     inspections = sorted(inspections, key=lambda i: (i.ts_ms, i.inspector, i.kind))
     within = hours_ms(rules.inspect_within_hours)
     closes: dict[int, list[str]] = {id(i): [] for i in inspections}
+    fresh: dict[str, Fact] = {}  # clock facts new since the previous result
 
     # Storm clocks and storm_qualified.
     for rep, group in qualifying_storms(site, gauge_storms(gauge_facts)):
@@ -222,8 +249,9 @@ def compute(site: SiteConfig, gauge_facts: list[Fact], inspections: list[Inspect
                                        storm=rep))
         else:
             fields["informational"] = True
-        _add(result, Fact("storm_qualified", site.id, rep.qualified_at,
-                          make_id("storm_qualified", site.id, rep.gauge, rep.started_at), fields))
+        fact = Fact("storm_qualified", site.id, rep.qualified_at,
+                    make_id("storm_qualified", site.id, rep.gauge, rep.started_at), fields)
+        other[fact.id] = fact
 
     if site.clocks_apply:
         _routine_clocks(site, result, inspections, first_seen_ms)
@@ -235,15 +263,33 @@ def compute(site: SiteConfig, gauge_facts: list[Fact], inspections: list[Inspect
                         break
             if clock.closed_by is not None:
                 closes[id(clock.closed_by)].append(clock.clock_id)
-            _clock_facts(site, clock, now_ms, result)
+            result.per_clock[clock.clock_id] = _clock_facts(
+                site, clock, now_ms, prev.per_clock.get(clock.clock_id), fresh)
 
     for insp in inspections:
-        _add(result, Fact("inspection_recorded", site.id, insp.ts_ms,
-                          make_id("inspection_recorded", site.id, insp.ts_ms, insp.inspector),
-                          {"inspector": insp.inspector, "kind": insp.kind,
-                           "inspected_at": iso(insp.ts_ms), "closes": sorted(closes[id(insp)]),
-                           **({"notes": insp.notes} if insp.notes else {}),
-                           **({"findings": insp.findings} if insp.findings else {})}))
+        fact = Fact("inspection_recorded", site.id, insp.ts_ms,
+                    make_id("inspection_recorded", site.id, insp.ts_ms, insp.inspector),
+                    {"inspector": insp.inspector, "kind": insp.kind,
+                     "inspected_at": iso(insp.ts_ms), "closes": sorted(closes[id(insp)]),
+                     **({"notes": insp.notes} if insp.notes else {}),
+                     **({"findings": insp.findings} if insp.findings else {})})
+        other[fact.id] = fact
+
+    # Merge into the previous facts dict; note what changed.
+    facts = result.facts
+    candidates = set(other) | prev.other_ids | set(fresh)
+    for cid, cf in prev.per_clock.items():
+        if result.per_clock.get(cid) is not cf:
+            candidates.update(cf.facts)
+    for fid in candidates:
+        value = other.get(fid) or fresh.get(fid)
+        if value is None:
+            if facts.pop(fid, None) is not None:
+                result.changed.add(fid)
+        elif facts.get(fid) != value:
+            facts[fid] = value
+            result.changed.add(fid)
+    result.other_ids = set(other)
     return result
 
 
@@ -264,34 +310,46 @@ def _routine_clocks(site: SiteConfig, result: SiteClocks, inspections: list[Insp
         start = nxt.ts_ms
 
 
-def _clock_facts(site: SiteConfig, clock: Clock, now_ms: int | None, result: SiteClocks) -> None:
+def _clock_facts(site: SiteConfig, clock: Clock, now_ms: int | None, prev: ClockFacts | None,
+                 fresh: dict[str, Fact]) -> ClockFacts:
+    """The clock's reminders, overdue notices and closing up to ``now_ms``.
+
+    A clock unchanged since ``prev`` keeps its facts and only gains the notices
+    *now* has newly reached; a changed clock starts over. Facts added here go
+    to ``fresh`` as well.
+    """
+    signature = (clock.clock, clock.opened_at, clock.start, clock.due, clock.closed_at)
+    cf = prev if prev is not None and prev.signature == signature else ClockFacts(signature)
     if clock.due is None:
-        return
+        return cf
     rules = site.rain
     due = clock.due
     base = {"clock_id": clock.clock_id, "clock": clock.clock, "due": iso(due)}
     now = now_ms if now_ms is not None else -(2**62)
     closed = clock.closed_at if clock.closed_at is not None else 2**62
+
+    def add(kind: str, at: int, fid: str, extra: dict[str, Any]) -> None:
+        fact = Fact(kind, site.id, at, fid, {**base, **extra})
+        cf.facts[fid] = fresh[fid] = fact
+
     for hours in rules.remind_before_hours:
         at = due - hours_ms(hours)
         if clock.opened_at <= at <= now and at < closed:
-            _add(result, Fact("inspection_due_soon", site.id, at,
-                              make_id("inspection_due_soon", site.id, clock.clock_id, hours),
-                              {**base, "hours_left": hours}))
+            fid = make_id("inspection_due_soon", site.id, clock.clock_id, hours)
+            if fid not in cf.facts:
+                add("inspection_due_soon", at, fid, {"hours_left": hours})
     repeat = hours_ms(rules.overdue_repeat_hours)
-    k, at = 0, due
+    k = cf.next_overdue
+    at = due + k * repeat
     while at <= now and at < closed:
-        _add(result, Fact("inspection_overdue", site.id, at,
-                          make_id("inspection_overdue", site.id, clock.clock_id, k),
-                          {**base, "hours_late": round(k * rules.overdue_repeat_hours, 3)}))
+        add("inspection_overdue", at, make_id("inspection_overdue", site.id, clock.clock_id, k),
+            {"hours_late": round(k * rules.overdue_repeat_hours, 3)})
         k += 1
         at = due + k * repeat
+    cf.next_overdue = k
     if clock.closed_at is not None and clock.closed_at <= now:
-        _add(result, Fact("clock_closed", site.id, clock.closed_at,
-                          make_id("clock_closed", site.id, clock.clock_id),
-                          {**base, "inspected_at": iso(clock.closed_at),
-                           "outcome": clock.outcome}))
-
-
-def _add(result: SiteClocks, fact: Fact) -> None:
-    result.facts[fact.id] = fact
+        fid = make_id("clock_closed", site.id, clock.clock_id)
+        if fid not in cf.facts:
+            add("clock_closed", clock.closed_at, fid,
+                {"inspected_at": iso(clock.closed_at), "outcome": clock.outcome})
+    return cf

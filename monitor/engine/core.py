@@ -257,12 +257,9 @@ class Engine:
     def _recompute_clocks(self, se: SiteEngine) -> list[Event]:
         gauge_facts = [f for tl in se.gauges.values() for f in tl.truth.values()
                        if f.type in _STORM_TYPES]
-        old = se.clocks.facts
         se.clocks = clocks.compute(se.config, gauge_facts, se.inspections, se.first_seen_ms,
-                                   self.now_ms)
-        new = se.clocks.facts
-        changed = {fid for fid in new if old.get(fid) != new[fid]} | (old.keys() - new.keys())
-        return self._publish(new, changed)
+                                   self.now_ms, se.clocks)
+        return self._publish(se.clocks.facts, se.clocks.changed)
 
     def _publish(self, truth: dict[str, Fact], changed: Iterable[str]) -> list[Event]:
         out = []

@@ -26,6 +26,7 @@ from .inputs import Reading
 from .times import iso, minutes_ms
 
 BATTERY_REARM_V = 0.1
+_NONE = float("-inf")
 
 
 @dataclass(slots=True)
@@ -48,9 +49,11 @@ class HealthFold:
         return HealthState()
 
     def key(self, item: Reading) -> tuple[Any, ...]:
-        body = tuple(sorted((k, v) for k, v in item.to_json().items()
-                            if k not in ("site", "sensor", "ts_ms")))
-        return (item.ts_ms, body)
+        # Every message of the sensor counts, so identity is the whole message;
+        # absent fields sort first (-inf) so keys of different shapes compare.
+        return (item.ts_ms, item.kind, *(_NONE if v is None else v for v in (
+            item.tips_total, item.precip_in, item.seq, item.ntu, item.temp_c, item.depth_in,
+            item.distance_in, item.battery_v, item.rssi_dbm, item.uptime_s, item.buffered)))
 
     def step(self, state: HealthState, item: Reading, out: list[Fact]) -> None:
         ts = item.ts_ms
