@@ -1,0 +1,128 @@
+"""The ``stormwatch`` command line (DESIGN § 6).
+
+Exit codes: 0 ok, 1 a check failed, 2 bad usage or bad configuration. A user
+error is one readable line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from . import __version__
+from .config import Config, ConfigError, load_config
+
+EXIT_OK, EXIT_CHECK_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """A user error: printed as one line, exit 2."""
+
+
+def _load(path: str) -> Config:
+    try:
+        return load_config(path)
+    except ConfigError as exc:
+        for line in exc.lines:
+            print(line, file=sys.stderr)
+        raise SystemExit(EXIT_USAGE) from None
+
+
+def cmd_check_config(args: argparse.Namespace) -> int:
+    config = _load(args.file)
+    print(summarise(config))
+    return EXIT_OK
+
+
+def summarise(config: Config) -> str:
+    """One paragraph: what this configuration will watch."""
+    parts = []
+    for site in config.sites:
+        kinds = {k: sum(1 for s in site.sensors if s.kind == k)
+                 for k in ("rain", "turbidity", "sediment")}
+        clocks = ("storm and 7-day inspection clocks" if site.clocks_apply
+                  else "storms recorded as informational (no inspection clocks)")
+        parts.append(
+            f"{site.id} ({site.name or 'unnamed'}, condition {site.condition}, {site.timezone}): "
+            f"{kinds['rain']} rain gauge(s), {kinds['turbidity']} turbidity probe(s), "
+            f"{kinds['sediment']} sediment sensor(s); storms of {site.rain.threshold_in:.2f} in "
+            f"by {site.rain.mode} with a {site.rain.dry_gap_hours:g} h dry gap; "
+            f"{len(site.traps)} trap(s), {len(site.turbidity_pairs)} turbidity pair(s); {clocks}")
+    return (f"OK: {len(config.sites)} site(s). " + "; ".join(parts) + ". "
+            f"Broker {config.broker.host}:{config.broker.port}, state in {config.state_dir}, "
+            f"InfluxDB {'off' if config.influx is None else config.influx.url}, "
+            f"{len(config.notify.targets)} notification target(s).")
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from .replay import ReplayInputError, format_table, replay
+
+    config = _load(args.config)
+    show_progress = sys.stderr.isatty() and not args.quiet
+
+    def progress(rows: int) -> None:
+        print(f"\rreplay: {rows:,} rows", end="", file=sys.stderr, flush=True)
+
+    try:
+        result = replay(config, args.input, progress if show_progress else None)
+    except ReplayInputError as exc:
+        raise UsageError(str(exc)) from None
+    if show_progress:
+        print("", file=sys.stderr)
+    out = sys.stdout
+    if args.format == "jsonl":
+        for event in result.events():
+            out.write(json.dumps(event.to_json(), separators=(",", ":")) + "\n")
+    else:
+        out.write(format_table(config, result))
+    if result.rejected and not args.quiet:
+        total = sum(result.rejected.values())
+        reasons = ", ".join(f"{k} {v}" for k, v in sorted(result.rejected.items()))
+        print(f"replay: {result.rows} rows, {total} rejected ({reasons})", file=sys.stderr)
+        for line in result.first_rejects[:5]:
+            print(f"  {line}", file=sys.stderr)
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="stormwatch",
+        description="Stormwater compliance monitor for construction sites (Chapter 134).")
+    parser.add_argument("--version", action="version", version=f"stormwatch {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    p = sub.add_parser("check-config", help="validate a configuration file")
+    p.add_argument("file")
+    p.set_defaults(func=cmd_check_config)
+
+    p = sub.add_parser("replay", help="run the engine over recorded readings (CSV)")
+    p.add_argument("--config", required=True)
+    p.add_argument("--input", required=True, help="CSV with ts,site,sensor,... ('-' = stdin)")
+    p.add_argument("--format", choices=("jsonl", "table"), default="jsonl")
+    p.add_argument("--quiet", action="store_true", help="no progress or reject summary")
+    p.set_defaults(func=cmd_replay)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.func(args)
+    except UsageError as exc:
+        print(f"stormwatch {args.command}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # `stormwatch replay ... | head` closes the pipe early; that is not an error.
+        sys.stderr.close()
+        return EXIT_OK
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
