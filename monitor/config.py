@@ -364,10 +364,11 @@ def _as_mapping(data: Any) -> Mapping[str, Any]:
 
 
 def _entries(value: Any) -> list[tuple[int, Mapping[str, Any]]]:
-    """The mapping items of a raw list, with their indices."""
+    """The mapping (or model) items of a raw list, as mappings, with their indices."""
     if not isinstance(value, list):
         return []
-    return [(i, item) for i, item in enumerate(value) if isinstance(item, Mapping)]
+    return [(i, _as_mapping(item)) for i, item in enumerate(value)
+            if isinstance(item, Mapping | BaseModel)]
 
 
 def _duplicate_ids(section: str, entries: list[tuple[int, Mapping[str, Any]]]) -> list[Problem]:
@@ -494,9 +495,10 @@ def _apply_env_overrides(data: dict[str, Any], env: Mapping[str, str],
     ``STORMWATCH_CONFIG`` of some wrapper) are not settings and are left alone;
     lists (``sites``, ``notify.targets``) are set in the file only.
 
-    A hand-written merge rather than pydantic-settings: the file stays the
-    source of truth, overrides go through the same validation and error lines
-    as the file (with the variable named), and tests pass ``env`` explicitly.
+    A plain merge rather than pydantic-settings: a ``BaseSettings`` ``Config``
+    would read the process environment wherever code builds one, and its
+    errors would not name the variable. Here overrides pass through the same
+    validation and error lines as the file, and callers may pass ``env``.
     """
     applied: dict[str, str] = {}
     for var in sorted(env):
@@ -555,7 +557,7 @@ def _format_error(err: Mapping[str, Any]) -> tuple[str, str]:
         msg = "required field is missing"
     elif kind in ("model_type", "model_attributes_type", "dict_type"):
         msg = "must be a mapping of fields (key: value)"
-    elif kind == "string_pattern_mismatch":
+    elif kind == "string_pattern_mismatch" and (err.get("ctx") or {}).get("pattern") == ID_PATTERN:
         msg = (f"{err.get('input')!r} is not a valid id: use 1 to 63 characters of a-z, 0-9, "
                "'-' and '_', starting with a letter or digit")
     return path or "(top)", msg
