@@ -167,9 +167,9 @@ class Engine:
 
     def tick(self, now_ms: int) -> list[Event]:
         """Let time pass to ``now_ms`` (wall clock in the daemon, last reading in replay)."""
-        if self.tick_ms is not None and now_ms <= self.tick_ms:
-            return []
-        self.tick_ms = now_ms
+        # An older tick still settles the tails readings have touched since the last one.
+        self.tick_ms = now_ms if self.tick_ms is None else max(self.tick_ms, now_ms)
+        now_ms = self.tick_ms
         out: list[Event] = []
         for se in self.sites.values():
             for _, tl in se.all_timelines():

@@ -25,7 +25,10 @@ plus the readings after it.
 Time that passes without readings (a storm ends when six dry hours have gone
 by; a sensor falls silent) is the *tail*: ``advance(copy(state), now)`` is
 evaluated on a copy, so a later reading that lands before ``now`` still sees
-the state as the readings left it.
+the state as the readings left it. The tail is refreshed on ``advance_to``
+(the engine's tick) only, not on every reading: while a node's buffered hour
+streams in, each reading would otherwise retract the last "silent since"
+fact and conclude a new one, and the final set is the same either way.
 
 Readings older than the lateness bound are folded into the *base* state and
 dropped (``compact``); their facts are final. A reading that would land
@@ -86,6 +89,7 @@ class Timeline(Generic[S]):
         self.produced: list[tuple[int, Fact]] = []
         self.final: dict[str, Fact] = {}
         self.tail: list[Fact] = []
+        self.tail_dirty = False
         self.now_ms: int | None = None
         self.truth: dict[str, Fact] = {}
 
@@ -123,14 +127,15 @@ class Timeline(Generic[S]):
             pos = bisect_left(inputs, key, key=lambda pair: pair[0])
             inputs.insert(pos, (key, item))
             self._refold(pos, changed)
-        if self.now_ms is not None or self.tail:
-            self._refresh_tail(changed)
+        self.tail_dirty = True
         return changed
 
     def advance_to(self, now_ms: int) -> set[str]:
         """Let event time pass to ``now_ms``; return ids whose fact may have changed."""
         if self.now_ms is not None and now_ms <= self.now_ms:
-            return set()
+            if not self.tail_dirty:
+                return set()
+            now_ms = self.now_ms
         self.now_ms = now_ms
         changed: set[str] = set()
         self._refresh_tail(changed)
@@ -195,6 +200,7 @@ class Timeline(Generic[S]):
             self.truth.pop(fid, None)
 
     def _refresh_tail(self, changed: set[str]) -> None:
+        self.tail_dirty = False
         old = self.tail
         new: list[Fact] = []
         last = self.last_ts_ms
@@ -220,6 +226,10 @@ class Timeline(Generic[S]):
             "inputs": [item.to_json() for _, item in self.inputs],
             "final": [fact.to_json() for fact in self.final.values()],
             "now_ms": self.now_ms,
+            # The tail as it stands (it may be due a refresh): restoring must not
+            # settle it earlier than the uninterrupted engine would.
+            "tail": [fact.to_json() for fact in self.tail],
+            "tail_dirty": self.tail_dirty,
         }
 
     @classmethod
@@ -239,5 +249,8 @@ class Timeline(Generic[S]):
         tl.keys = {key for key, _ in tl.inputs}
         tl._fold_from(0, set())
         tl.now_ms = data["now_ms"]
-        tl._refresh_tail(set())
+        tl.tail = [Fact.from_json(raw) for raw in data.get("tail", [])]
+        for fact in tl.tail:
+            tl.truth[fact.id] = fact
+        tl.tail_dirty = bool(data.get("tail_dirty", False))
         return tl
