@@ -1,0 +1,79 @@
+"""Shared fixtures: real services the integration tests start themselves (DESIGN § 9).
+
+``mosquitto`` is a started broker on a free port of 127.0.0.1, stopped at
+teardown; ``make_mosquitto(**options)`` makes more, or one with options (see
+``tests.services.Mosquitto``: ``allow_anonymous``, ``password_file``,
+``acl_file``, ``extra_config``, ``max_queued_messages``, ``verbose``, and
+``start=False`` to configure before starting). When a test fails, the tail of
+each of its brokers' logs is added to the report. Tests skip, with the reason,
+where ``/usr/sbin/mosquitto`` is not installed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Iterator
+from typing import Any
+
+import pytest
+
+from tests.services import MISSING_REASON, Mosquitto, mosquitto_available, stop_all
+
+_BROKERS = pytest.StashKey[list[Mosquitto]]()
+
+MakeMosquitto = Callable[..., Mosquitto]
+
+
+def require_mosquitto() -> None:
+    """Skip the calling test when the Mosquitto broker is not installed."""
+    if not mosquitto_available():
+        pytest.skip(MISSING_REASON)
+
+
+@pytest.fixture
+def make_mosquitto(request: pytest.FixtureRequest,
+                   tmp_path_factory: pytest.TempPathFactory) -> Iterator[MakeMosquitto]:
+    """A factory of brokers, each in its own temp dir; all are stopped at teardown.
+
+    ``make_mosquitto(start=False, **options)`` returns it unstarted; the
+    options are those of ``Mosquitto``.
+    """
+    require_mosquitto()
+    brokers: list[Mosquitto] = []
+    request.node.stash[_BROKERS] = brokers
+
+    def make(*, start: bool = True, **options: Any) -> Mosquitto:
+        broker = Mosquitto(tmp_path_factory.mktemp("mosquitto"), **options)
+        brokers.append(broker)
+        return broker.start() if start else broker
+
+    try:
+        yield make
+    finally:
+        errors: list[Exception] = []
+        for broker in brokers:
+            try:
+                broker.stop()
+            except Exception as exc:  # stop them all, then report the first failure
+                errors.append(exc)
+        if errors:
+            raise errors[0]
+
+
+@pytest.fixture
+def mosquitto(make_mosquitto: MakeMosquitto) -> Mosquitto:
+    """A started broker with the defaults of ``Mosquitto`` (anonymous access allowed)."""
+    return make_mosquitto()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item,
+                              call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+    report = yield
+    if report.failed:
+        for broker in item.stash.get(_BROKERS, []):
+            report.sections.append((f"mosquitto log ({broker.workdir})", broker.log_tail()))
+    return report
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    stop_all()  # a safety net: fixtures have stopped their brokers already
