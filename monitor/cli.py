@@ -86,6 +86,107 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _setup_logging(config: Config, level: str) -> None:
+    import logging
+
+    from .logs import configure
+
+    configure(config.log_format, getattr(logging, level.upper(), logging.INFO))
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .daemon import Daemon, install_signal_handlers
+
+    config = _load(args.config)
+    _setup_logging(config, args.log_level)
+    daemon = Daemon(config)
+    install_signal_handlers(daemon)
+    return daemon.run()
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    import time
+
+    from .status import build_status, format_status
+
+    config = _load(args.config)
+    status = build_status(config, round(time.time() * 1000))
+    if args.json:
+        print(json.dumps(status, indent=2, sort_keys=False))
+    else:
+        print(format_status(config, status))
+    return EXIT_OK
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    import time
+
+    from .engine.times import parse_iso
+    from .inspect import InspectError, record_inspection
+
+    config = _load(args.config)
+    if config.site(args.site) is None:
+        raise UsageError(f"--site: unknown site {args.site!r} "
+                         f"(configured: {', '.join(s.id for s in config.sites)})")
+    if not args.inspector.strip():
+        raise UsageError("--inspector: must not be empty")
+    if args.at is None:
+        at_ms = round(time.time() * 1000)
+    else:
+        try:
+            at_ms = parse_iso(args.at)
+        except ValueError as exc:
+            raise UsageError(f"--at: {exc} (use ISO 8601 with an offset, e.g. "
+                             "2026-11-30T09:30:00-05:00)") from None
+    try:
+        report = record_inspection(config, args.site, args.inspector.strip(), at_ms, args.kind,
+                                   args.notes)
+    except InspectError as exc:
+        raise UsageError(str(exc)) from None
+    print(report)
+    return EXIT_OK
+
+
+def cmd_logbook(args: argparse.Namespace) -> int:
+    from .logbook import export_logbook, verify_logbook
+
+    config = _load(args.config)
+    if args.action == "verify":
+        problems, rows = verify_logbook(config)
+        if problems:
+            for line in problems:
+                print(line, file=sys.stderr)
+            print(f"logbook verify: FAILED ({len(problems)} problem(s) in {rows} rows)",
+                  file=sys.stderr)
+            return EXIT_CHECK_FAILED
+        print(f"logbook verify: OK ({rows} rows, hash chain intact)")
+        return EXIT_OK
+    if args.site is None:
+        raise UsageError("--site is required to export the log book")
+    if config.site(args.site) is None:
+        raise UsageError(f"--site: unknown site {args.site!r}")
+    sys.stdout.write(export_logbook(config, args.site, args.format))
+    return EXIT_OK
+
+
+def cmd_acl(args: argparse.Namespace) -> int:
+    from .acl import AclError, render_acl
+
+    config = _load(args.config)
+    try:
+        text = render_acl(config)
+    except AclError as exc:
+        raise UsageError(str(exc)) from None
+    if args.out:
+        from pathlib import Path
+
+        Path(args.out).write_text(text, encoding="utf-8")
+        print(f"wrote {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="stormwatch",
@@ -104,6 +205,38 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("jsonl", "table"), default="jsonl")
     p.add_argument("--quiet", action="store_true", help="no progress or reject summary")
     p.set_defaults(func=cmd_replay)
+
+    p = sub.add_parser("run", help="the daemon (foreground; SIGTERM drains and exits 0)")
+    p.add_argument("--config", required=True)
+    p.add_argument("--log-level", default="info",
+                   choices=("debug", "info", "warning", "error"))
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("status", help="per-site clocks, traps, turbidity, sensors, ingest")
+    p.add_argument("--config", required=True)
+    p.add_argument("--json", action="store_true", help="one JSON object (DESIGN § 6 shape)")
+    p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("inspect", help="record an inspection by the qualified professional")
+    p.add_argument("--config", required=True)
+    p.add_argument("--site", required=True)
+    p.add_argument("--inspector", required=True)
+    p.add_argument("--at", help="ISO 8601 time with offset (default: now)")
+    p.add_argument("--kind", choices=("storm", "routine", "other"), default="routine")
+    p.add_argument("--notes")
+    p.set_defaults(func=cmd_inspect)
+
+    p = sub.add_parser("logbook", help="export the site log book, or verify its hash chain")
+    p.add_argument("action", nargs="?", choices=("export", "verify"), default="export")
+    p.add_argument("--config", required=True)
+    p.add_argument("--site")
+    p.add_argument("--format", choices=("csv", "md"), default="csv")
+    p.set_defaults(func=cmd_logbook)
+
+    p = sub.add_parser("acl", help="write the Mosquitto ACL for the configured nodes")
+    p.add_argument("--config", required=True)
+    p.add_argument("--out", help="file to write (default: stdout)")
+    p.set_defaults(func=cmd_acl)
     return parser
 
 

@@ -1,0 +1,172 @@
+"""MQTT ingest: subscribe, hand over; acknowledge only after the journal commit.
+
+paho-mqtt 2.x with MQTT v5 (falling back to 3.1.1 when the broker refuses
+v5), QoS 1, a persistent session (clean start off, session expiry
+configurable) so the broker keeps messages while the daemon is down, and
+``manual_ack`` so a message is acknowledged only once its reading is committed
+to the journal (DESIGN § 2 "The journal is the spool").
+
+The network thread only enqueues (parsing happens with the batch in the
+engine thread, next to the journal commit). The queue is bounded: when the
+engine thread falls behind, ``put`` blocks the network thread, paho stops
+reading the socket and the broker holds the rest (back-pressure, not loss).
+
+Acknowledgements carry the connection *generation* they belong to: packet ids
+are per connection, so a message received before a reconnect must not be
+acknowledged on the new connection (that would acknowledge some other
+message); the broker redelivers it and the journal ignores the duplicate.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import ssl
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import paho.mqtt.client as mqtt
+from paho.mqtt.enums import CallbackAPIVersion
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
+
+from .config import BrokerConfig, read_secret
+
+log = logging.getLogger("stormwatch.ingest")
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One received MQTT message, as the engine thread needs it."""
+
+    topic: str
+    payload: bytes
+    mid: int
+    qos: int
+    generation: int
+    received_ms: int
+
+
+class Ingest:
+    """The MQTT side of the daemon: a paho client feeding a bounded queue."""
+
+    def __init__(self, broker: BrokerConfig, out: queue.Queue[Message], *,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.broker = broker
+        self.out = out
+        self.clock = clock
+        self.prefix = broker.topic_prefix.rstrip("/")
+        self.generation = 0
+        self.connected = threading.Event()
+        self.stopping = False
+        self._protocol = mqtt.MQTTv5
+        self._lock = threading.Lock()
+        self.client = self._make_client()
+
+    # ------------------------------------------------------------------ setup
+
+    def _make_client(self) -> mqtt.Client:
+        b = self.broker
+        if self._protocol == mqtt.MQTTv5:
+            client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=b.client_id,
+                                 protocol=mqtt.MQTTv5, manual_ack=True)
+        else:
+            client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=b.client_id,
+                                 clean_session=False, protocol=mqtt.MQTTv311, manual_ack=True)
+        if b.username:
+            client.username_pw_set(b.username, read_secret(b.password_file))
+        if b.tls is not None:
+            client.tls_set(ca_certs=b.tls.ca_file, certfile=b.tls.cert_file,
+                           keyfile=b.tls.key_file, cert_reqs=ssl.CERT_REQUIRED)
+            client.tls_insecure_set(b.tls.insecure)
+        # Manual acks of a whole batch: let many messages be in flight at once.
+        client.max_inflight_messages_set(1000)
+        client.reconnect_delay_set(min_delay=1, max_delay=60)
+        client.on_connect = self._on_connect
+        client.on_disconnect = self._on_disconnect
+        client.on_message = self._on_message
+        return client
+
+    def start(self) -> None:
+        """Connect (asynchronously; paho reconnects with capped backoff) and start the loop."""
+        b = self.broker
+        props = None
+        kwargs: dict[str, Any] = {}
+        if self._protocol == mqtt.MQTTv5:
+            props = Properties(PacketTypes.CONNECT)  # type: ignore[no-untyped-call]
+            props.SessionExpiryInterval = int(b.session_expiry_hours * 3600)
+            kwargs = {"clean_start": False, "properties": props}
+        self.client.connect_async(b.host, b.port, keepalive=b.keepalive_s, **kwargs)
+        self.client.loop_start()
+
+    def stop(self) -> None:
+        self.stopping = True
+        try:
+            self.client.disconnect()
+        finally:
+            self.client.loop_stop()
+
+    # ------------------------------------------------------------------ acks
+
+    def ack(self, messages: list[Message]) -> int:
+        """Acknowledge messages of the current connection; return how many were sent."""
+        sent = 0
+        with self._lock:
+            generation = self.generation
+            for m in messages:
+                if m.qos > 0 and m.generation == generation:
+                    self.client.ack(m.mid, m.qos)
+                    sent += 1
+        return sent
+
+    # ------------------------------------------------------------------ callbacks
+
+    def _on_connect(self, client: mqtt.Client, userdata: Any, flags: Any, reason: Any,
+                    properties: Any) -> None:
+        if reason.is_failure:
+            if (self._protocol == mqtt.MQTTv5 and
+                    getattr(reason, "value", None) in (1, 0x84)):  # unacceptable protocol version
+                log.warning("broker refuses MQTT v5; falling back to 3.1.1")
+                self._fallback_v311()
+                return
+            log.error("broker refused the connection: %s", reason)
+            return
+        with self._lock:
+            self.generation += 1
+        topics = [(f"{self.prefix}/+/+/reading", 1), (f"{self.prefix}/+/+/status", 1),
+                  (f"{self.prefix}/+/inspection", 1)]
+        client.subscribe(topics)
+        session = getattr(flags, "session_present", False)
+        log.info("connected to %s:%s (MQTT %s, session %s)", self.broker.host, self.broker.port,
+                 "5" if self._protocol == mqtt.MQTTv5 else "3.1.1",
+                 "resumed" if session else "new")
+        self.connected.set()
+
+    def _fallback_v311(self) -> None:
+        def swap() -> None:
+            self.client.loop_stop()
+            self._protocol = mqtt.MQTTv311
+            self.client = self._make_client()
+            self.start()
+        threading.Thread(target=swap, daemon=True).start()
+
+    def _on_disconnect(self, client: mqtt.Client, userdata: Any, flags: Any, reason: Any,
+                       properties: Any) -> None:
+        self.connected.clear()
+        if not self.stopping:
+            log.warning("disconnected from broker (%s); reconnecting", reason)
+
+    def _on_message(self, client: mqtt.Client, userdata: Any, msg: mqtt.MQTTMessage) -> None:
+        message = Message(msg.topic, bytes(msg.payload), msg.mid, msg.qos, self.generation,
+                          round(self.clock() * 1000))
+        # Blocking put: when the engine thread is behind, stop reading the socket.
+        while True:
+            try:
+                self.out.put(message, timeout=1.0)
+                return
+            except queue.Full:
+                if self.stopping:
+                    return
