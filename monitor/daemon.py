@@ -40,6 +40,7 @@ from .engine.inputs import Inspection, Reading
 from .ingest import Ingest, Message
 from .models import Rejection, parse_message
 from .store import DeadLetterIn, JournalIn, JournalRow, Store
+from .workers import Worker, build_routes, build_workers
 
 log = logging.getLogger("stormwatch.daemon")
 
@@ -266,10 +267,12 @@ class Daemon:
     """``stormwatch run``: ingest, journal, engine, events, until told to stop."""
 
     def __init__(self, config: Config, *, clock: Callable[[], float] = time.time,
-                 routes: Callable[[dict[str, Any]], list[str]] | None = None) -> None:
+                 routes: Callable[[dict[str, Any]], list[str]] | None = None,
+                 workers: list[Worker] | None = None) -> None:
         self.config = config
         self.clock = clock
-        self.routes = routes
+        self.routes = routes if routes is not None else build_routes(config)
+        self.workers = workers if workers is not None else build_workers(config, clock)
         self.stop_event = threading.Event()
         self.queue: queue.Queue[Message] = queue.Queue(maxsize=QUEUE_SIZE)
         self.rejects = RejectLog()
@@ -293,6 +296,11 @@ class Daemon:
         log.info("engine restored at journal %s (%s rows replayed)", host.applied_seq, replayed)
         ingest = Ingest(self.config.broker, self.queue, clock=self.clock)
         ingest.start()
+        worker_stop = threading.Event()
+        threads = [threading.Thread(target=_run_worker, args=(w, worker_stop), name=w.name,
+                                    daemon=True) for w in self.workers]
+        for t in threads:
+            t.start()
         self.notify.send("READY=1")
         last_tick = last_snapshot = time.monotonic()
         try:
@@ -326,6 +334,9 @@ class Daemon:
             ingest.stop()
         host.catch_up()
         host.snapshot()
+        worker_stop.set()
+        for t in threads:
+            t.join(timeout=10)
         log.info("stopped at journal %s", host.applied_seq)
         return 0
 
@@ -360,6 +371,16 @@ class Daemon:
         store.commit_batch(journal, dead)
         # Only now, with the batch on disk, may the broker forget it.
         ingest.ack(batch)
+
+
+def _run_worker(worker: Worker, stop: threading.Event) -> None:
+    while not stop.is_set():
+        try:
+            worker.run(stop)
+            return
+        except Exception:  # a sink must not take the daemon down; restart it after a pause
+            log.exception("worker %s failed; restarting in 5 s", worker.name)
+            stop.wait(5.0)
 
 
 def install_signal_handlers(daemon: Daemon) -> None:

@@ -1,0 +1,39 @@
+"""The daemon's sinks besides the engine: each a thread reading the store with a cursor.
+
+A worker is a small class with ``name`` and ``run(stop)``; it opens its own
+``Store`` (one SQLite connection per thread), loops until ``stop`` is set and
+must never raise out of ``run`` for an outage of the service it talks to
+(it logs, backs off and retries; the cursor in the store only moves on success).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from .config import Config
+
+Clock = Callable[[], float]
+Routes = Callable[[dict[str, Any]], list[str]]
+
+
+class Worker(Protocol):
+    name: str
+
+    def run(self, stop: threading.Event) -> None: ...
+
+
+def build_workers(config: Config, clock: Clock = time.time) -> list[Worker]:
+    """Every sink this configuration asks for."""
+    workers: list[Worker] = []
+    # notify: outbox delivery
+    # export: InfluxDB
+    return workers
+
+
+def build_routes(config: Config) -> Routes | None:
+    """Which alert tags an event goes to (outbox rows are written with the event)."""
+    # notify: routing
+    return None
