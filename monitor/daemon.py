@@ -268,8 +268,12 @@ class Daemon:
 
     def __init__(self, config: Config, *, clock: Callable[[], float] = time.time,
                  routes: Callable[[dict[str, Any]], list[str]] | None = None,
-                 workers: list[Worker] | None = None) -> None:
+                 workers: list[Worker] | None = None, tick_every_s: float = TICK_EVERY_S,
+                 mqtt_protocol: int | None = None) -> None:
         self.config = config
+        self.mqtt_protocol = mqtt_protocol
+        self.connected = threading.Event()
+        self.tick_every_s = tick_every_s
         self.clock = clock
         self.routes = routes if routes is not None else build_routes(config)
         self.workers = workers if workers is not None else build_workers(config, clock)
@@ -294,7 +298,8 @@ class Daemon:
         host = EngineHost.restore(self.config, store, clock=self.clock, routes=self.routes)
         replayed = host.catch_up()
         log.info("engine restored at journal %s (%s rows replayed)", host.applied_seq, replayed)
-        ingest = Ingest(self.config.broker, self.queue, clock=self.clock)
+        ingest = Ingest(self.config.broker, self.queue, clock=self.clock,
+                        protocol=self.mqtt_protocol, connected=self.connected)
         ingest.start()
         worker_stop = threading.Event()
         threads = [threading.Thread(target=_run_worker, args=(w, worker_stop), name=w.name,
@@ -313,8 +318,8 @@ class Daemon:
                 now = time.monotonic()
                 caught_up = ingest.connected.is_set() and len(batch) < BATCH_MAX and \
                     self.queue.empty()
-                if (now - last_tick >= TICK_EVERY_S and caught_up) or \
-                        now - last_tick >= TICK_AT_LEAST_EVERY_S:
+                if (now - last_tick >= self.tick_every_s and caught_up) or \
+                        now - last_tick >= max(TICK_AT_LEAST_EVERY_S, self.tick_every_s):
                     host.tick()
                     last_tick = now
                 if (host.rows_since_snapshot >= SNAPSHOT_EVERY_ROWS or

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import socket
 import ssl
 import threading
 import time
@@ -36,6 +37,9 @@ from paho.mqtt.properties import Properties
 from .config import BrokerConfig, read_secret
 
 log = logging.getLogger("stormwatch.ingest")
+
+#: Seconds to wait for the broker's answer to a v5 CONNECT before trying 3.1.1.
+CONNACK_TIMEOUT_S = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,15 +58,18 @@ class Ingest:
     """The MQTT side of the daemon: a paho client feeding a bounded queue."""
 
     def __init__(self, broker: BrokerConfig, out: queue.Queue[Message], *,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, protocol: int | None = None,
+                 connected: threading.Event | None = None) -> None:
         self.broker = broker
         self.out = out
         self.clock = clock
         self.prefix = broker.topic_prefix.rstrip("/")
         self.generation = 0
-        self.connected = threading.Event()
+        self.connected = connected if connected is not None else threading.Event()
         self.stopping = False
-        self._protocol = mqtt.MQTTv5
+        self._protocol = protocol if protocol is not None else mqtt.MQTTv5
+        self._connected_once = False
+        self._swapping = False
         self._lock = threading.Lock()
         self.client = self._make_client()
 
@@ -101,6 +108,22 @@ class Ingest:
             kwargs = {"clean_start": False, "properties": props}
         self.client.connect_async(b.host, b.port, keepalive=b.keepalive_s, **kwargs)
         self.client.loop_start()
+        if self._protocol == mqtt.MQTTv5:
+            # A 3.1.1-only broker may neither answer a v5 CONNECT nor close the socket.
+            timer = threading.Timer(CONNACK_TIMEOUT_S, self._check_connack)
+            timer.daemon = True
+            timer.start()
+
+    def _check_connack(self) -> None:
+        if not self._connected_once and self._protocol == mqtt.MQTTv5 and self._reachable():
+            self._fallback_v311()
+
+    def _reachable(self) -> bool:
+        try:
+            with socket.create_connection((self.broker.host, self.broker.port), timeout=2):
+                return True
+        except OSError:
+            return False
 
     def stop(self) -> None:
         self.stopping = True
@@ -129,11 +152,11 @@ class Ingest:
         if reason.is_failure:
             if (self._protocol == mqtt.MQTTv5 and
                     getattr(reason, "value", None) in (1, 0x84)):  # unacceptable protocol version
-                log.warning("broker refuses MQTT v5; falling back to 3.1.1")
                 self._fallback_v311()
                 return
             log.error("broker refused the connection: %s", reason)
             return
+        self._connected_once = True
         with self._lock:
             self.generation += 1
         topics = [(f"{self.prefix}/+/+/reading", 1), (f"{self.prefix}/+/+/status", 1),
@@ -146,16 +169,27 @@ class Ingest:
         self.connected.set()
 
     def _fallback_v311(self) -> None:
+        if self._swapping or self.stopping:
+            return
+        self._swapping = True
+        log.info("broker does not speak MQTT v5; using 3.1.1")
+
         def swap() -> None:
             self.client.loop_stop()
             self._protocol = mqtt.MQTTv311
             self.client = self._make_client()
             self.start()
+            self._swapping = False
         threading.Thread(target=swap, daemon=True).start()
 
     def _on_disconnect(self, client: mqtt.Client, userdata: Any, flags: Any, reason: Any,
                        properties: Any) -> None:
         self.connected.clear()
+        if not self._connected_once and self._protocol == mqtt.MQTTv5:
+            # Some 3.1.1-only brokers (amqtt) close the socket on a v5 CONNECT
+            # instead of answering "unsupported protocol version".
+            self._fallback_v311()
+            return
         if not self.stopping:
             log.warning("disconnected from broker (%s); reconnecting", reason)
 
