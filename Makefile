@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint bench venv system-deps clean
+.PHONY: test lint demo bench venv system-deps clean
 
 venv: $(STAMP)
 
@@ -26,6 +26,9 @@ test: venv system-deps
 lint: venv
 	$(VENV)/bin/ruff check monitor sensors tests bench
 	$(VENV)/bin/mypy monitor
+
+demo: venv
+	$(VENV)/bin/stormwatch demo
 
 bench: venv
 	$(PY) bench/bench_replay.py

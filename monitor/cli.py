@@ -169,6 +169,17 @@ def cmd_logbook(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_demo(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .demo import run_demo
+
+    if args.speed <= 0:
+        raise UsageError("--speed: must be positive")
+    return run_demo(sys.stdout, speed=args.speed, keep=args.keep,
+                    state_dir=Path(args.state_dir) if args.state_dir else None)
+
+
 def cmd_acl(args: argparse.Namespace) -> int:
     from .acl import AclError, render_acl
 
@@ -232,6 +243,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--site")
     p.add_argument("--format", choices=("csv", "md"), default="csv")
     p.set_defaults(func=cmd_logbook)
+
+    p = sub.add_parser("demo", help="a simulated site with an embedded broker, time accelerated")
+    p.add_argument("--speed", type=float, default=1800.0,
+                   help="simulated seconds per real second (default 1800: a day in 48 s)")
+    p.add_argument("--keep", action="store_true", help="keep the demo's state directory")
+    p.add_argument("--state-dir", help="use this state directory (kept afterwards)")
+    p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("acl", help="write the Mosquitto ACL for the configured nodes")
     p.add_argument("--config", required=True)

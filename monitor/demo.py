@@ -69,7 +69,7 @@ class EmbeddedBroker:
         self._thread.join(timeout=10)
 
     def _run(self) -> None:
-        from amqtt.broker import Broker  # type: ignore[import-untyped]
+        from amqtt.broker import Broker
 
         async def main() -> None:
             self._loop = asyncio.get_running_loop()
