@@ -6,6 +6,7 @@ import json
 import sqlite3
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,28 +34,37 @@ from .daemonkit import (
     wait_until,
     write_config,
 )
+from .services import Mosquitto
 
 pytestmark = pytest.mark.integration
 
 
+@dataclass
+class Site:
+    """A broker, a configuration pointing at it, and the daemon running on it."""
+
+    broker: Mosquitto
+    cfg: Path
+    daemon: DaemonProcess
+
+
 @pytest.fixture
-def daemons() -> Iterator[list[DaemonProcess]]:
-    made: list[DaemonProcess] = []
-    yield made
-    for d in made:
-        d.close()
+def site(tmp_path: Path, make_mosquitto: MakeMosquitto) -> Iterator[Site]:
+    broker = make_mosquitto()
+    cfg = write_config(tmp_path, broker.port)
+    daemon = DaemonProcess(cfg)
+    try:
+        yield Site(broker, cfg, daemon.start())
+    finally:
+        daemon.close()
 
 
 def _now_s() -> int:
     return int(time.time()) // 60 * 60
 
 
-def test_persistent_session_storm_and_inspection_while_running(
-        tmp_path: Path, make_mosquitto: MakeMosquitto, daemons: list[DaemonProcess]) -> None:
-    broker = make_mosquitto()
-    cfg = write_config(tmp_path, broker.port)
-    daemon = DaemonProcess(cfg).start()
-    daemons.append(daemon)
+def test_persistent_session_storm_and_inspection_while_running(site: Site) -> None:
+    broker, cfg, daemon = site.broker, site.cfg, site.daemon
     assert daemon.stop() == 0  # the broker now holds a persistent session for it
 
     start = _now_s() - 20 * 3600
@@ -82,12 +92,8 @@ def test_persistent_session_storm_and_inspection_while_running(
     assert daemon.stop() == 0
 
 
-def test_inspection_while_daemon_stopped(tmp_path: Path, make_mosquitto: MakeMosquitto,
-                                         daemons: list[DaemonProcess]) -> None:
-    broker = make_mosquitto()
-    cfg = write_config(tmp_path, broker.port)
-    daemon = DaemonProcess(cfg).start()
-    daemons.append(daemon)
+def test_inspection_while_daemon_stopped(site: Site) -> None:
+    broker, cfg, daemon = site.broker, site.cfg, site.daemon
     start = _now_s() - 30 * 3600
     messages = counter_storm(start, 300, storm_from=10, storm_tips=55)
     pub = Publisher(broker.port)
@@ -113,12 +119,8 @@ def test_inspection_while_daemon_stopped(tmp_path: Path, make_mosquitto: MakeMos
     assert len(closes) == 1
 
 
-def test_sigkill_mid_burst_loses_and_repeats_nothing(
-        tmp_path: Path, make_mosquitto: MakeMosquitto, daemons: list[DaemonProcess]) -> None:
-    broker = make_mosquitto()
-    cfg = write_config(tmp_path, broker.port)
-    daemon = DaemonProcess(cfg).start()
-    daemons.append(daemon)
+def test_sigkill_mid_burst_loses_and_repeats_nothing(site: Site) -> None:
+    broker, cfg, daemon = site.broker, site.cfg, site.daemon
 
     start = _now_s() - 60 * 3600
     messages: list[tuple[str, dict[str, Any]]] = []
@@ -179,12 +181,8 @@ def test_sigkill_mid_burst_loses_and_repeats_nothing(
     assert any(e["type"] == "turbidity_contrast" for e in stored)
 
 
-def test_broker_restart_reconnects_and_loses_nothing(
-        tmp_path: Path, make_mosquitto: MakeMosquitto, daemons: list[DaemonProcess]) -> None:
-    broker = make_mosquitto()
-    cfg = write_config(tmp_path, broker.port)
-    daemon = DaemonProcess(cfg).start()
-    daemons.append(daemon)
+def test_broker_restart_reconnects_and_loses_nothing(site: Site) -> None:
+    broker, cfg, daemon = site.broker, site.cfg, site.daemon
     start = _now_s() - 40 * 3600
     messages = counter_storm(start, 1200, storm_from=100, storm_tips=10)
     pub = Publisher(broker.port)
@@ -228,12 +226,8 @@ def _bad_messages(now_s: int) -> list[tuple[str, str, bytes]]:
     ]
 
 
-def test_every_reject_reason_is_dead_lettered_and_counted(
-        tmp_path: Path, make_mosquitto: MakeMosquitto, daemons: list[DaemonProcess]) -> None:
-    broker = make_mosquitto()
-    cfg = write_config(tmp_path, broker.port)
-    daemon = DaemonProcess(cfg).start()
-    daemons.append(daemon)
+def test_every_reject_reason_is_dead_lettered_and_counted(site: Site) -> None:
+    broker, cfg, daemon = site.broker, site.cfg, site.daemon
     now = int(time.time())
     bad = _bad_messages(now)
     assert {reason for reason, _, _ in bad} == {r.value for r in RejectReason}
@@ -260,12 +254,8 @@ def _status_if(cfg: Path, n: int) -> dict[str, Any] | None:
     return status if sum(status["ingest"]["rejected"].values()) == n else None
 
 
-def test_status_json_shape_and_logbook_verify(
-        tmp_path: Path, make_mosquitto: MakeMosquitto, daemons: list[DaemonProcess]) -> None:
-    broker = make_mosquitto()
-    cfg = write_config(tmp_path, broker.port)
-    daemon = DaemonProcess(cfg).start()
-    daemons.append(daemon)
+def test_status_json_shape_and_logbook_verify(site: Site) -> None:
+    broker, cfg, daemon = site.broker, site.cfg, site.daemon
     start = _now_s() - 10 * 3600
     messages = counter_storm(start, 300, storm_from=30, storm_tips=60)
     messages += [(reading_topic("trap1-depth"), {"ts": start + i * 600, "depth_in": 20.0})
