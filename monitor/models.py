@@ -336,8 +336,14 @@ def _sites(config: Config) -> dict[str, _Site]:
 
 
 def _sensor_message(site: _Site, sensor: str, kind: MessageKind, fields: Mapping[str, object],
-                    ref_ms: int | None, check_future: bool) -> Reading | Rejection:
-    """The rules of DESIGN § 3 for a reading (``kind`` = the sensor's) or a status message."""
+                    ref_ms: int | None, check_future: bool,
+                    require_seq: bool = True) -> Reading | Rejection:
+    """The rules of DESIGN § 3 for a reading (``kind`` = the sensor's) or a status message.
+
+    ``require_seq=False`` (replay CSV) accepts ``precip_in`` without ``seq``:
+    recorded series often carry a depth per interval and nothing else, and a
+    file row cannot be redelivered, so (ts, depth) identifies it well enough.
+    """
     sensor_kind = site.kinds[sensor]
     status = kind == "status"
     values: dict[str, int | float] = {}
@@ -362,7 +368,7 @@ def _sensor_message(site: _Site, sensor: str, kind: MessageKind, fields: Mapping
     if first is not None:
         return first
     missing = missing_field(kind, values)
-    if missing is not None:
+    if missing is not None and not (not require_seq and kind == "rain" and "precip_in" in values):
         return missing
     ts_ms = timestamp_ms(fields.get("ts"))
     if isinstance(ts_ms, Rejection):
@@ -576,7 +582,8 @@ def parse_row(config: Config, row: Mapping[str, str], *, ref_ms: int | None,
             text = text.strip()
             if text:
                 fields["ts"] = _cell_ts(text)
-    return _sensor_message(site, sensor_id, kind, fields, ref_ms, check_future)
+    return _sensor_message(site, sensor_id, kind, fields, ref_ms, check_future,
+                           require_seq=False)
 
 
 # --------------------------------------------------------------------------- schema models

@@ -160,3 +160,20 @@ def test_replay_missing_input_file(tmp_path: Path) -> None:
     out = stormwatch("replay", "--config", str(cfg), "--input", str(tmp_path / "none.csv"))
     assert out.returncode == 2
     assert "cannot read" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_replay_depth_per_interval_without_seq(tmp_path: Path) -> None:
+    # Recorded series often have only a depth per interval; duplicated rows still count once.
+    cfg = write_config(tmp_path, SMALL.format(state=tmp_path))
+    rows = ["ts,site,sensor,precip_in"]
+    rows += [f"2026-05-01T{h:02d}:00:00Z,branch-meadows,rg1,0.10" for h in range(0, 6)]
+    rows += rows[1:3]  # two duplicated rows
+    rows += ["2026-05-01T18:00:00Z,branch-meadows,rg1,0"]
+    (tmp_path / "p.csv").write_text("\n".join(rows) + "\n")
+    out = stormwatch("replay", "--config", str(cfg), "--input", str(tmp_path / "p.csv"))
+    assert out.returncode == 0, out.stderr
+    events = [json.loads(line) for line in out.stdout.splitlines()]
+    (q,) = [e for e in events if e["type"] == "storm_qualified"]
+    assert q["qualified_at"] == "2026-05-01T04:00:00Z"  # 5 x 0.10 in
+    (end,) = [e for e in events if e["type"] == "storm_ended"]
+    assert end["total_in"] == 0.6
