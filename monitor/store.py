@@ -15,6 +15,12 @@ derived from the journal with cursors, so this file holds
 ``events``        every revision of every § 5 domain event, unique on (id, revision).
 ``outbox``        one row per (event revision, route tag): the transactional outbox
                   a delivery worker drains (§ 2, "Alerts go through a transactional outbox").
+                  A row settled without sending (``monitor/notify/policy.py``: superseded,
+                  not a correction) is ``delivered`` with ``withheld`` saying why and no
+                  ``delivered_ms``.
+``outbox_receipts`` which targets (Apprise URLs, by key) confirmed which outbox row: a
+                  tag may name several targets, and a retry after a partial failure, or
+                  a restart, must not send again to those that already took the alert.
 ``logbook``       the site log book of § 134-9A(2), an append-only hash chain.
 ``snapshots``     engine state at some ``applied_seq``, so a restart replays only
                   the tail of the journal.
@@ -61,7 +67,7 @@ import hashlib
 import json
 import sqlite3
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -257,6 +263,20 @@ _MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
             created_ms INTEGER NOT NULL,
             data TEXT NOT NULL
         )""",
+    ),
+    (
+        # Alert delivery (monitor/notify): per-target receipts, why a row was
+        # settled without sending, and when a row was made (escalation rows are
+        # made long after their event; NULL = the event's recorded_ms).
+        """CREATE TABLE outbox_receipts (
+            outbox_id INTEGER NOT NULL REFERENCES outbox (id),
+            target TEXT NOT NULL,
+            delivered_ms INTEGER NOT NULL,
+            PRIMARY KEY (outbox_id, target)
+        ) WITHOUT ROWID""",
+        "ALTER TABLE outbox ADD COLUMN withheld TEXT",
+        "ALTER TABLE outbox ADD COLUMN created_ms INTEGER",
+        "CREATE INDEX outbox_alert ON outbox (alert_id)",
     ),
 )
 SCHEMA_VERSION: Final = len(_MIGRATIONS)
@@ -520,6 +540,38 @@ class Store:
         with self._write() as conn:
             self._set_meta(conn, f"cursor.{name}", seq)
 
+    def set_cursors(self, cursors: Mapping[str, int],
+                    meta: Mapping[str, int | str] | None = None) -> None:
+        """Move several cursors and set meta values in ONE transaction.
+
+        The InfluxDB exporter moves its journal and events cursors together
+        with what it publishes about itself (last write, its engine replica's
+        snapshot at exactly that position), so they never disagree after a crash.
+        """
+        for key in meta or {}:
+            if key in _RESERVED_META:
+                raise ValueError(f"meta key {key!r} is maintained by the store")
+        with self._write() as conn:
+            for name, seq in cursors.items():
+                self._set_meta(conn, f"cursor.{name}", seq)
+            for key, value in (meta or {}).items():
+                self._set_meta(conn, key, value)
+
+    def journal_backlog(self, after_seq: int) -> tuple[int, int | None]:
+        """(journal rows after ``after_seq``, arrival ms of the first of them or None).
+
+        What an exporter at ``after_seq`` is behind by. The first row's
+        ``received_ms`` (its ``ts_ms`` when it has none) dates the backlog.
+        Reads one snapshot, so the count and the date agree.
+        """
+        with self._read() as conn:
+            (count,) = conn.execute("SELECT count(*) FROM journal WHERE seq > ?",
+                                    (after_seq,)).fetchone()
+            first = conn.execute(
+                "SELECT ifnull(received_ms, ts_ms) FROM journal WHERE seq > ? ORDER BY seq"
+                " LIMIT 1", (after_seq,)).fetchone()
+        return int(count), (None if first is None else int(first[0]))
+
     # -- events, outbox, log book ---------------------------------------------
 
     def record_events(self, events: Sequence[dict[str, Any]], applied_seq: int, *,
@@ -589,6 +641,12 @@ class Store:
             params.extend(types)
         return [json.loads(body) for (body,) in self._conn.execute(sql + " ORDER BY seq", params)]
 
+    def latest_event(self, event_id: str) -> dict[str, Any] | None:
+        """The latest stored revision of one event id (retracted or not), or None."""
+        row = self._conn.execute("SELECT body FROM events WHERE id = ?"
+                                 " ORDER BY revision DESC LIMIT 1", (event_id,)).fetchone()
+        return None if row is None else dict(json.loads(row[0]))
+
     def current_events(self, site: str | None = None) -> list[dict[str, Any]]:
         """The authoritative set (DESIGN § 2): the latest revision of each id,
         without the retracted ones, ordered by (event time, id)."""
@@ -602,6 +660,29 @@ class Store:
             params = (site,)
         return [json.loads(body) for (body,) in self._conn.execute(
             sql + " ORDER BY e.at_ms, e.id", params)]
+
+    def events_after(self, seq: int, limit: int = 1000) -> list[tuple[int, dict[str, Any]]]:
+        """Stored event revisions with ``seq`` above the given one, ascending, as (seq, event).
+
+        The events table in the order it was written: a reader with a cursor
+        (the InfluxDB exporter) sees every revision once, later revisions after
+        earlier ones.
+        """
+        return [(int(s), json.loads(body)) for s, body in self._conn.execute(
+            "SELECT seq, body FROM events WHERE seq > ? ORDER BY seq LIMIT ?", (seq, limit))]
+
+    def events_max_seq(self) -> int:
+        """The newest events ``seq``; 0 when no event is stored."""
+        return int(self._conn.execute("SELECT ifnull(max(seq), 0) FROM events").fetchone()[0])
+
+    def events_count_after(self, seq: int) -> int:
+        return int(self._conn.execute("SELECT count(*) FROM events WHERE seq > ?",
+                                      (seq,)).fetchone()[0])
+
+    def event_revisions(self, event_id: str) -> list[dict[str, Any]]:
+        """Every stored revision of one event id, oldest first (served by UNIQUE (id, revision))."""
+        return [json.loads(body) for (body,) in self._conn.execute(
+            "SELECT body FROM events WHERE id = ? ORDER BY revision", (event_id,))]
 
     # -- snapshots -------------------------------------------------------------
 
@@ -617,6 +698,17 @@ class Store:
             conn.execute("DELETE FROM snapshots WHERE id NOT IN"
                          " (SELECT id FROM snapshots ORDER BY id DESC LIMIT ?)", (keep,))
 
+    def snapshot_at_or_before(self, seq: int) -> tuple[int, dict[str, Any]] | None:
+        """The kept snapshot with the highest ``applied_seq`` not above ``seq``, or None.
+
+        For a reader that is behind the engine (the InfluxDB exporter's replica):
+        it may restore from this and replay the journal up to its own cursor.
+        """
+        row = self._conn.execute(
+            "SELECT applied_seq, data FROM snapshots WHERE applied_seq <= ?"
+            " ORDER BY applied_seq DESC, id DESC LIMIT 1", (seq,)).fetchone()
+        return None if row is None else (int(row[0]), json.loads(row[1]))
+
     def latest_snapshot(self) -> tuple[int, dict[str, Any]] | None:
         """The most recently saved snapshot as (applied_seq, data), or None.
 
@@ -630,14 +722,19 @@ class Store:
     # -- outbox ----------------------------------------------------------------
 
     def outbox_due(self, now_ms: int, limit: int = 100) -> list[dict[str, Any]]:
-        """Pending alerts whose next attempt is due, oldest due first, with their event."""
+        """Pending alerts whose next attempt is due, oldest due first, with their event.
+
+        ``created_ms`` is when the row was made (its event's ``recorded_ms`` for
+        routed rows), the start of its escalation and give-up timers.
+        """
         return [{"id": id_, "event_seq": event_seq, "alert_id": alert_id, "tag": tag,
                  "attempts": attempts, "next_attempt_ms": next_ms, "last_error": error,
-                 "event": json.loads(body)}
-                for id_, event_seq, alert_id, tag, attempts, next_ms, error, body
+                 "created_ms": created, "event": json.loads(body)}
+                for id_, event_seq, alert_id, tag, attempts, next_ms, error, created, body
                 in self._conn.execute(
                     "SELECT o.id, o.event_seq, o.alert_id, o.tag, o.attempts,"
-                    " o.next_attempt_ms, o.last_error, e.body"
+                    " o.next_attempt_ms, o.last_error, ifnull(o.created_ms, e.recorded_ms),"
+                    " e.body"
                     " FROM outbox AS o JOIN events AS e ON e.seq = o.event_seq"
                     " WHERE o.status = 'pending' AND o.next_attempt_ms <= ?"
                     " ORDER BY o.next_attempt_ms, o.id LIMIT ?", (now_ms, limit))]
@@ -670,9 +767,83 @@ class Store:
     def outbox(self) -> list[dict[str, Any]]:
         """Every outbox row (without the event body), in creation order."""
         cols = ("id", "event_seq", "alert_id", "tag", "status", "attempts", "next_attempt_ms",
-                "last_error", "delivered_ms")
+                "last_error", "delivered_ms", "withheld", "created_ms")
         return [dict(zip(cols, row, strict=True)) for row in self._conn.execute(
             f"SELECT {', '.join(cols)} FROM outbox ORDER BY id")]
+
+    def outbox_receipt(self, outbox_id: int, target: str, *, now_ms: int) -> None:
+        """Record that one target confirmed a pending row (before the row is settled).
+
+        Its own transaction, right after the send: the window in which a crash
+        makes a target receive the alert twice is this one commit.
+        """
+        with self._write() as conn:
+            conn.execute("INSERT INTO outbox_receipts (outbox_id, target, delivered_ms)"
+                         " VALUES (?, ?, ?) ON CONFLICT DO NOTHING", (outbox_id, target, now_ms))
+
+    def outbox_receipts(self, alert_id: str) -> set[str]:
+        """The targets that confirmed the alert, through any of its rows (tags)."""
+        return {target for (target,) in self._conn.execute(
+            "SELECT r.target FROM outbox_receipts AS r JOIN outbox AS o ON o.id = r.outbox_id"
+            " WHERE o.alert_id = ?", (alert_id,))}
+
+    def outbox_withhold(self, outbox_id: int, reason: str, *, now_ms: int) -> None:
+        """Settle a pending row without sending it; ``reason`` is kept in ``withheld``."""
+        with self._write() as conn:
+            if conn.execute("UPDATE outbox SET status = 'delivered', withheld = ?,"
+                            " last_error = NULL, next_attempt_ms = ?"
+                            " WHERE id = ? AND status = 'pending'",
+                            (reason, now_ms, outbox_id)).rowcount != 1:
+                raise StoreError(f"outbox row {outbox_id} does not exist or is not pending")
+
+    def outbox_escalate(self, outbox_id: int, tag: str, *, now_ms: int) -> str | None:
+        """Add a pending row sending row ``outbox_id``'s event to ``tag`` as an escalation.
+
+        Its alert id is ``{alert_id}/esc-{the row's tag}``, unique with ``tag``:
+        returns it, or None when that escalation exists already (so escalating
+        is idempotent across retries and restarts).
+        """
+        with self._write() as conn:
+            cur = conn.execute(
+                "INSERT INTO outbox (event_seq, alert_id, tag, status, attempts,"
+                " next_attempt_ms, created_ms)"
+                " SELECT event_seq, alert_id || '/esc-' || tag, ?, 'pending', 0, ?, ?"
+                " FROM outbox WHERE id = ? ON CONFLICT DO NOTHING",
+                (tag, now_ms, now_ms, outbox_id))
+            if cur.rowcount != 1:
+                return None
+            row = conn.execute("SELECT alert_id FROM outbox WHERE id = ?",
+                               (cur.lastrowid,)).fetchone()
+        return str(row[0])
+
+    def outbox_alerts(self, *, site: str | None = None, types: Sequence[str] | None = None,
+                      tag: str | None = None, event_id: str | None = None
+                      ) -> list[dict[str, Any]]:
+        """Outbox rows with their event, in event time order: what was (to be) sent.
+
+        Each: ``id``, ``alert_id``, ``tag``, ``status``, ``attempts``, ``last_error``,
+        ``withheld``, ``created_ms``, ``event_id``, ``revision``, ``type``, ``at_ms``,
+        ``event`` (the body).
+        """
+        sql = ("SELECT o.id, o.alert_id, o.tag, o.status, o.attempts, o.last_error, o.withheld,"
+               " ifnull(o.created_ms, e.recorded_ms), e.id, e.revision, e.type, e.at_ms, e.body"
+               " FROM outbox AS o JOIN events AS e ON e.seq = o.event_seq WHERE 1")
+        params: list[Any] = []
+        for column, value in (("e.site", site), ("o.tag", tag), ("e.id", event_id)):
+            if value is not None:
+                sql += f" AND {column} = ?"
+                params.append(value)
+        if types is not None:
+            sql += f" AND e.type IN ({', '.join('?' * len(types))})"
+            params.extend(types)
+        cols = ("id", "alert_id", "tag", "status", "attempts", "last_error", "withheld",
+                "created_ms", "event_id", "revision", "type", "at_ms")
+        out = []
+        for row in self._conn.execute(sql + " ORDER BY e.at_ms, e.revision, o.id", params):
+            item = dict(zip(cols, row[:-1], strict=True))
+            item["event"] = json.loads(row[-1])
+            out.append(item)
+        return out
 
     # -- log book ----------------------------------------------------------------
 
