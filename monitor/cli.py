@@ -198,6 +198,41 @@ def cmd_acl(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_notify_test(args: argparse.Namespace) -> int:
+    """Send one test message to every target (or to one tag's) and report each."""
+    import logging
+
+    from .notify.probe import run_test
+    from .notify.secrets import mask
+    from .notify.targets import NotifySetupError
+
+    config = _load(args.config)
+    _setup_logging(config, "error")
+    # Apprise's own warnings would repeat, less clearly, what the verdicts say
+    # (each verdict carries them).
+    logging.getLogger("apprise").propagate = False
+    try:
+        verdicts = run_test(config, args.tag)
+    except NotifySetupError as exc:
+        for line in exc.lines:
+            print(line, file=sys.stderr)
+        return EXIT_USAGE
+    if not verdicts:
+        where = f"receives tag {args.tag!r}" if args.tag else "is configured"
+        raise UsageError(f"no notification target {where} (notify.targets, notify.config_file)")
+    for v in verdicts:
+        state = "ok    " if v.result.ok else "FAILED"
+        detail = "" if v.result.ok else f": {v.result.error}"
+        print(mask(f"{state} {v.target.describe()}{detail}"))
+    failed = [v.target.label for v in verdicts if not v.result.ok]
+    if failed:
+        print(mask(f"notify-test: {len(failed)} of {len(verdicts)} target(s) did not take the "
+                   f"message: {', '.join(failed)}"), file=sys.stderr)
+        return EXIT_CHECK_FAILED
+    print(f"notify-test: all {len(verdicts)} target(s) took the message")
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="stormwatch",
@@ -250,6 +285,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep", action="store_true", help="keep the demo's state directory")
     p.add_argument("--state-dir", help="use this state directory (kept afterwards)")
     p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("notify-test", help="send a test message to every notification target")
+    p.add_argument("--config", required=True)
+    p.add_argument("--tag", help="only the targets that receive this tag")
+    p.set_defaults(func=cmd_notify_test)
 
     p = sub.add_parser("acl", help="write the Mosquitto ACL for the configured nodes")
     p.add_argument("--config", required=True)

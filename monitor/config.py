@@ -141,16 +141,87 @@ class InfluxConfig(Model):
         return self
 
 
+#: A notification tag: the name that connects routes to targets (``qp``, ``officer``).
+Tag = Annotated[str, Field(pattern=ID_PATTERN)]
+
+
+def _route_problems(data: Any) -> list[Problem]:
+    """Route keys must name a § 5 event type (or one of its variants): a typo
+    would otherwise silence an alert without a word. Read from the raw input,
+    so a bad tag elsewhere in the routes does not hide a bad key."""
+    from .notify.routing import ROUTE_KEYS  # here, not at the top: notify imports this module
+
+    routes = _as_mapping(data).get("routes")
+    if not isinstance(routes, Mapping):
+        return []
+    return [(("routes", key), f"unknown event type {key!r} (one of: {', '.join(ROUTE_KEYS)})")
+            for key in routes if key not in ROUTE_KEYS]
+
+
+def _with_route_problems(cls: type[BaseModel], data: Any,
+                         handler: ModelWrapValidatorHandler[Any]) -> Any:
+    problems = _route_problems(data)
+    try:
+        model = handler(data)
+    except ValidationError as exc:
+        if not problems:
+            raise
+        raise _combined(cls.__name__, exc, problems, data) from None
+    _raise_problems(cls.__name__, problems, data)
+    return model
+
+
 class NotifyTarget(Model):
+    """One Apprise URL and the tags whose alerts it receives (none: every alert)."""
+
     url: str
-    tags: list[str] = Field(default_factory=list)
+    tags: list[Tag] = Field(default_factory=list)
+    name: str | None = None
 
 
 class NotifyConfig(Model):
+    """Alert delivery (DESIGN § 7, ``monitor/notify``): targets, routes, retries, escalation."""
+
     targets: list[NotifyTarget] = Field(default_factory=list)
     config_file: str | None = None
-    routes: dict[str, list[str]] = Field(default_factory=dict)
+    routes: dict[str, list[Tag]] = Field(default_factory=dict)
     grafana_url: str | None = None
+    body_format: Literal["auto", "text", "markdown"] = "auto"
+    poll_s: PositiveFloat = 1.0
+    retry_initial_s: PositiveFloat = 30.0
+    retry_max_s: PositiveFloat = 900.0
+    retry_jitter: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)] = 0.2
+    escalate_to: Tag | None = "officer"
+    escalate_after_attempts: int = Field(default=6, ge=1)
+    escalate_after_minutes: PositiveFloat = 60.0
+    give_up_after_hours: PositiveFloat = 72.0
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _routes(cls, data: Any, handler: ModelWrapValidatorHandler[NotifyConfig]
+                ) -> NotifyConfig:
+        result: NotifyConfig = _with_route_problems(cls, data, handler)
+        return result
+
+    @model_validator(mode="after")
+    def _retry(self) -> NotifyConfig:
+        if self.retry_max_s < self.retry_initial_s:
+            _raise_problems(type(self).__name__, [(
+                ("retry_max_s",), f"must be at least retry_initial_s ({self.retry_initial_s:g})")],
+                self)
+        return self
+
+
+class SiteNotify(Model):
+    """A site's own routes: each listed event type replaces the global route."""
+
+    routes: dict[str, list[Tag]] = Field(default_factory=dict)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _routes(cls, data: Any, handler: ModelWrapValidatorHandler[SiteNotify]) -> SiteNotify:
+        result: SiteNotify = _with_route_problems(cls, data, handler)
+        return result
 
 
 # --------------------------------------------------------------------------- site rules
@@ -309,6 +380,7 @@ class SiteConfig(Model):
     sensors: list[SensorConfig] = Field(default_factory=list)
     turbidity_pairs: list[TurbidityPair] = Field(default_factory=list)
     traps: list[TrapConfig] = Field(default_factory=list)
+    notify: SiteNotify = Field(default_factory=SiteNotify)
 
     @field_validator("timezone")
     @classmethod

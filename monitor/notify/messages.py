@@ -1,0 +1,597 @@
+"""Alert texts: a title and a body per § 5 event type that a person can act on from a phone.
+
+Pure functions of the alert (event, site, *now*): no I/O, so every text is
+tested without a mail server. Each message says
+
+* where: the site's name, id and address;
+* what happened, with units: rain in inches with two decimals, turbidity in
+  NTU, trap fill in percent of design capacity;
+* by when: every time in the site's own time zone ("Tue Dec 1, 2026 9:15 AM
+  EST"), and a deadline also as hours left (or overdue) *at the moment the
+  message is rendered*, which is the moment it is sent: a message retried
+  for an hour does not arrive claiming the hours it had when it was first
+  tried;
+* why: the duty of Chapter 134 it concerns, quoted with its section
+  (§ 134-9A(2) inspections, § 134-9A(1) sediment traps, § 134-8C turbidity,
+  § 134-12D penalties for an overdue inspection);
+* what to do, a Grafana link when ``notify.grafana_url`` is set, and the
+  alert id (``{event id}:{revision}``) by which a repeat is recognised.
+
+Bodies come in plain text and in Markdown (the two source formats Apprise
+converts from); ``targets.py`` picks the one each service takes best.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Final
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from zoneinfo import ZoneInfo
+
+from ..config import SiteConfig
+from ..engine.times import MS_PER_HOUR, parse_iso
+
+# The chapter's words, quoted where they apply (seed text of Chapter 134).
+QUOTE_134_9A2: Final = (
+    "the applicant shall have a qualified professional conduct site inspections and document "
+    "the effectiveness of all erosion and sediment control practices every seven days and "
+    "within 24 hours of any storm event producing 0.5 inch of precipitation or more. "
+    "Inspection reports shall be maintained in a site log book.")
+QUOTE_134_9A1: Final = (
+    "Sediment shall be removed from sediment traps or sediment ponds whenever their design "
+    "capacity has been reduced by 50%.")
+QUOTE_134_8C: Final = (
+    "Any land development activity shall not cause an increase in turbidity that will result "
+    "in substantial visible contrast to natural conditions in surface waters of the State of "
+    "New York.")
+PENALTY_134_12D: Final = (
+    "a fine of up to $350 for a first offense (more for repeat offenses), and \"each week's "
+    "continued violation shall constitute a separate additional violation.\"")
+
+#: An event reported this much after its own time says so (delayed data or delivery).
+LATE_NOTE_MS: Final = MS_PER_HOUR
+
+# Apprise notify types (apprise.NotifyType values), as plain strings to keep this module pure.
+INFO, SUCCESS, WARNING, FAILURE = "info", "success", "warning", "failure"
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One fact of a body: ``label: text``; a quote is set apart; a url is a link."""
+
+    label: str | None
+    text: str
+    quote: bool = False
+    url: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """A rendered alert. ``notify_type`` is an ``apprise.NotifyType`` value."""
+
+    title: str
+    text: str
+    markdown: str
+    notify_type: str
+
+
+@dataclass(frozen=True, slots=True)
+class Escalation:
+    """Why an alert is being sent to the fallback tag instead of (also) its route."""
+
+    from_tag: str
+    attempts: int
+    since_ms: int
+    last_error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Alert:
+    """Everything a message is rendered from.
+
+    ``previous`` is the revision of the same event last delivered to this
+    tag, when this one is sent as its correction (DESIGN § 2).
+    """
+
+    alert_id: str
+    event: Mapping[str, Any]
+    now_ms: int
+    site: SiteConfig | None = None
+    grafana_url: str | None = None
+    previous: Mapping[str, Any] | None = None
+    escalation: Escalation | None = None
+
+
+@dataclass(slots=True)
+class Content:
+    """What one event type says, before the common parts are added."""
+
+    headline: str
+    summary: str
+    facts: list[Line] = field(default_factory=list)
+    notify_type: str = INFO
+    duty: list[Line] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- units
+
+
+def ms_of(value: Any) -> int | None:
+    """Milliseconds of an ISO 8601 field of an event, or None when absent."""
+    return parse_iso(value) if isinstance(value, str) and value else None
+
+
+def local_time(ts_ms: int, zone: ZoneInfo, *, year: bool = True) -> str:
+    """``Tue Dec 1, 2026 9:15 AM EST``: 12-hour clock, the zone's own abbreviation.
+
+    Spelled out here rather than with ``%p``/``%-d``, which depend on the C
+    library and its locale.
+    """
+    dt = datetime.fromtimestamp(ts_ms / 1000, tz=zone)
+    hour = dt.hour % 12 or 12
+    half = "AM" if dt.hour < 12 else "PM"
+    date = f"{dt:%a %b} {dt.day}" + (f", {dt.year}" if year else ",")
+    return f"{date} {hour}:{dt.minute:02d} {half} {dt.tzname()}"
+
+
+def number(value: Any) -> float | None:
+    """A numeric field, or None when it is missing or not a number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def inches(value: Any) -> str:
+    x = number(value)
+    return f"{x:.2f} in" if x is not None else "? in"
+
+
+def ntu(value: Any) -> str:
+    x = number(value)
+    return f"{x:.1f} NTU" if x is not None else "? NTU"
+
+
+def signed_ntu(value: Any) -> str:
+    x = number(value)
+    return f"{x:+.1f} NTU" if x is not None else "? NTU"
+
+
+def percent(fraction: Any) -> str:
+    """A fill fraction as percent of design capacity, one decimal (49.6 % is not 50 %)."""
+    x = number(fraction)
+    return f"{x * 100:.1f}%" if x is not None else "?%"
+
+
+def hours(ms: int) -> str:
+    return f"{ms / MS_PER_HOUR:.1f} hours"
+
+
+def duration(ms: int) -> str:
+    """A span for people: seconds, minutes or hours, whichever reads naturally."""
+    if ms < 90_000:
+        return f"{ms / 1000:.0f} seconds"
+    if ms < 90 * 60_000:
+        return f"{ms / 60_000:.0f} minutes"
+    return hours(ms)
+
+
+def hours_left(due_ms: int, now_ms: int) -> str:
+    """``23.4 hours left`` or ``2.0 hours overdue``."""
+    if due_ms >= now_ms:
+        return f"{hours(due_ms - now_ms)} left"
+    return f"{hours(now_ms - due_ms)} overdue"
+
+
+def grafana_link(base: str, site_id: str, at_ms: int, now_ms: int) -> str:
+    """The dashboard for this site around the event: ``var-site`` and a time range.
+
+    Existing query parameters of ``base`` (``orgId=1``) are kept. The range runs
+    from a day before the event to an hour after now (Grafana takes epoch ms).
+    """
+    parts = urlsplit(base)
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
+             if k not in ("var-site", "from", "to")]
+    query += [("var-site", site_id), ("from", str(at_ms - 24 * MS_PER_HOUR)),
+              ("to", str(max(at_ms, now_ms) + MS_PER_HOUR))]
+    return urlunsplit(parts._replace(query=urlencode(query)))
+
+
+# --------------------------------------------------------------------------- per type
+
+
+class _Ctx:
+    """The event's fields and the site, with the helpers every type uses."""
+
+    def __init__(self, alert: Alert) -> None:
+        self.alert = alert
+        self.e = alert.event
+        self.site = alert.site
+        self.zone = alert.site.zone if alert.site is not None else ZoneInfo("UTC")
+        self.now = alert.now_ms
+        self.at = ms_of(self.e.get("at")) or alert.now_ms
+
+    def local(self, value: Any, *, year: bool = True) -> str:
+        ms = value if isinstance(value, int) else ms_of(value)
+        return local_time(ms, self.zone, year=year) if ms is not None else "unknown"
+
+    def clock_name(self) -> str:
+        if self.e.get("clock") == "routine":
+            days = self.site.routine_inspection_days if self.site is not None else 7.0
+            return f"{days:g}-day routine inspection"
+        return "storm inspection"
+
+    def sensor_kind(self) -> str | None:
+        sensor = self.site.sensor(str(self.e.get("sensor"))) if self.site is not None else None
+        return sensor.kind if sensor is not None else None
+
+    def record_hint(self, kind: str) -> str:
+        site = self.e.get("site")
+        return (f"have the qualified professional inspect the erosion and sediment controls and "
+                f"record it in the site log book (stormwatch inspect --site {site} "
+                f"--inspector NAME --kind {kind}).")
+
+
+def _duty_9a2() -> Line:
+    return Line("Chapter 134 § 134-9A(2) requires", f"\"...{QUOTE_134_9A2}\"", quote=True)
+
+
+def _duty_9a1() -> Line:
+    return Line("Chapter 134 § 134-9A(1) requires", f"\"{QUOTE_134_9A1}\"", quote=True)
+
+
+def _duty_8c() -> Line:
+    return Line("Chapter 134 § 134-8C", f"\"{QUOTE_134_8C}\"", quote=True)
+
+
+def _storm_qualified(c: _Ctx) -> Content:
+    e = c.e
+    rain = (f"{inches(e.get('total_in', 0))} this storm, {inches(e.get('max_24h_in', 0))} "
+            f"within 24 hours (threshold {inches(e.get('threshold_in', 0.5))}), gauge "
+            f"{e.get('gauge')}")
+    facts = [Line("Rain", rain), Line("Qualified at", c.local(e.get("qualified_at")))]
+    due = ms_of(e.get("due"))
+    if e.get("informational"):
+        return Content(
+            f"storm {inches(e.get('total_in', 0))} (informational)",
+            "A storm event reached the inspection threshold. This site does not meet "
+            "Condition A, B or C of § 134-7B(2), so no inspection deadline applies; the "
+            "storm is recorded in the log book.", facts, INFO)
+    if due is None:
+        facts.append(Line("Inspection due", "24 hours after the rain stops; you will get the "
+                          "deadline when the storm has ended"))
+        return Content(f"storm {inches(e.get('total_in', 0))}: inspection clock starts when "
+                       "the rain stops", "A storm event qualifies for a storm inspection.",
+                       facts, WARNING, [_duty_9a2(), Line("To do", c.record_hint("storm"))])
+    facts.append(Line("Inspection due", f"{c.local(due)} ({hours_left(due, c.now)})"))
+    return Content(
+        f"storm {inches(e.get('total_in', 0))}, inspect by {c.local(due, year=False)}",
+        "A storm event qualified: a storm inspection is due within 24 hours.",
+        facts, WARNING, [_duty_9a2(), Line("To do", c.record_hint("storm"))])
+
+
+def _storm_started(c: _Ctx) -> Content:
+    return Content(f"rain started on {c.e.get('gauge')}",
+                   f"Rain started at {c.local(c.e.get('started_at'))} on gauge "
+                   f"{c.e.get('gauge')}.")
+
+
+def _storm_ended(c: _Ctx) -> Content:
+    e = c.e
+    qualified = "qualified" if e.get("qualified") else "did not qualify"
+    return Content(f"storm ended, {inches(e.get('total_in', 0))}",
+                   f"The storm event on gauge {e.get('gauge')} ended at "
+                   f"{c.local(e.get('ended_at'))}; it {qualified} for an inspection.",
+                   [Line("Rain", f"{inches(e.get('total_in', 0))} in all, "
+                         f"{inches(e.get('max_24h_in', 0))} at most within 24 hours")])
+
+
+def _due_soon(c: _Ctx) -> Content:
+    due = ms_of(c.e.get("due"))
+    name = c.clock_name()
+    if due is None:
+        return Content(f"{name} due soon", f"Reminder: the {name} is due soon.")
+    left = max(0, due - c.now)
+    return Content(
+        f"{name} due in {hours(left).replace(' hours', ' h')}, by {c.local(due, year=False)}",
+        f"Reminder: the {name} is due {c.local(due)} and has not been recorded yet.",
+        [Line("Inspection due", f"{c.local(due)} ({hours_left(due, c.now)})"),
+         Line("Clock", str(c.e.get("clock_id")))],
+        WARNING,
+        [_duty_9a2(), Line("To do", c.record_hint(str(c.e.get("clock", "storm"))))])
+
+
+def _overdue(c: _Ctx) -> Content:
+    due = ms_of(c.e.get("due"))
+    name = c.clock_name()
+    due_text = c.local(due) if due is not None else "unknown"
+    facts = [Line("Was due", due_text)]
+    if due is not None:
+        facts.append(Line("Overdue by", hours(max(0, c.now - due))))
+    facts.append(Line("Clock", str(c.e.get("clock_id"))))
+    repeat = c.site.rain.overdue_repeat_hours if c.site is not None else 4.0
+    return Content(
+        f"OVERDUE {name} (was due {c.local(due, year=False) if due else 'earlier'})",
+        f"The {name} was due {due_text} and no inspection has been recorded. This notice "
+        f"repeats every {repeat:g} hours until one is.",
+        facts, FAILURE,
+        [_duty_9a2(), Line("Penalty (§ 134-12D)", PENALTY_134_12D),
+         Line("To do", c.record_hint(str(c.e.get("clock", "storm"))))])
+
+
+def _clock_closed(c: _Ctx) -> Content:
+    e = c.e
+    name = c.clock_name()
+    due = ms_of(e.get("due"))
+    inspected = ms_of(e.get("inspected_at"))
+    facts = [Line("Inspected", c.local(inspected)), Line("Was due", c.local(due))]
+    if e.get("outcome") == "late" and due is not None and inspected is not None:
+        return Content(f"{name} recorded LATE ({hours(inspected - due)} after the deadline)",
+                       f"The {name} was recorded after its deadline.", facts, WARNING,
+                       [_duty_9a2()])
+    return Content(f"{name} recorded on time", f"The {name} was recorded before its deadline.",
+                   facts, SUCCESS)
+
+
+def _inspection_recorded(c: _Ctx) -> Content:
+    e = c.e
+    facts = [Line("Inspected", c.local(e.get("inspected_at"))),
+             Line("Kind", str(e.get("kind")))]
+    closes = e.get("closes") or []
+    if closes:
+        facts.append(Line("Closes", ", ".join(str(x) for x in closes)))
+    if e.get("notes"):
+        facts.append(Line("Notes", str(e["notes"])))
+    return Content(f"inspection recorded by {e.get('inspector')}",
+                   f"An inspection by {e.get('inspector')} was recorded in the log book.",
+                   facts, SUCCESS)
+
+
+def _trap_facts(c: _Ctx) -> list[Line]:
+    e = c.e
+    return [Line("Fill", f"{percent(e.get('fill_fraction', 0))} of design capacity "
+                 f"(sediment {inches(e.get('depth_in', 0))} deep)"),
+            Line("Measured at", c.local(c.at))]
+
+
+def _trap_fill(c: _Ctx) -> Content:
+    e = c.e
+    return Content(
+        f"sediment trap {e.get('trap')} at {percent(e.get('fill_fraction', 0))} of design "
+        "capacity",
+        f"Sediment trap {e.get('trap')} has passed the warning level of "
+        f"{percent(e.get('threshold', 0.4))}; clean-out is required at 50%.",
+        _trap_facts(c), INFO, [_duty_9a1()])
+
+
+def _trap_cleanout(c: _Ctx) -> Content:
+    e = c.e
+    return Content(
+        f"clean out sediment trap {e.get('trap')}: {percent(e.get('fill_fraction', 0))} of "
+        "design capacity filled",
+        f"Sediment trap {e.get('trap')} has lost {percent(e.get('fill_fraction', 0))} of its "
+        "design capacity: the sediment must be removed.",
+        _trap_facts(c), WARNING,
+        [_duty_9a1(), Line("To do", "remove the sediment from the trap; the fill drops back "
+                           "on the next readings and the clean-out is recorded.")])
+
+
+def _trap_cleaned(c: _Ctx) -> Content:
+    e = c.e
+    return Content(
+        f"sediment trap {e.get('trap')} cleaned",
+        f"Sediment trap {e.get('trap')} went from {percent(e.get('fill_before', 0))} to "
+        f"{percent(e.get('fill_after', 0))} of design capacity at {c.local(c.at)}.",
+        [], SUCCESS)
+
+
+def _turbidity(c: _Ctx) -> Content:
+    e = c.e
+    facts = [Line("Downstream", ntu(e.get("downstream_ntu", 0))),
+             Line("Upstream (background)", ntu(e.get("upstream_ntu", 0))),
+             Line("Difference", f"{signed_ntu(e.get('delta_ntu'))} (limit "
+                  f"{ntu(e.get('limit_ntu'))} over background)"),
+             Line("Since", c.local(e.get("started_at")))]
+    if e.get("state") == "cleared":
+        facts[-1] = Line("Episode", f"{c.local(e.get('started_at'))} to {c.local(c.at)}")
+        return Content(f"turbidity contrast at {e.get('pair')} cleared",
+                       f"Turbidity below the discharge at {e.get('pair')} is back within the "
+                       "limit.", facts, SUCCESS, [_duty_8c()])
+    return Content(
+        f"turbidity {signed_ntu(e.get('delta_ntu'))} over background at {e.get('pair')}",
+        f"Turbidity below the discharge at {e.get('pair')} has stayed above the limit over "
+        "background: a visible contrast in the receiving water is likely.",
+        facts, WARNING,
+        [_duty_8c(), Line("To do", "check the discharge point and the erosion and sediment "
+                          "controls above it; stabilise exposed soil.")])
+
+
+_SENSOR_NEED = {
+    "rain": "storm events cannot be detected while the rain gauge is silent (§ 134-9A(2))",
+    "turbidity": "turbidity contrast cannot be checked without this probe (§ 134-8C)",
+    "sediment": "trap fill cannot be tracked without this sensor (§ 134-9A(1))",
+}
+
+
+def _sensor_stale(c: _Ctx) -> Content:
+    need = _SENSOR_NEED.get(c.sensor_kind() or "", "its readings are missing")
+    return Content(f"sensor {c.e.get('sensor')} silent",
+                   f"No message from sensor {c.e.get('sensor')} since "
+                   f"{c.local(c.e.get('last_seen'))}: {need}.",
+                   [Line("To do", "check the node's power, radio and the broker.")])
+
+
+def _sensor_recovered(c: _Ctx) -> Content:
+    return Content(f"sensor {c.e.get('sensor')} reporting again",
+                   f"Sensor {c.e.get('sensor')} is reporting again (last message "
+                   f"{c.local(c.e.get('last_seen'))}).", [], SUCCESS)
+
+
+def _battery_low(c: _Ctx) -> Content:
+    e = c.e
+    volts, limit = number(e.get("battery_v")), number(e.get("battery_low_v"))
+    reading = f"{volts:.2f} V" if volts is not None else "low"
+    if limit is not None:
+        reading += f" (limit {limit:.2f} V)"
+    return Content(f"low battery on {e.get('sensor')}",
+                   f"The battery of sensor {e.get('sensor')} is low: {reading}.",
+                   [Line("To do", "replace or charge the battery before the node stops.")])
+
+
+def _counter_reset(c: _Ctx) -> Content:
+    e = c.e
+    return Content(f"rain gauge {e.get('sensor')} counter reset",
+                   f"The tip counter of rain gauge {e.get('sensor')} went from "
+                   f"{e.get('tips_before', '?')} to {e.get('tips_after', '?')} at "
+                   f"{c.local(c.at)} (node restarted or reflashed); counting continues from "
+                   "the new value.")
+
+
+def _background_missing(c: _Ctx) -> Content:
+    e = c.e
+    return Content(f"no background turbidity for {e.get('pair')}",
+                   f"The upstream probe {e.get('sensor')} has no reading recent enough to "
+                   f"compare with the downstream probe of {e.get('pair')}: turbidity contrast "
+                   "cannot be checked (§ 134-8C).")
+
+
+def _pegged(c: _Ctx) -> Content:
+    e = c.e
+    full = e.get("max_ntu")
+    scale = f" at {ntu(full)}" if full is not None else ""
+    return Content(f"turbidity probe {e.get('sensor')} pegged",
+                   f"Turbidity probe {e.get('sensor')} reads its full scale{scale}: the real "
+                   "turbidity may be higher, or the probe is fouled.")
+
+
+_RENDERERS: Final[dict[str, Callable[[_Ctx], Content]]] = {
+    "storm_started": _storm_started,
+    "storm_qualified": _storm_qualified,
+    "storm_ended": _storm_ended,
+    "inspection_recorded": _inspection_recorded,
+    "inspection_due_soon": _due_soon,
+    "inspection_overdue": _overdue,
+    "clock_closed": _clock_closed,
+    "trap_fill": _trap_fill,
+    "trap_cleanout_required": _trap_cleanout,
+    "trap_cleaned": _trap_cleaned,
+    "turbidity_contrast": _turbidity,
+    "sensor_stale": _sensor_stale,
+    "sensor_recovered": _sensor_recovered,
+    "battery_low": _battery_low,
+    "counter_reset": _counter_reset,
+    "background_missing": _background_missing,
+    "pegged": _pegged,
+}
+
+
+def _generic(c: _Ctx) -> Content:
+    """A type this module does not know yet: its fields, so nothing is hidden."""
+    skip = {"type", "site", "at", "id", "revision"}
+    return Content(str(c.e.get("type")), f"{c.e.get('type')} at {c.local(c.at)}.",
+                   [Line(k, str(v)) for k, v in c.e.items() if k not in skip])
+
+
+# --------------------------------------------------------------------------- assembly
+
+
+def render(alert: Alert) -> Message:
+    """The title and the text and Markdown bodies of one alert."""
+    c = _Ctx(alert)
+    try:
+        content = _RENDERERS.get(str(c.e.get("type")), _generic)(c)
+    except (TypeError, ValueError, KeyError, AttributeError):
+        # An event this code misreads still goes out, with its raw fields: a
+        # rendering bug must not hold an alert back.
+        content = _generic(c)
+    site = alert.site
+    site_short = (site.name or site.id) if site is not None else str(c.e.get("site"))
+    title = f"{site_short}: {content.headline}"
+    notify_type = content.notify_type
+    lead: list[str] = []
+    if alert.previous is not None:
+        title = f"[CORRECTION] {title}"
+        lead.append(_correction_note(c, alert.previous))
+    if alert.escalation is not None:
+        title = f"[ESCALATED] {title}"
+        lead.append(_escalation_note(c, alert.escalation))
+        notify_type = FAILURE
+    where = site_short
+    if site is not None:
+        where = f"{site.name} ({site.id})" if site.name else site.id
+        if site.address:
+            where += f", {site.address}"
+    facts = [Line("Site", where), *content.facts]
+    delay = alert.now_ms - c.at
+    if delay > LATE_NOTE_MS and alert.escalation is None \
+            and c.e.get("type") not in ("inspection_overdue", "inspection_due_soon"):
+        facts.append(Line("Reported late", f"this happened {hours(delay)} before this message "
+                          "(the data or its delivery was delayed)"))
+    tail: list[Line] = []
+    if alert.grafana_url:
+        tail.append(Line("Dashboard", "", url=grafana_link(
+            alert.grafana_url, str(c.e.get("site")), c.at, alert.now_ms)))
+    tail.append(Line("Alert id", alert.alert_id))
+    paragraphs = [*lead, content.summary]
+    return Message(title, _text(paragraphs, facts, content.duty, tail),
+                   _markdown(paragraphs, facts, content.duty, tail), notify_type)
+
+
+def _correction_note(c: _Ctx, previous: Mapping[str, Any]) -> str:
+    old, new = ms_of(previous.get("due")), ms_of(c.e.get("due"))
+    if old is None and new is not None:
+        return f"Update: the inspection clock has started; the deadline is {c.local(new)}."
+    if old is not None and new is not None:
+        return (f"Correction: the deadline moved EARLIER, from {c.local(old)} to "
+                f"{c.local(new)}: late rain-gauge data show the storm qualified earlier.")
+    return "Correction of an earlier alert with the same event."
+
+
+def _escalation_note(c: _Ctx, esc: Escalation) -> str:
+    error = f" Last error: {esc.last_error}." if esc.last_error else ""
+    return (f"Escalated: stormwatch could not deliver this alert to '{esc.from_tag}' "
+            f"({esc.attempts} attempts in {duration(max(0, c.now - esc.since_ms))}).{error} "
+            "Please make sure the person responsible knows.")
+
+
+def _text(paragraphs: list[str], facts: list[Line], duty: list[Line], tail: list[Line]) -> str:
+    def line(item: Line) -> str:
+        value = item.url if item.url else item.text
+        return f"{item.label}: {value}" if item.label else value
+
+    blocks = ["\n".join(paragraphs), "\n".join(line(f) for f in facts)]
+    if duty:
+        blocks.append("\n".join(line(d) for d in duty))
+    blocks.append("\n".join(line(t) for t in tail))
+    return "\n\n".join(b for b in blocks if b) + "\n"
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|#])")
+
+
+def md_escape(text: str) -> str:
+    """Escape what Markdown would read as markup in our own (plain) sentences and names."""
+    return _MD_SPECIAL.sub(r"\\\1", text)
+
+
+def _markdown(paragraphs: list[str], facts: list[Line], duty: list[Line],
+              tail: list[Line]) -> str:
+    def line(item: Line) -> str:
+        if item.url:
+            # An autolink: its HTML keeps the address visible, so the plain-text
+            # part Apprise derives from HTML (e-mail) still shows the link.
+            value = f"<{item.url}>"
+        elif item.quote:
+            value = f"*{md_escape(item.text)}*"
+        else:
+            value = md_escape(item.text)
+        return f"**{md_escape(item.label)}:** {value}" if item.label else value
+
+    # Two trailing spaces: a hard line break in CommonMark, not only with nl2br.
+    blocks = ["\n\n".join(md_escape(p) for p in paragraphs),
+              "  \n".join(line(f) for f in facts)]
+    blocks += [line(d) for d in duty]
+    blocks.append("  \n".join(line(t) for t in tail))
+    return "\n\n".join(b for b in blocks if b) + "\n"
