@@ -17,6 +17,9 @@ from .engine.health import HealthFold
 from .engine.times import MS_PER_HOUR, iso
 from .engine.traps import TrapFold
 from .engine.turbidity import PairFold
+from .models import RejectReason
+
+INGEST_REASONS = frozenset(r.value for r in RejectReason)
 
 
 def build_status(config: Config, now_ms: int) -> dict[str, Any]:
@@ -25,20 +28,28 @@ def build_status(config: Config, now_ms: int) -> dict[str, Any]:
     if not Path(db_path(config)).exists():
         engine = Engine(config)
         ingest: dict[str, Any] = {"accepted": 0, "rejected": {}, "lag_s": None}
-        export: dict[str, Any] = {"behind_rows": 0 if config.influx is not None else None}
+        export: dict[str, Any] = {"behind_rows": 0, "enabled": config.influx is not None}
     else:
         with open_store(config, readonly=True) as store:
             host = EngineHost.restore(config, store)
             host.catch_up(record=False)
             engine = host.engine
             lag = store.meta_get("lag_ms")
-            ingest = {"accepted": store.journal_count(), "rejected": store.reject_counts(),
+            # The dead-letter table also keeps points InfluxDB refused; those are
+            # the export's (export.dead_letters), not ingest rejects.
+            rejected = {reason: n for reason, n in store.reject_counts().items()
+                        if reason in INGEST_REASONS}
+            ingest = {"accepted": store.journal_count(), "rejected": rejected,
                       "lag_s": round(int(lag) / 1000, 3) if lag is not None else None,
                       "duplicates": store.counter("duplicates"),
                       "journal_seq": store.journal_max_seq(), "applied_seq": store.applied_seq()}
-            behind = store.meta_get("export_behind_rows")
-            export = {"behind_rows": int(behind) if behind is not None else (
-                0 if config.influx is not None else None)}
+            if config.influx is not None:
+                # Imported here: the exporter reads site_status from this module.
+                from .export.influx import export_status
+
+                export = export_status(store, now_ms)
+            else:
+                export = {"behind_rows": 0, "enabled": False}
     for site in config.sites:
         out["sites"][site.id] = site_status(engine, site, now_ms)
     out["ingest"] = ingest

@@ -29,11 +29,25 @@ def build_workers(config: Config, clock: Clock = time.time) -> list[Worker]:
     """Every sink this configuration asks for."""
     workers: list[Worker] = []
     # notify: outbox delivery
-    # export: InfluxDB
+    from .notify import build_worker  # imports Apprise; only when the daemon starts
+
+    notifier = build_worker(config, clock)
+    if notifier is not None:
+        workers.append(notifier)
+    if config.influx is not None:
+        # Imported here: the exporter builds on monitor.daemon, which imports this module.
+        from .export.influx import InfluxExporter
+
+        workers.append(InfluxExporter(config, clock))
     return workers
 
 
 def build_routes(config: Config) -> Routes | None:
     """Which alert tags an event goes to (outbox rows are written with the event)."""
     # notify: routing
+    from .notify import build_router
+
+    router = build_router(config)
+    if router is not None:
+        return router
     return None

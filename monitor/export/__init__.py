@@ -1,0 +1,11 @@
+"""Sinks that send what the journal holds to other systems (DESIGN § 2, § 8).
+
+``influx`` is the InfluxDB exporter (a daemon worker), ``derive`` turns
+journal rows, engine state and events into points, ``lineprotocol`` writes
+them, ``writers`` sends them to InfluxDB's v1 or v2 write API.
+"""
+
+from .influx import ExportSession, InfluxExporter, export_status
+from .lineprotocol import Point
+
+__all__ = ["ExportSession", "InfluxExporter", "Point", "export_status"]

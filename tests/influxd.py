@@ -1,0 +1,462 @@
+"""A real InfluxDB 1.x server for the tests (DESIGN § 9): Debian's ``influxdb`` package.
+
+``Influxd`` runs ``/usr/bin/influxd -config <its own file>`` on free ports of
+127.0.0.1 with its meta, data and WAL directories in one working directory,
+and talks to it over HTTP (``/ping``, ``/query``, ``/write``).
+
+Things about influxd 1.6 that this module handles:
+
+* It opens two ports: the HTTP API (``[http] bind-address``) and the RPC
+  service used by backup/restore (the top-level ``bind-address``, 8088 by
+  default). Both are set to free ports, or two servers (or a system one)
+  would clash on 8088.
+* Usage reporting to InfluxData and the internal ``_internal`` monitor
+  database are switched off: no network calls, no extra writes.
+* Ready means ``/ping`` answers 204. The free ports are found by binding
+  port 0, so another process may take one first; a start that fails with
+  "address already in use" is retried on new ports (first start only:
+  ``restart()`` keeps the ports, as the exporter's configuration names them).
+* ``stop()`` sends SIGTERM (influxd flushes and exits); ``kill()`` is SIGKILL.
+  With ``setpriv`` the server also gets SIGKILL when the thread that started
+  it dies (PR_SET_PDEATHSIG), so even a killed pytest leaves no influxd.
+  Start servers from the main thread, as fixtures do.
+
+At the end: helpers the export tests share, and, run as a script, a
+measurement of the exporter's write throughput against a fresh server
+(``bench``): ``.venv/bin/python -m tests.influxd``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from monitor.config import Config, parse_config
+from monitor.daemon import EngineHost, journal_in
+from monitor.engine.inputs import Inspection, Reading
+from monitor.engine.times import MS_PER_MINUTE
+from monitor.export.influx import ExportSession
+from monitor.export.writers import V1Writer, Writer
+from monitor.store import Store
+from tests.util import SITE, site_config
+
+INFLUXD = "/usr/bin/influxd"
+MISSING_REASON = ("influxd not installed (Debian package influxdb; `make test` installs it "
+                  "as root)")
+LOG_TAIL_LINES = 60
+
+_RUNNING: set[Influxd] = set()
+_RUNNING_LOCK = threading.Lock()
+
+
+class InfluxdError(RuntimeError):
+    """The server did not start or stop as asked, or a query failed."""
+
+
+def influxd_available() -> bool:
+    return os.access(INFLUXD, os.X_OK)
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+class Influxd:
+    """One influxd in its own directory; see the module docstring."""
+
+    def __init__(self, workdir: str | Path | None = None, *, host: str = "127.0.0.1",
+                 start_timeout_s: float = 20.0, executable: str = INFLUXD) -> None:
+        self._owns_workdir = workdir is None
+        self.workdir = Path(tempfile.mkdtemp(prefix="influxd-") if workdir is None else workdir)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.host = host
+        self.http_port: int | None = None
+        self.rpc_port: int | None = None
+        self.start_timeout_s = start_timeout_s
+        self.executable = executable
+        self.conf_path = self.workdir / "influxdb.conf"
+        self.log_path = self.workdir / "influxd.log"
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def url(self) -> str:
+        if self.http_port is None:
+            raise InfluxdError("the server has no port until it is started")
+        return f"http://{self.host}:{self.http_port}"
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
+        try:
+            text = self.log_path.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def config_text(self) -> str:
+        d = self.workdir
+        return "\n".join([
+            "# written by tests/influxd.py",
+            "reporting-disabled = true",
+            f'bind-address = "{self.host}:{self.rpc_port}"',
+            "[meta]",
+            f'  dir = "{d / "meta"}"',
+            "[data]",
+            f'  dir = "{d / "data"}"',
+            f'  wal-dir = "{d / "wal"}"',
+            "  query-log-enabled = false",
+            "[monitor]",
+            "  store-enabled = false",
+            "[http]",
+            f'  bind-address = "{self.host}:{self.http_port}"',
+            "  log-enabled = false",
+            "[continuous_queries]",
+            "  enabled = false",
+            "",
+        ])
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> Influxd:
+        """Start and wait for ``/ping``; raise with the log tail if it does not come up."""
+        if self.running:
+            raise InfluxdError(f"already running (pid {self.pid})")
+        keep = self.http_port is not None
+        attempts = 1 if keep else 3
+        for attempt in range(attempts):
+            if not keep:
+                self.http_port, self.rpc_port = free_port(self.host), free_port(self.host)
+            try:
+                self._spawn_and_wait()
+                return self
+            except InfluxdError:
+                if attempt + 1 < attempts and "address already in use" in self.log_tail(10):
+                    continue
+                raise
+        raise AssertionError("unreachable")
+
+    def _spawn_and_wait(self) -> None:
+        self.conf_path.write_text(self.config_text(), encoding="utf-8")
+        argv = [self.executable, "-config", str(self.conf_path)]
+        if threading.current_thread() is threading.main_thread():
+            setpriv = shutil.which("setpriv")
+            if setpriv is not None:
+                argv = [setpriv, "--pdeathsig", "KILL", "--", *argv]
+        with self.log_path.open("ab") as log:
+            log.write(f"---- tests/influxd.py: starting on {self.http_port}\n".encode())
+            log.flush()
+            self._proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
+                                          stderr=subprocess.STDOUT, cwd=self.workdir)
+        with _RUNNING_LOCK:
+            _RUNNING.add(self)
+        deadline = time.monotonic() + self.start_timeout_s
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                code = self._proc.returncode
+                self._reap()
+                raise InfluxdError(f"influxd exited with {code} on start; log:\n"
+                                   f"{self.log_tail()}")
+            if self.ping():
+                return
+            time.sleep(0.05)
+        self.kill()
+        raise InfluxdError(f"influxd did not answer /ping within {self.start_timeout_s:g} s; "
+                           f"log:\n{self.log_tail()}")
+
+    def ping(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"{self.url}/ping", timeout=1.0) as response:
+                return int(response.status) == 204
+        except (OSError, urllib.error.URLError):
+            return False
+
+    def stop(self, timeout_s: float = 15.0) -> None:
+        """SIGTERM and wait (a no-op when stopped)."""
+        proc = self._proc
+        if proc is None:
+            return
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                self._reap()
+                raise InfluxdError(f"influxd ignored SIGTERM for {timeout_s:g} s; killed. "
+                                   f"Log:\n{self.log_tail()}") from None
+        self._reap()
+
+    def kill(self) -> None:
+        proc = self._proc
+        if proc is None:
+            return
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        self._reap()
+
+    def restart(self) -> Influxd:
+        """Stop and start again on the same ports with the same data."""
+        self.stop()
+        return self.start()
+
+    def _reap(self) -> None:
+        if self._proc is not None:
+            self._proc.wait()
+        self._proc = None
+        with _RUNNING_LOCK:
+            _RUNNING.discard(self)
+
+    def close(self) -> None:
+        try:
+            self.stop()
+        finally:
+            if self._owns_workdir:
+                shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def __enter__(self) -> Influxd:
+        return self if self.running else self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = f"pid {self.pid}" if self.running else "stopped"
+        return f"<Influxd {self.host}:{self.http_port} {state} in {self.workdir}>"
+
+    # ------------------------------------------------------------------ HTTP API
+
+    def query(self, q: str, db: str | None = None, *, epoch: str = "ms") -> list[dict[str, Any]]:
+        """Run InfluxQL; the ``results`` list. A statement error raises ``InfluxdError``."""
+        params = {"q": q, "epoch": epoch}
+        if db is not None:
+            params["db"] = db
+        data = urllib.parse.urlencode(params).encode()
+        request = urllib.request.Request(f"{self.url}/query", data=data, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                body = json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            raise InfluxdError(f"query {q!r} failed: HTTP {exc.code} "
+                               f"{exc.read().decode(errors='replace')}") from None
+        results: list[dict[str, Any]] = body.get("results", [])
+        for result in results:
+            if "error" in result:
+                raise InfluxdError(f"query {q!r} failed: {result['error']}")
+        return results
+
+    def rows(self, q: str, db: str) -> list[dict[str, Any]]:
+        """The rows of a one-statement query as dicts, with the series' tags merged in."""
+        out: list[dict[str, Any]] = []
+        for result in self.query(q, db):
+            for series in result.get("series", []):
+                tags = series.get("tags", {})
+                for values in series["values"]:
+                    row = dict(zip(series["columns"], values, strict=True))
+                    row.update(tags)
+                    row.setdefault("_measurement", series.get("name"))
+                    out.append(row)
+        return out
+
+    def count(self, q: str, db: str) -> int:
+        """The first numeric column of the first row (``SELECT count(x) ...``), 0 when empty."""
+        rows = self.rows(q, db)
+        if not rows:
+            return 0
+        return int(next(v for k, v in rows[0].items() if k.startswith("count")))
+
+    def create_database(self, name: str) -> None:
+        self.query(f'CREATE DATABASE "{name}"')
+
+    def write(self, body: bytes, db: str, precision: str = "ms") -> tuple[int, str]:
+        """POST line protocol to ``/write``; (status, body text)."""
+        params = urllib.parse.urlencode({"db": db, "precision": precision})
+        request = urllib.request.Request(f"{self.url}/write?{params}", data=body, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return int(response.status), response.read().decode(errors="replace")
+        except urllib.error.HTTPError as exc:
+            return int(exc.code), exc.read().decode(errors="replace")
+
+
+def stop_all() -> None:
+    with _RUNNING_LOCK:
+        servers = list(_RUNNING)
+    for server in servers:
+        with contextlib.suppress(InfluxdError):
+            server.stop(timeout_s=5.0)
+
+
+atexit.register(stop_all)
+
+
+# --------------------------------------------------------------------------- export test helpers
+# Shared by tests/test_export_*.py: a configuration with an ``influx`` section,
+# hours of site readings, a store filled the way the daemon fills it, and
+# counts of what InfluxDB holds.
+
+RAW = ("rain", "turbidity", "sediment", "inspection")
+DERIVED = ("storm", "trap", "contrast", "event")
+
+
+def export_config(tmp_path: Path, server: Influxd, db: str, *, batch_size: int = 5000,
+                  **site: Any) -> Config:
+    data = site_config(**site).model_dump(mode="json", exclude_none=True)
+    data["state_dir"] = str(tmp_path / "state")
+    data["influx"] = {"url": server.url, "api": "v1", "database": db, "batch_size": batch_size}
+    return parse_config(data, env={})
+
+
+def site_readings(start_ms: int, minutes: int) -> list[Reading | Inspection]:
+    """A storm (0.60 in from minute 60), a turbidity episode, a filling trap, an inspection."""
+    items: list[Reading | Inspection] = []
+    total = 0
+    for m in range(minutes):
+        t = start_ms + m * MS_PER_MINUTE
+        total += 1 if 60 <= m < 120 else 0
+        items.append(Reading(SITE, "rg1", "rain", t, tips_total=total, battery_v=3.9))
+        if m % 2 == 0:
+            items.append(Reading(SITE, "tb-up", "turbidity", t + 5_000, ntu=10.0))
+            items.append(Reading(SITE, "tb-down", "turbidity", t + 35_000,
+                                 ntu=40.0 if 100 <= m < 140 else 11.0))
+        if m % 10 == 0:
+            items.append(Reading(SITE, "trap1-depth", "sediment", t, depth_in=20.0 + m / 100))
+    items.append(Inspection(SITE, "J. Rivera", start_ms + 150 * MS_PER_MINUTE, "storm"))
+    return items
+
+
+def fill_store(config: Config, items: Sequence[Reading | Inspection]) -> None:
+    """Journal the items and record the engine's events, as the daemon does."""
+    with Store.in_dir(config.state_dir) as store:
+        for k in range(0, len(items), 1000):
+            store.commit_batch([journal_in(i, topic=None, received_ms=i.ts_ms + 200)
+                                for i in items[k:k + 1000]])
+        EngineHost.restore(config, store).catch_up()
+
+
+def counts(server: Influxd, db: str) -> dict[str, int]:
+    out = {}
+    for m in RAW + DERIVED:
+        field = {"rain": "tips_total", "turbidity": "ntu", "sediment": "depth_in",
+                 "inspection": "recorded", "storm": "total_in", "trap": "fill_fraction",
+                 "contrast": "downstream_ntu", "event": "id"}[m]
+        # Events: one distinct id per event (a moved revision leaves a second point).
+        fn = f'count(distinct("{field}"))' if m == "event" else f'count("{field}")'
+        out[m] = server.count(f'SELECT {fn} FROM "{m}"', db)
+    return out
+
+
+def journal_counts(config: Config) -> dict[str, int]:
+    """Journal rows by measurement, and ``event``: the event ids (one series each)."""
+    with Store.in_dir(config.state_dir) as store:
+        rows = store.journal_after(0, limit=1_000_000)
+        ids = {e["id"] for _, e in store.events_after(0, limit=1_000_000)}
+    kinds = {"rain": 0, "turbidity": 0, "sediment": 0, "inspection": 0}
+    for r in rows:
+        kinds[r.body["kind"] if r.kind == "reading" else r.kind] += 1
+    return {**kinds, "event": len(ids)}
+
+
+def dump(server: Influxd, db: str, measurements: Sequence[str]) -> dict[str, list[Any]]:
+    return {m: server.query(f'SELECT * FROM "{m}" GROUP BY *', db)[0].get("series", [])
+            for m in measurements}
+
+
+def session(config: Config, store: Store, writer: Writer | None = None) -> ExportSession:
+    assert config.influx is not None
+    return ExportSession(config, store, writer or V1Writer(config.influx))
+
+
+# --------------------------------------------------------------------------- throughput
+
+
+def bench(rows: int = 60_000) -> None:
+    """Export ``rows`` journal rows (rain, turbidity pair, sediment) to a fresh influxd.
+
+    Prints points/s for the whole path (journal read, engine replica, line
+    protocol, HTTP) and for the writes alone. A measurement, not a test.
+    """
+    with Influxd() as server, tempfile.TemporaryDirectory() as tmp:
+        server.create_database("bench")
+        data = site_config().model_dump(mode="json")
+        data["state_dir"] = tmp
+        data["influx"] = {"url": server.url, "api": "v1", "database": "bench"}
+        config = parse_config(data)
+        assert config.influx is not None
+        start = (int(time.time()) - 5 * 86400) * 1000
+        items: list[Reading] = []
+        tips = 0
+        for i in range(rows // 4):
+            t = start + i * 60_000
+            tips += 1 if 600 <= i % 1440 < 700 else 0
+            items += [Reading("branch-meadows", "rg1", "rain", t, tips_total=tips),
+                      Reading("branch-meadows", "tb-up", "turbidity", t, ntu=10.0),
+                      Reading("branch-meadows", "tb-down", "turbidity", t + 20_000,
+                              ntu=12.0 + (i % 7)),
+                      Reading("branch-meadows", "trap1-depth", "sediment", t,
+                              depth_in=10.0 + i * 0.001)]
+        with Store.in_dir(tmp) as store:
+            for k in range(0, len(items), 5000):
+                store.commit_batch([journal_in(r, topic=None, received_ms=r.ts_ms + 100)
+                                    for r in items[k:k + 5000]])
+            timed = _TimedWriter(V1Writer(config.influx))
+            exporter = ExportSession(config, store, timed)
+            began = time.perf_counter()
+            assert exporter.drain(600)
+            took = time.perf_counter() - began
+        points = exporter.points_written
+        print(f"{len(items)} journal rows -> {points} points in {took:.2f} s: "
+              f"{points / took:,.0f} points/s end to end; "
+              f"{points / timed.seconds:,.0f} points/s in /write calls "
+              f"({timed.calls} requests of <= {config.influx.batch_size} lines)")
+
+
+class _TimedWriter:
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.target = inner.target
+        self.seconds = 0.0
+        self.calls = 0
+
+    def write(self, lines: Any) -> None:
+        began = time.perf_counter()
+        try:
+            self.inner.write(lines)
+        finally:
+            self.seconds += time.perf_counter() - began
+            self.calls += 1
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+if __name__ == "__main__":
+    bench()
