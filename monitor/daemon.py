@@ -109,6 +109,8 @@ class EngineHost:
     engine: Engine
     applied_seq: int = 0
     rows_since_snapshot: int = 0
+    #: Receipt-to-engine delay of the newest applied row (for ``status --json``).
+    lag_ms: int | None = None
     routes: Callable[[dict[str, Any]], list[str]] | None = None
     clock: Callable[[], float] = time.time
 
@@ -140,6 +142,8 @@ class EngineHost:
             for row in rows:
                 events += apply_row(self.engine, row)
             self.applied_seq = rows[-1].seq
+            if rows[-1].received_ms is not None:
+                self.lag_ms = max(0, self.now_ms() - rows[-1].received_ms)
             total += len(rows)
             self.rows_since_snapshot += len(rows)
             if record:
@@ -156,6 +160,8 @@ class EngineHost:
     def tick(self) -> list[Event]:
         """Tick on the wall clock; journal the tick when it changed anything."""
         now = self.now_ms()
+        if self.lag_ms is not None:
+            self.store.meta_set("lag_ms", self.lag_ms)
         events = self.engine.tick(now)
         if events:
             (seq,) = self.store.commit_batch([JournalIn("tick", None, None, now, {"now_ms": now},
