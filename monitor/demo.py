@@ -106,6 +106,10 @@ class DemoClock:
         """Start over at ``start_s`` from this moment."""
         self._m0 = time.monotonic()
 
+    def freeze(self) -> None:
+        """Stop simulated time where it is (the demo is over; nothing goes silent)."""
+        self.start_s, self.speed, self._m0 = self(), 0.0, time.monotonic()
+
     def __call__(self) -> float:
         return self.start_s + (time.monotonic() - self._m0) * self.speed
 
@@ -221,7 +225,8 @@ def run_demo(out: IO[str] = sys.stdout, *, speed: float = 1800.0, keep: bool = F
                     inspected = True
             printed = _print_new(state, printed, zone, out)
             minute += 1
-        time.sleep(0.3)  # the last readings reach the journal (10 simulated minutes)
+        clock.freeze()
+        time.sleep(1.0)  # the last readings reach the journal, the last alerts their targets
         printed = _print_new(state, printed, zone, out)
         pub.loop_stop()
         pub.disconnect()
