@@ -158,9 +158,10 @@ def _route_problems(data: Any) -> list[Problem]:
             for key in routes if key not in ROUTE_KEYS]
 
 
-def _with_route_problems(cls: type[BaseModel], data: Any,
-                         handler: ModelWrapValidatorHandler[Any]) -> Any:
-    problems = _route_problems(data)
+def _validate_reporting(cls: type[BaseModel], data: Any, handler: ModelWrapValidatorHandler[Any],
+                        problems: Sequence[Problem]) -> Any:
+    """Run the model's own validation and report ``problems`` found on the raw input
+    with it, so one mistake does not hide another (check-config prints them all)."""
     try:
         model = handler(data)
     except ValidationError as exc:
@@ -169,6 +170,11 @@ def _with_route_problems(cls: type[BaseModel], data: Any,
         raise _combined(cls.__name__, exc, problems, data) from None
     _raise_problems(cls.__name__, problems, data)
     return model
+
+
+def _with_route_problems(cls: type[BaseModel], data: Any,
+                         handler: ModelWrapValidatorHandler[Any]) -> Any:
+    return _validate_reporting(cls, data, handler, _route_problems(data))
 
 
 class NotifyTarget(Model):
@@ -396,14 +402,8 @@ class SiteConfig(Model):
     @model_validator(mode="wrap")
     @classmethod
     def _references(cls, data: Any, handler: ModelWrapValidatorHandler[SiteConfig]) -> SiteConfig:
-        problems = _site_reference_problems(_as_mapping(data))
-        try:
-            site = handler(data)
-        except ValidationError as exc:
-            if not problems:
-                raise
-            raise _combined(cls.__name__, exc, problems, data) from None
-        _raise_problems(cls.__name__, problems, data)
+        site: SiteConfig = _validate_reporting(cls, data, handler,
+                                               _site_reference_problems(_as_mapping(data)))
         return site
 
     @property
@@ -503,14 +503,8 @@ class Config(Model):
     @model_validator(mode="wrap")
     @classmethod
     def _unique_sites(cls, data: Any, handler: ModelWrapValidatorHandler[Config]) -> Config:
-        problems = _duplicate_ids("sites", _entries(_as_mapping(data).get("sites")))
-        try:
-            config = handler(data)
-        except ValidationError as exc:
-            if not problems:
-                raise
-            raise _combined(cls.__name__, exc, problems, data) from None
-        _raise_problems(cls.__name__, problems, data)
+        config: Config = _validate_reporting(
+            cls, data, handler, _duplicate_ids("sites", _entries(_as_mapping(data).get("sites"))))
         return config
 
     def site(self, site_id: str) -> SiteConfig | None:
