@@ -236,9 +236,11 @@ class SiteNotify(Model):
 class RainRules(Model):
     """Storm detection and storm-clock parameters (DESIGN § 4, § 134-9A(2))."""
 
-    threshold_in: PositiveFloat = 0.5
+    # At least one tip of a 0.01 in gauge, and at least a minute of dry gap: smaller
+    # values round to nothing in the engine's integer micro-inches and milliseconds.
+    threshold_in: Annotated[float, Field(ge=0.01, allow_inf_nan=False)] = 0.5
     mode: Literal["event_24h", "event_total", "rolling_24h"] = "event_24h"
-    dry_gap_hours: PositiveFloat = 6.0
+    dry_gap_hours: Annotated[float, Field(ge=1 / 60, allow_inf_nan=False)] = 6.0
     clock_start: Literal["qualified", "event_end"] = "qualified"
     gauges: Literal["any", "all", "mean"] = "any"
     inspect_within_hours: PositiveFloat = 24.0

@@ -305,7 +305,7 @@ def test_three_mistakes_give_exactly_three_lines() -> None:
     data["sites"][0]["sensors"][1]["in_per_tip"] = 0.01
     data["sites"][0]["traps"][0]["sensor"] = "rg1"
     assert problems(data) == [
-        "sites.0.rain.threshold_in: Input should be greater than 0",
+        "sites.0.rain.threshold_in: Input should be greater than or equal to 0.01",
         "sites.0.sensors.1.in_per_tip: applies to rain sensors only, not to a turbidity sensor",
         "sites.0.traps.0.sensor: 'rg1' is a rain sensor, not a sediment sensor",
     ]
