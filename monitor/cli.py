@@ -95,12 +95,16 @@ def _setup_logging(config: Config, level: str) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    import threading
+
     from .daemon import Daemon, install_signal_handlers
 
+    # Handlers first: a SIGTERM while the sinks load must still mean "drain and exit 0".
+    stop = threading.Event()
+    install_signal_handlers(stop)
     config = _load(args.config)
     _setup_logging(config, args.log_level)
-    daemon = Daemon(config)
-    install_signal_handlers(daemon)
+    daemon = Daemon(config, stop_event=stop)
     return daemon.run()
 
 

@@ -275,7 +275,8 @@ class Daemon:
     def __init__(self, config: Config, *, clock: Callable[[], float] = time.time,
                  routes: Callable[[dict[str, Any]], list[str]] | None = None,
                  workers: list[Worker] | None = None, tick_every_s: float = TICK_EVERY_S,
-                 mqtt_protocol: int | None = None) -> None:
+                 mqtt_protocol: int | None = None,
+                 stop_event: threading.Event | None = None) -> None:
         self.config = config
         self.mqtt_protocol = mqtt_protocol
         self.connected = threading.Event()
@@ -283,7 +284,7 @@ class Daemon:
         self.clock = clock
         self.routes = routes if routes is not None else build_routes(config)
         self.workers = workers if workers is not None else build_workers(config, clock)
-        self.stop_event = threading.Event()
+        self.stop_event = stop_event if stop_event is not None else threading.Event()
         self.queue: queue.Queue[Message] = queue.Queue(maxsize=QUEUE_SIZE)
         self.rejects = RejectLog()
         self.notify = SdNotify()
@@ -394,6 +395,10 @@ def _run_worker(worker: Worker, stop: threading.Event) -> None:
             stop.wait(5.0)
 
 
-def install_signal_handlers(daemon: Daemon) -> None:
-    signal.signal(signal.SIGTERM, daemon.request_stop)
-    signal.signal(signal.SIGINT, daemon.request_stop)
+def install_signal_handlers(stop: threading.Event) -> None:
+    """SIGTERM and SIGINT set ``stop``: the daemon drains, snapshots and exits 0."""
+    def handler(signum: int, frame: Any) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
