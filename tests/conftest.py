@@ -5,8 +5,9 @@ teardown; ``make_mosquitto(**options)`` makes more, or one with options (see
 ``tests.services.Mosquitto``: ``allow_anonymous``, ``password_file``,
 ``acl_file``, ``extra_config``, ``max_queued_messages``, ``verbose``, and
 ``start=False`` to configure before starting). When a test fails, the tail of
-each of its brokers' logs is added to the report. Tests skip, with the reason,
-where ``/usr/sbin/mosquitto`` is not installed.
+each of its brokers' logs is added to the report (and of any other service a
+fixture lists with ``services_of``, as ``tests/conftest_influx.py`` does). Tests
+skip, with the reason, where ``/usr/sbin/mosquitto`` is not installed.
 """
 
 from __future__ import annotations
@@ -16,11 +17,18 @@ from typing import Any
 
 import pytest
 
-from tests.services import MISSING_REASON, Mosquitto, mosquitto_available, stop_all
+from tests.childproc import ChildService, stop_all
+from tests.services import MISSING_REASON, Mosquitto, mosquitto_available
 
-_BROKERS = pytest.StashKey[list[Mosquitto]]()
+_SERVICES = pytest.StashKey[list[ChildService]]()
 
 MakeMosquitto = Callable[..., Mosquitto]
+
+
+def services_of(request: pytest.FixtureRequest) -> list[ChildService]:
+    """The services the requesting test uses: their log tails go into its report if it fails."""
+    services: list[ChildService] = request.node.stash.setdefault(_SERVICES, [])
+    return services
 
 
 def require_mosquitto() -> None:
@@ -39,11 +47,11 @@ def make_mosquitto(request: pytest.FixtureRequest,
     """
     require_mosquitto()
     brokers: list[Mosquitto] = []
-    request.node.stash[_BROKERS] = brokers
 
     def make(*, start: bool = True, **options: Any) -> Mosquitto:
         broker = Mosquitto(tmp_path_factory.mktemp("mosquitto"), **options)
         brokers.append(broker)
+        services_of(request).append(broker)
         return broker.start() if start else broker
 
     try:
@@ -70,10 +78,11 @@ def pytest_runtest_makereport(item: pytest.Item,
                               call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
     report = yield
     if report.failed:
-        for broker in item.stash.get(_BROKERS, []):
-            report.sections.append((f"mosquitto log ({broker.workdir})", broker.log_tail()))
+        for service in item.stash.get(_SERVICES, []):
+            report.sections.append((f"{service.name} log ({service.workdir})",
+                                    service.log_tail()))
     return report
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    stop_all()  # a safety net: fixtures have stopped their brokers already
+    stop_all()  # a safety net: fixtures have stopped their brokers and servers already

@@ -25,10 +25,10 @@ PREFIX = "stormwatch/v1"
 CONFIG = """\
 broker: {{host: 127.0.0.1, port: {port}, client_id: {client_id}}}
 state_dir: {state}
-sites:
+{sections}sites:
   - id: branch-meadows
     name: Branch Meadows Subdivision
-    timezone: America/New_York
+{address}    timezone: America/New_York
     condition: B
     sensors:
       - {{id: rg1, kind: rain, in_per_tip: 0.01, stale_after_minutes: 600}}
@@ -42,9 +42,17 @@ sites:
 """
 
 
-def write_config(tmp_path: Path, port: int, client_id: str = "stormwatch-test") -> Path:
+def write_config(tmp_path: Path, port: int, client_id: str = "stormwatch-test", *,
+                 sections: str = "", address: str | None = None) -> Path:
+    """``stormwatch.yaml`` in ``tmp_path`` for the daemon: the broker on ``port``, state in
+    ``tmp_path/state``, the one site (with ``address`` if given).
+
+    ``sections`` is more top-level YAML (``notify:``, ``influx:``), whole lines.
+    """
     path = tmp_path / "stormwatch.yaml"
-    path.write_text(CONFIG.format(port=port, client_id=client_id, state=tmp_path / "state"))
+    path.write_text(CONFIG.format(port=port, client_id=client_id, state=tmp_path / "state",
+                                  sections=sections,
+                                  address="" if address is None else f"    address: {address}\n"))
     return path
 
 
@@ -107,6 +115,25 @@ class DaemonProcess:
             self.proc.kill()
             self.proc.wait(10)
         self.proc = None
+
+
+class Daemons(list[DaemonProcess]):
+    """The daemons a test started; ``close()`` (or leaving the ``with``) closes them all."""
+
+    def start(self, config_path: Path) -> DaemonProcess:
+        daemon = DaemonProcess(config_path).start()
+        self.append(daemon)
+        return daemon
+
+    def close(self) -> None:
+        for daemon in self:
+            daemon.close()
+
+    def __enter__(self) -> Daemons:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 class Publisher:

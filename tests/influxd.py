@@ -19,7 +19,8 @@ Things about influxd 1.6 that this module handles:
 * ``stop()`` sends SIGTERM (influxd flushes and exits); ``kill()`` is SIGKILL.
   With ``setpriv`` the server also gets SIGKILL when the thread that started
   it dies (PR_SET_PDEATHSIG), so even a killed pytest leaves no influxd.
-  Start servers from the main thread, as fixtures do.
+  Start servers from the main thread, as fixtures do. (The process lifecycle
+  is ``tests.childproc.ChildService``'s, shared with ``Mosquitto``.)
 
 At the end: helpers the export tests share, and, run as a script, a
 measurement of the exporter's write throughput against a fresh server
@@ -28,23 +29,15 @@ measurement of the exporter's write throughput against a fresh server
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import json
 import os
-import shutil
-import signal
-import socket
-import subprocess
 import tempfile
-import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from monitor.config import Config, parse_config
@@ -54,18 +47,16 @@ from monitor.engine.times import MS_PER_MINUTE
 from monitor.export.influx import ExportSession
 from monitor.export.writers import V1Writer, Writer
 from monitor.store import Store
+from tests import childproc
+from tests.childproc import ChildService, ChildServiceError, free_port
 from tests.util import SITE, site_config
 
 INFLUXD = "/usr/bin/influxd"
 MISSING_REASON = ("influxd not installed (Debian package influxdb; `make test` installs it "
                   "as root)")
-LOG_TAIL_LINES = 60
-
-_RUNNING: set[Influxd] = set()
-_RUNNING_LOCK = threading.Lock()
 
 
-class InfluxdError(RuntimeError):
+class InfluxdError(ChildServiceError):
     """The server did not start or stop as asked, or a query failed."""
 
 
@@ -73,28 +64,21 @@ def influxd_available() -> bool:
     return os.access(INFLUXD, os.X_OK)
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
-
-
-class Influxd:
+class Influxd(ChildService):
     """One influxd in its own directory; see the module docstring."""
+
+    name = "influxd"
+    error = InfluxdError
+    ready_means = "answer /ping"
+    stop_timeout_s = 15.0
 
     def __init__(self, workdir: str | Path | None = None, *, host: str = "127.0.0.1",
                  start_timeout_s: float = 20.0, executable: str = INFLUXD) -> None:
-        self._owns_workdir = workdir is None
-        self.workdir = Path(tempfile.mkdtemp(prefix="influxd-") if workdir is None else workdir)
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        self.host = host
+        super().__init__(workdir, host=host, start_timeout_s=start_timeout_s,
+                         executable=executable)
         self.http_port: int | None = None
         self.rpc_port: int | None = None
-        self.start_timeout_s = start_timeout_s
-        self.executable = executable
         self.conf_path = self.workdir / "influxdb.conf"
-        self.log_path = self.workdir / "influxd.log"
-        self._proc: subprocess.Popen[bytes] | None = None
 
     # ------------------------------------------------------------------ state
 
@@ -105,19 +89,8 @@ class Influxd:
         return f"http://{self.host}:{self.http_port}"
 
     @property
-    def running(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
-
-    @property
-    def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None else None
-
-    def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
-        try:
-            text = self.log_path.read_text(encoding="utf-8", errors="replace")
-        except FileNotFoundError:
-            return ""
-        return "\n".join(text.splitlines()[-lines:])
+    def endpoint(self) -> str:
+        return f"{self.host}:{self.http_port}"
 
     def config_text(self) -> str:
         d = self.workdir
@@ -141,53 +114,20 @@ class Influxd:
             "",
         ])
 
-    # ------------------------------------------------------------------ lifecycle
+    # ------------------------------------------------------------------ lifecycle (ChildService)
 
-    def start(self) -> Influxd:
-        """Start and wait for ``/ping``; raise with the log tail if it does not come up."""
-        if self.running:
-            raise InfluxdError(f"already running (pid {self.pid})")
-        keep = self.http_port is not None
-        attempts = 1 if keep else 3
-        for attempt in range(attempts):
-            if not keep:
-                self.http_port, self.rpc_port = free_port(self.host), free_port(self.host)
-            try:
-                self._spawn_and_wait()
-                return self
-            except InfluxdError:
-                if attempt + 1 < attempts and "address already in use" in self.log_tail(10):
-                    continue
-                raise
-        raise AssertionError("unreachable")
+    def _has_ports(self) -> bool:
+        return self.http_port is not None
 
-    def _spawn_and_wait(self) -> None:
+    def _pick_ports(self) -> None:
+        self.http_port, self.rpc_port = free_port(self.host), free_port(self.host)
+
+    def _prepare(self) -> list[str]:
         self.conf_path.write_text(self.config_text(), encoding="utf-8")
-        argv = [self.executable, "-config", str(self.conf_path)]
-        if threading.current_thread() is threading.main_thread():
-            setpriv = shutil.which("setpriv")
-            if setpriv is not None:
-                argv = [setpriv, "--pdeathsig", "KILL", "--", *argv]
-        with self.log_path.open("ab") as log:
-            log.write(f"---- tests/influxd.py: starting on {self.http_port}\n".encode())
-            log.flush()
-            self._proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
-                                          stderr=subprocess.STDOUT, cwd=self.workdir)
-        with _RUNNING_LOCK:
-            _RUNNING.add(self)
-        deadline = time.monotonic() + self.start_timeout_s
-        while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                code = self._proc.returncode
-                self._reap()
-                raise InfluxdError(f"influxd exited with {code} on start; log:\n"
-                                   f"{self.log_tail()}")
-            if self.ping():
-                return
-            time.sleep(0.05)
-        self.kill()
-        raise InfluxdError(f"influxd did not answer /ping within {self.start_timeout_s:g} s; "
-                           f"log:\n{self.log_tail()}")
+        return [self.executable, "-config", str(self.conf_path)]
+
+    def _ready(self, log_offset: int) -> bool:
+        return self.ping()
 
     def ping(self) -> bool:
         try:
@@ -195,62 +135,6 @@ class Influxd:
                 return int(response.status) == 204
         except (OSError, urllib.error.URLError):
             return False
-
-    def stop(self, timeout_s: float = 15.0) -> None:
-        """SIGTERM and wait (a no-op when stopped)."""
-        proc = self._proc
-        if proc is None:
-            return
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-                self._reap()
-                raise InfluxdError(f"influxd ignored SIGTERM for {timeout_s:g} s; killed. "
-                                   f"Log:\n{self.log_tail()}") from None
-        self._reap()
-
-    def kill(self) -> None:
-        proc = self._proc
-        if proc is None:
-            return
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        self._reap()
-
-    def restart(self) -> Influxd:
-        """Stop and start again on the same ports with the same data."""
-        self.stop()
-        return self.start()
-
-    def _reap(self) -> None:
-        if self._proc is not None:
-            self._proc.wait()
-        self._proc = None
-        with _RUNNING_LOCK:
-            _RUNNING.discard(self)
-
-    def close(self) -> None:
-        try:
-            self.stop()
-        finally:
-            if self._owns_workdir:
-                shutil.rmtree(self.workdir, ignore_errors=True)
-
-    def __enter__(self) -> Influxd:
-        return self if self.running else self.start()
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        state = f"pid {self.pid}" if self.running else "stopped"
-        return f"<Influxd {self.host}:{self.http_port} {state} in {self.workdir}>"
 
     # ------------------------------------------------------------------ HTTP API
 
@@ -308,14 +192,8 @@ class Influxd:
 
 
 def stop_all() -> None:
-    with _RUNNING_LOCK:
-        servers = list(_RUNNING)
-    for server in servers:
-        with contextlib.suppress(InfluxdError):
-            server.stop(timeout_s=5.0)
-
-
-atexit.register(stop_all)
+    """Stop every server still running (at session end; a fixture normally did it)."""
+    childproc.stop_all(Influxd)
 
 
 # --------------------------------------------------------------------------- export test helpers

@@ -26,21 +26,17 @@ No broker outlives the test session: fixtures stop theirs, ``stop_all()``
 runs at session end and at interpreter exit, and when ``setpriv`` exists the
 broker gets SIGKILL if the thread that started it dies (PR_SET_PDEATHSIG), so
 even a SIGKILLed pytest leaves nothing behind. (That ties the broker to the
-starting *thread*: start brokers from the main thread, as fixtures do.)
+starting *thread*: start brokers from the main thread, as fixtures do.) The
+process lifecycle is ``tests.childproc.ChildService``'s, shared with ``Influxd``.
 """
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import os
 import pwd
 import re
-import shutil
-import signal
 import socket
 import subprocess
-import tempfile
 import threading
 import time
 import uuid
@@ -54,6 +50,9 @@ import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 from paho.mqtt.reasoncodes import ReasonCode
 
+from tests import childproc
+from tests.childproc import ChildService, ChildServiceError, free_port
+
 MOSQUITTO = "/usr/sbin/mosquitto"
 MOSQUITTO_PASSWD = "/usr/bin/mosquitto_passwd"
 MISSING_REASON = ("mosquitto not installed (Debian package mosquitto; `make test` installs it "
@@ -61,15 +60,7 @@ MISSING_REASON = ("mosquitto not installed (Debian package mosquitto; `make test
 
 _RUNNING_LINE = re.compile(r"mosquitto version \S+ running")
 
-#: Lines of the log shown when the broker fails to start or stop.
-LOG_TAIL_LINES = 60
-
-# Every broker with a live process, for ``stop_all``.
-_RUNNING: set[Mosquitto] = set()
-_RUNNING_LOCK = threading.Lock()
-
-
-class MosquittoError(RuntimeError):
+class MosquittoError(ChildServiceError):
     """The broker did not start, or did not stop, as asked."""
 
 
@@ -81,13 +72,6 @@ def mosquitto_available() -> bool:
     return os.access(MOSQUITTO, os.X_OK)
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port that nothing listens on right now (another process may take it later)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
-
-
 def _accepts(host: str, port: int) -> bool:
     try:
         with socket.create_connection((host, port), timeout=0.2):
@@ -96,14 +80,22 @@ def _accepts(host: str, port: int) -> bool:
         return False
 
 
-class Mosquitto:
+class Mosquitto(ChildService):
     """One Mosquitto broker in its own directory; see the module docstring.
 
     ``workdir`` holds ``mosquitto.conf``, ``mosquitto.log`` and ``data/`` (the
     persistence database); without one a temp dir is made and removed by
     ``close()``. ``password_file`` and ``acl_file`` are used as given.
     ``extra_config`` lines are appended to the generated configuration.
+    ``stop()`` sends SIGTERM (the broker saves its persistence database);
+    ``kill()`` is SIGKILL, like a power cut: changes since the last autosave
+    are lost.
     """
+
+    name = "mosquitto"
+    error = MosquittoError
+    ready_means = "accept connections"
+    poll_interval_s = 0.02
 
     def __init__(self, workdir: str | Path | None = None, *, host: str = "127.0.0.1",
                  port: int | None = None, allow_anonymous: bool = True,
@@ -113,13 +105,9 @@ class Mosquitto:
                  max_inflight_messages: int = 1000, verbose: bool = False,
                  extra_config: Sequence[str] = (), start_timeout_s: float = 10.0,
                  executable: str = MOSQUITTO) -> None:
-        self._owns_workdir = workdir is None
-        self.workdir = Path(tempfile.mkdtemp(prefix="mosquitto-") if workdir is None
-                            else workdir)
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        self.host = host
+        super().__init__(workdir, host=host, start_timeout_s=start_timeout_s,
+                         executable=executable)
         self._port = port
-        self._port_given = port is not None
         self.allow_anonymous = allow_anonymous
         self.password_file = Path(password_file) if password_file is not None else None
         self.acl_file = Path(acl_file) if acl_file is not None else None
@@ -130,13 +118,8 @@ class Mosquitto:
         self.max_inflight_messages = max_inflight_messages
         self.verbose = verbose
         self.extra_config = list(extra_config)
-        self.start_timeout_s = start_timeout_s
-        self.executable = executable
         self.conf_path = self.workdir / "mosquitto.conf"
-        self.log_path = self.workdir / "mosquitto.log"
         self.persistence_dir = self.workdir / "data"
-        self._proc: subprocess.Popen[bytes] | None = None
-        self.returncode: int | None = None
 
     # ------------------------------------------------------------------ state
 
@@ -147,26 +130,12 @@ class Mosquitto:
         return self._port
 
     @property
-    def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None else None
-
-    @property
-    def running(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
+    def endpoint(self) -> str:
+        return f"{self.host}:{self._port}"
 
     @property
     def persistence_file(self) -> Path:
         return self.persistence_dir / "mosquitto.db"
-
-    def log_text(self) -> str:
-        """The broker's whole log (every start of this instance), as text."""
-        try:
-            return self.log_path.read_text(encoding="utf-8", errors="replace")
-        except FileNotFoundError:
-            return ""
-
-    def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
-        return "\n".join(self.log_text().splitlines()[-lines:])
 
     def config_text(self) -> str:
         user = pwd.getpwuid(os.geteuid()).pw_name
@@ -197,135 +166,29 @@ class Mosquitto:
             lines.append(f"acl_file {self.acl_file}")
         return "\n".join(lines + self.extra_config) + "\n"
 
-    # ------------------------------------------------------------------ lifecycle
+    # ------------------------------------------------------------------ lifecycle (ChildService)
 
-    def start(self) -> Mosquitto:
-        """Start and wait until the port accepts connections; raise with the log tail if not.
+    def _has_ports(self) -> bool:
+        return self._port is not None
 
-        On the first start without a given port, a port taken meanwhile by
-        another process is retried on a new one.
-        """
-        if self.running:
-            raise MosquittoError(f"already running (pid {self.pid}) on port {self._port}")
-        attempts = 1 if (self._port_given or self._port is not None) else 3
-        for attempt in range(attempts):
-            if self._port is None or attempt > 0:
-                self._port = free_port(self.host)
-            try:
-                self._spawn_and_wait()
-                return self
-            except MosquittoError:
-                if attempt + 1 < attempts and "Address already in use" in self.log_tail(5):
-                    continue
-                raise
-        raise AssertionError("unreachable")
+    def _pick_ports(self) -> None:
+        self._port = free_port(self.host)
 
-    def _spawn_and_wait(self) -> None:
+    def _prepare(self) -> list[str]:
         self.persistence_dir.mkdir(parents=True, exist_ok=True)
         self.conf_path.write_text(self.config_text(), encoding="utf-8")
-        with self.log_path.open("ab") as log:
-            log.write(f"---- tests/services.py: starting on port {self.port}\n".encode())
-            log.flush()
-            offset = log.tell()
-            argv = [self.executable, "-c", str(self.conf_path)]
-            if threading.current_thread() is threading.main_thread():
-                setpriv = shutil.which("setpriv")
-                if setpriv is not None:
-                    argv = [setpriv, "--pdeathsig", "KILL", "--", *argv]
-            self._proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
-                                          stderr=subprocess.STDOUT, cwd=self.workdir)
-        self.returncode = None
-        with _RUNNING_LOCK:
-            _RUNNING.add(self)
-        deadline = time.monotonic() + self.start_timeout_s
-        while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                self._reap()
-                raise MosquittoError(f"mosquitto exited with {self.returncode} on start "
-                                     f"(port {self.port}); log:\n{self.log_tail()}")
-            # "running" is logged after every listener is open: together with an
-            # accepted connection it proves the port is ours, not another process's.
-            if _RUNNING_LINE.search(self._log_since(offset)) and _accepts(self.host, self.port):
-                return
-            time.sleep(0.02)
-        self.kill()
-        raise MosquittoError(f"mosquitto did not accept connections on {self.host}:{self.port} "
-                             f"within {self.start_timeout_s:g} s; log:\n{self.log_tail()}")
+        return [self.executable, "-c", str(self.conf_path)]
 
-    def _log_since(self, offset: int) -> str:
-        with self.log_path.open("rb") as f:
-            f.seek(offset)
-            return f.read().decode("utf-8", errors="replace")
-
-    def stop(self, timeout_s: float = 10.0) -> None:
-        """SIGTERM (the broker saves its persistence database) and wait; a no-op if stopped."""
-        proc = self._proc
-        if proc is None:
-            return
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-                self._reap()
-                raise MosquittoError(f"mosquitto did not exit within {timeout_s:g} s of SIGTERM; "
-                                     f"killed. Log:\n{self.log_tail()}") from None
-        self._reap()
-
-    def kill(self) -> None:
-        """SIGKILL, like a power cut: changes since the last autosave are lost."""
-        proc = self._proc
-        if proc is None:
-            return
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        self._reap()
-
-    def restart(self, timeout_s: float = 10.0) -> Mosquitto:
-        """Stop cleanly and start again on the same port with the same persistence."""
-        self.stop(timeout_s)
-        return self.start()
-
-    def _reap(self) -> None:
-        if self._proc is not None:
-            self.returncode = self._proc.wait()
-        self._proc = None
-        with _RUNNING_LOCK:
-            _RUNNING.discard(self)
-
-    def close(self) -> None:
-        """Stop, and remove the working directory if this instance made it."""
-        try:
-            self.stop()
-        finally:
-            if self._owns_workdir:
-                shutil.rmtree(self.workdir, ignore_errors=True)
-
-    def __enter__(self) -> Mosquitto:
-        return self.start() if not self.running else self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        state = f"pid {self.pid}" if self.running else "stopped"
-        return f"<Mosquitto {self.host}:{self._port} {state} in {self.workdir}>"
+    def _ready(self, log_offset: int) -> bool:
+        # "running" is logged after every listener is open: together with an
+        # accepted connection it proves the port is ours, not another process's.
+        return bool(_RUNNING_LINE.search(self._log_since(log_offset))
+                    and _accepts(self.host, self.port))
 
 
 def stop_all() -> None:
     """Stop every broker still running (at session end; a fixture normally did it)."""
-    with _RUNNING_LOCK:
-        brokers = list(_RUNNING)
-    for broker in brokers:
-        with contextlib.suppress(MosquittoError):  # then it was killed: nothing is left
-            broker.stop(timeout_s=5.0)
-
-
-atexit.register(stop_all)
+    childproc.stop_all(Mosquitto)
 
 
 def make_password_file(path: str | Path, users: dict[str, str]) -> Path:

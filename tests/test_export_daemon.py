@@ -24,7 +24,7 @@ from .conftest import MakeMosquitto
 from .daemonkit import (
     SITE,
     Background,
-    DaemonProcess,
+    Daemons,
     Publisher,
     cli,
     counter_storm,
@@ -41,18 +41,14 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-def daemons() -> Iterator[list[DaemonProcess]]:
-    made: list[DaemonProcess] = []
-    yield made
-    for d in made:
-        d.close()
+def daemons() -> Iterator[Daemons]:
+    with Daemons() as made:
+        yield made
 
 
 def influx_config(tmp_path: Path, broker_port: int, server: Influxd, db: str) -> Path:
-    cfg = write_config(tmp_path, broker_port)
-    with cfg.open("a", encoding="utf-8") as f:
-        f.write(f"influx: {{url: '{server.url}', api: v1, database: {db}}}\n")
-    return cfg
+    return write_config(tmp_path, broker_port,
+                        sections=f"influx: {{url: '{server.url}', api: v1, database: {db}}}\n")
 
 
 def status(cfg: Path) -> dict[str, Any]:
@@ -97,11 +93,10 @@ def _now_s() -> int:
 
 def test_storm_trap_and_turbidity_arrive_in_influxdb_once_with_derived_values(
         tmp_path: Path, make_mosquitto: MakeMosquitto, influx_server: Influxd, influx_db: str,
-        daemons: list[DaemonProcess]) -> None:
+        daemons: Daemons) -> None:
     broker = make_mosquitto()
     cfg = influx_config(tmp_path, broker.port, influx_server, influx_db)
-    daemon = DaemonProcess(cfg).start()
-    daemons.append(daemon)
+    daemon = daemons.start(cfg)
     start = _now_s() - 10 * 3600
     messages: list[tuple[str, Any]] = counter_storm(start, 300, storm_from=30, storm_tips=60)
     for m in range(0, 300, 2):
@@ -179,13 +174,12 @@ def test_storm_trap_and_turbidity_arrive_in_influxdb_once_with_derived_values(
 
 def test_influxdb_outage_mid_burst_delays_the_export_but_no_alert_and_loses_nothing(
         tmp_path: Path, make_mosquitto: MakeMosquitto, make_influxd: Any,
-        daemons: list[DaemonProcess]) -> None:
+        daemons: Daemons) -> None:
     broker = make_mosquitto()
     server: Influxd = make_influxd()
     server.create_database("sw")
     cfg = influx_config(tmp_path, broker.port, server, "sw")
-    daemon = DaemonProcess(cfg).start()
-    daemons.append(daemon)
+    daemon = daemons.start(cfg)
 
     start = _now_s() - 60 * 3600
     # 3000 minutes of gauge counter, a storm whose 50th tip falls at minute 2049,

@@ -24,9 +24,10 @@ from monitor.engine.times import parse_iso
 from monitor.notify.messages import local_time
 from monitor.store import Store
 
+from . import daemonkit
 from .conftest import MakeMosquitto
 from .daemonkit import (
-    DaemonProcess,
+    Daemons,
     Publisher,
     cli,
     counter_storm,
@@ -43,9 +44,7 @@ SMTP_PASSWORD = "smtp-Pa55-9f3k"
 HOOK_TOKEN = "hook-T0ken-77aa"
 SITE_NAME = "Branch Meadows Subdivision"
 
-CONFIG = """\
-broker: {{host: 127.0.0.1, port: {port}, client_id: stormwatch-notify-test}}
-state_dir: {state}
+NOTIFY = """\
 notify:
   targets:
     - url: "mailto://qp:${{SMTP_PASSWORD}}@127.0.0.1:{smtp}?mode=insecure&from=stormwatch@example.org&to=qp@example.org"
@@ -58,30 +57,15 @@ notify:
   retry_initial_s: 0.5
   retry_max_s: 1
   escalate_after_attempts: 3
-sites:
-  - id: branch-meadows
-    name: Branch Meadows Subdivision
-    address: 1 Meadow Lane, Village of the Branch, NY
-    timezone: America/New_York
-    condition: B
-    sensors:
-      - {{id: rg1, kind: rain, in_per_tip: 0.01, stale_after_minutes: 600}}
-      - {{id: tb-up, kind: turbidity, stale_after_minutes: 600}}
-      - {{id: tb-down, kind: turbidity, stale_after_minutes: 600}}
-      - {{id: trap1-depth, kind: sediment, stale_after_minutes: 600}}
-    turbidity_pairs: [{{id: outfall-1, upstream: tb-up, downstream: tb-down}}]
-    traps:
-      - {{id: trap-1, sensor: trap1-depth, shape: trapezoidal, bottom_length_ft: 20,
-         bottom_width_ft: 10, side_slope: 2, design_depth_ft: 4}}
 """
 
 
 def write_config(tmp_path: Path, broker_port: int, smtp_port: int, http_port: int,
                  extra_targets: str = "") -> Path:
-    path = tmp_path / "stormwatch.yaml"
-    path.write_text(CONFIG.format(port=broker_port, state=tmp_path / "state", smtp=smtp_port,
-                                  http=http_port, extra_targets=extra_targets))
-    return path
+    notify = NOTIFY.format(smtp=smtp_port, http=http_port, extra_targets=extra_targets)
+    return daemonkit.write_config(tmp_path, broker_port, "stormwatch-notify-test",
+                                  sections=notify,
+                                  address="1 Meadow Lane, Village of the Branch, NY")
 
 
 @pytest.fixture
@@ -91,11 +75,9 @@ def secrets_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def daemons() -> Iterator[list[DaemonProcess]]:
-    made: list[DaemonProcess] = []
-    yield made
-    for d in made:
-        d.close()
+def daemons() -> Iterator[Daemons]:
+    with Daemons() as made:
+        yield made
 
 
 @pytest.fixture
@@ -153,13 +135,12 @@ def escalation_settled(db: Path) -> bool:
 
 
 def test_a_storm_reaches_the_qp_by_mail_and_the_officer_by_hook(
-        tmp_path: Path, make_mosquitto: MakeMosquitto, daemons: list[DaemonProcess],
+        tmp_path: Path, make_mosquitto: MakeMosquitto, daemons: Daemons,
         smtp: SmtpReceiver, http: HttpReceiver, secrets_env: None) -> None:
     smtp.start()
     broker = make_mosquitto()
     cfg = write_config(tmp_path, broker.port, smtp.port, http.port)
-    daemon = DaemonProcess(cfg).start()
-    daemons.append(daemon)
+    daemon = daemons.start(cfg)
 
     start = int(time.time()) // 60 * 60 - 3 * 3600
     messages = storm_messages(start)
@@ -234,15 +215,14 @@ def test_a_storm_reaches_the_qp_by_mail_and_the_officer_by_hook(
 
 
 def test_an_overdue_clock_reaches_qp_and_officer_once(
-        tmp_path: Path, make_mosquitto: MakeMosquitto, daemons: list[DaemonProcess],
+        tmp_path: Path, make_mosquitto: MakeMosquitto, daemons: Daemons,
         smtp: SmtpReceiver, http: HttpReceiver, secrets_env: None) -> None:
     """A storm 28 hours ago arrives now (a node's buffer, or the daemon back after a day):
     both reminders and the overdue notice fall due at once; the overdue one is sent."""
     smtp.start()
     broker = make_mosquitto()
     cfg = write_config(tmp_path, broker.port, smtp.port, http.port)
-    daemon = DaemonProcess(cfg).start()
-    daemons.append(daemon)
+    daemon = daemons.start(cfg)
     start = int(time.time()) // 60 * 60 - 28 * 3600
     pub = Publisher(broker.port)
     pub.send_many(storm_messages(start))
@@ -270,13 +250,12 @@ def test_an_overdue_clock_reaches_qp_and_officer_once(
 
 
 def test_mail_server_down_escalates_then_delivers_once_across_kills(
-        tmp_path: Path, make_mosquitto: MakeMosquitto, daemons: list[DaemonProcess],
+        tmp_path: Path, make_mosquitto: MakeMosquitto, daemons: Daemons,
         smtp: SmtpReceiver, http: HttpReceiver, secrets_env: None) -> None:
     broker = make_mosquitto()  # the SMTP server is not started: it is down
     cfg = write_config(tmp_path, broker.port, smtp.port, http.port)
     db = cfg.parent / "state" / "stormwatch.db"
-    daemon = DaemonProcess(cfg).start()
-    daemons.append(daemon)
+    daemon = daemons.start(cfg)
     start = int(time.time()) // 60 * 60 - 3 * 3600
     pub = Publisher(broker.port)
     pub.send_many(storm_messages(start))
