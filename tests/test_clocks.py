@@ -197,3 +197,19 @@ def test_state_dump_restore_round_trip() -> None:
         e.to_json() for e in eng.current_events()]
     later = ts("2026-05-02T12:00:00Z") + 9 * MS_PER_DAY
     assert [e.to_json() for e in restored.tick(later)] == [e.to_json() for e in eng.tick(later)]
+
+
+def test_battery_low_with_hysteresis_from_readings_and_status() -> None:
+    from monitor.engine.inputs import Reading
+
+    def status(at: str, volts: float) -> Reading:
+        return Reading(site=SITE, sensor="tb-up", kind="status", ts_ms=ts(at), battery_v=volts)
+
+    # battery_low_v defaults to 3.5 V; it re-arms 0.1 V above the limit.
+    items = [status("10:00", 3.9), status("10:05", 3.45), status("10:10", 3.40),
+             status("10:15", 3.58), status("10:20", 3.62), status("10:25", 3.30)]
+    eng, _ = run(items, now_ms=ts("10:30"))
+    low = final(eng, "battery_low")
+    assert [(e["at"], e["battery_v"]) for e in low] == [
+        ("2026-05-01T10:05:00Z", 3.45), ("2026-05-01T10:25:00Z", 3.3)]
+    assert all(e["sensor"] == "tb-up" for e in low)
