@@ -8,6 +8,7 @@ import pytest
 
 from monitor.config import RainRules
 from monitor.engine.events import Fact
+from monitor.engine.inputs import Reading
 from monitor.engine.rain import GAUGE_QUALIFIED, GaugeFold
 from monitor.engine.timeline import Timeline
 from monitor.engine.times import MS_PER_HOUR, MS_PER_MINUTE
@@ -155,3 +156,17 @@ def test_shuffled_and_duplicated_counters_give_same_facts(mode: str) -> None:
     shuffled = series + rng.sample(series, 200)
     rng.shuffle(shuffled)
     assert run(shuffled, now_ms=ts("2026-05-02T12:00:00Z"), mode=mode) == expected
+
+
+def test_same_instant_reset_ordered_by_seq() -> None:
+    # 100 at 12:00; at 12:01 the node sends 102 (seq 8) and, reflashed, 1 (seq 9).
+    readings = [counter("rg1", ts("12:00"), 100, 7), counter("rg1", ts("12:01"), 102, 8),
+                counter("rg1", ts("12:01"), 1, 9)]
+    facts = run(list(reversed(readings)), now_ms=ts("23:00"))
+    # +2 tips, then a reset counting 1 tip: 0.03 in, not 1.02 in.
+    assert facts["storm_ended"][0].fields["total_in"] == pytest.approx(0.03)
+    assert len(facts["counter_reset"]) == 1
+
+
+def counter(sensor: str, at_ms: int, total: int, seq: int) -> Reading:
+    return Reading(site=SITE, sensor=sensor, kind="rain", ts_ms=at_ms, tips_total=total, seq=seq)

@@ -97,7 +97,11 @@ class GaugeFold:
 
     def key(self, item: Reading) -> tuple[Any, ...]:
         if item.tips_total is not None:
-            return (item.ts_ms, item.sensor, 0, item.tips_total)
+            # Counters stamped at the same instant (a node reflashed within the
+            # second) are ordered by seq when the node sends one: ordering by value
+            # would put the reset first and count the old total again as rain.
+            seq = item.seq if item.seq is not None else -1
+            return (item.ts_ms, item.sensor, 0, seq, item.tips_total)
         seq = item.seq if item.seq is not None else -1
         return (item.ts_ms, item.sensor, 1, seq, round((item.precip_in or 0.0) * MICRO_PER_IN))
 
