@@ -237,6 +237,36 @@ def cmd_notify_test(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    import time
+    from pathlib import Path
+
+    from .report import build_report, parse_bound
+
+    config = _load(args.config)
+    site = config.site(args.site)
+    if site is None:
+        raise UsageError(f"--site: unknown site {args.site!r} "
+                         f"(configured: {', '.join(s.id for s in config.sites)})")
+    bounds = []
+    for name, text, end in (("--from", args.from_, False), ("--to", args.to, True)):
+        try:
+            bounds.append(parse_bound(text, site, end=end))
+        except ValueError as exc:
+            raise UsageError(f"{name}: {exc} (use YYYY-MM-DD or ISO 8601 with an offset)"
+                             ) from None
+    from_ms, to_ms = bounds
+    if from_ms >= to_ms:
+        raise UsageError(f"--from {args.from_} is not before --to {args.to}")
+    html = build_report(config, site.id, from_ms, to_ms, round(time.time() * 1000))
+    try:
+        Path(args.out).write_text(html, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"--out: cannot write {args.out}: {exc.strerror or exc}") from None
+    print(f"wrote {args.out}", file=sys.stderr)
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="stormwatch",
@@ -299,6 +329,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", required=True)
     p.add_argument("--out", help="file to write (default: stdout)")
     p.set_defaults(func=cmd_acl)
+
+    p = sub.add_parser("report", help="compliance report with plots (HTML)")
+    p.add_argument("--config", required=True)
+    p.add_argument("--site", required=True)
+    p.add_argument("--from", dest="from_", required=True,
+                   help="first day YYYY-MM-DD (site time) or ISO time with offset")
+    p.add_argument("--to", required=True,
+                   help="last day YYYY-MM-DD (inclusive) or ISO time with offset")
+    p.add_argument("--out", required=True, help="HTML file to write")
+    p.set_defaults(func=cmd_report)
     return parser
 
 

@@ -1,0 +1,145 @@
+"""``stormwatch report`` (DESIGN § 6): an HTML compliance report with inline plots."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from monitor.config import load_config
+from monitor.daemon import EngineHost, journal_in, open_store
+from monitor.engine.inputs import Inspection, Reading
+from monitor.engine.times import MS_PER_MINUTE, parse_iso
+
+ROOT = Path(__file__).resolve().parent.parent
+SITE = "branch-meadows"
+
+CONFIG = """\
+state_dir: {state}
+sites:
+  - id: branch-meadows
+    name: Branch Meadows <Subdivision>
+    address: 1 Meadow Lane, Branch NY
+    timezone: America/New_York
+    condition: B
+    sensors:
+      - {{id: rg1, kind: rain, in_per_tip: 0.01, stale_after_minutes: 600}}
+      - {{id: tb-up, kind: turbidity, stale_after_minutes: 600}}
+      - {{id: tb-down, kind: turbidity, stale_after_minutes: 600}}
+      - {{id: trap1-depth, kind: sediment, stale_after_minutes: 600}}
+    turbidity_pairs: [{{id: outfall-1, upstream: tb-up, downstream: tb-down}}]
+    traps:
+      - {{id: trap-1, sensor: trap1-depth, shape: trapezoidal, bottom_length_ft: 20,
+         bottom_width_ft: 10, side_slope: 2, design_depth_ft: 4}}
+"""
+
+START = parse_iso("2026-05-01T12:00:00Z")
+
+
+def _write_config(tmp_path: Path) -> Path:
+    path = tmp_path / "stormwatch.yaml"
+    path.write_text(CONFIG.format(state=tmp_path / "state"), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def cfg(tmp_path: Path) -> Path:
+    """A state directory holding a 0.6 in storm, trap and turbidity readings and an
+    inspection, run through the real engine (no broker)."""
+    path = _write_config(tmp_path)
+    config = load_config(path, env={})
+    items: list[Reading | Inspection] = []
+    total = 0
+    for m in range(600):  # a counter every minute for 10 h; 60 tips in minutes 60..119
+        if 60 <= m < 120:
+            total += 1
+        items.append(Reading(site=SITE, sensor="rg1", kind="rain",
+                             ts_ms=START + m * MS_PER_MINUTE, tips_total=total))
+    for i, depth in enumerate((6.0, 6.5, 7.0, 9.0, 10.0, 10.5)):
+        items.append(Reading(site=SITE, sensor="trap1-depth", kind="sediment",
+                             ts_ms=START + i * 90 * MS_PER_MINUTE, depth_in=depth))
+    for i, (up, down) in enumerate(((5.0, 6.0), (5.0, 12.0), (6.0, 20.0), (5.0, 7.0))):
+        ts = START + (60 + i * 30) * MS_PER_MINUTE
+        items.append(Reading(site=SITE, sensor="tb-up", kind="turbidity", ts_ms=ts, ntu=up))
+        items.append(Reading(site=SITE, sensor="tb-down", kind="turbidity", ts_ms=ts + 1000,
+                             ntu=down))
+    items.append(Inspection(site=SITE, inspector="J. Rivera, CPESC",
+                            ts_ms=parse_iso("2026-05-02T10:00:00Z"), kind="storm",
+                            notes="silt fence <east> repaired"))
+    items.sort(key=lambda it: it.ts_ms)
+    with open_store(config) as store:
+        host = EngineHost.restore(config, store)
+        store.commit_batch([journal_in(it, topic=None, received_ms=None) for it in items])
+        host.catch_up()
+    return path
+
+
+def _report(cfg: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "monitor.cli", "report", "--config", str(cfg), *args],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg"})
+
+
+def test_report_has_storm_inspection_and_plots(cfg: Path, tmp_path: Path) -> None:
+    out = tmp_path / "report.html"
+    proc = _report(cfg, "--site", SITE, "--from", "2026-05-01", "--to", "2026-05-03",
+                   "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    html = out.read_text(encoding="utf-8")
+    assert "Branch Meadows &lt;Subdivision&gt;" in html
+    assert "<Subdivision>" not in html
+    assert "silt fence &lt;east&gt; repaired" in html
+    assert "0.60 in" in html
+    # Tip 50 falls in minute 109: qualified 13:49 UTC, due 24 h later, shown in New York time.
+    due = datetime.fromtimestamp(parse_iso("2026-05-02T13:49:00Z") / 1000,
+                                 tz=ZoneInfo("America/New_York"))
+    assert due.strftime("%Y-%m-%d %H:%M %Z") == "2026-05-02 09:49 EDT"
+    assert "2026-05-02 09:49 EDT" in html
+    assert '<span class="met">met</span>' in html
+    assert html.count("data:image/png;base64,") >= 3  # rain, trap fill, turbidity
+    assert "§ 134-9A(2)" in html and "§ 134-9A(1)" in html and "§ 134-8C" in html
+
+
+def test_period_without_the_storm(cfg: Path, tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    proc = _report(cfg, "--site", SITE, "--from", "2026-06-01T00:00:00-04:00",
+                   "--to", "2026-06-02", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "No storms in the period." in out.read_text(encoding="utf-8")
+
+
+def test_no_database_is_no_data_yet(tmp_path: Path) -> None:
+    cfg = _write_config(tmp_path)
+    out = tmp_path / "r.html"
+    proc = _report(cfg, "--site", SITE, "--from", "2026-05-01", "--to", "2026-05-01",
+                   "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "no data yet" in out.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (("--site", "nowhere", "--from", "2026-05-01", "--to", "2026-05-02"), "unknown site"),
+    (("--site", SITE, "--from", "2026-13-01", "--to", "2026-05-02"), "--from"),
+    (("--site", SITE, "--from", "2026-05-01", "--to", "yesterday"), "--to"),
+    (("--site", SITE, "--from", "2026-05-03", "--to", "2026-05-01"), "not before"),
+])
+def test_bad_usage_is_exit_2_one_line(cfg: Path, tmp_path: Path, args: tuple[str, ...],
+                                      words: str) -> None:
+    proc = _report(cfg, *args, "--out", str(tmp_path / "r.html"))
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and words in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_unwritable_out_is_exit_2(cfg: Path, tmp_path: Path) -> None:
+    proc = _report(cfg, "--site", SITE, "--from", "2026-05-01", "--to", "2026-05-02",
+                   "--out", str(tmp_path / "missing-dir" / "r.html"))
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "--out" in proc.stderr
