@@ -29,6 +29,8 @@ def build_status(config: Config, now_ms: int) -> dict[str, Any]:
         engine = Engine(config)
         ingest: dict[str, Any] = {"accepted": 0, "rejected": {}, "lag_s": None}
         export: dict[str, Any] = {"behind_rows": 0, "enabled": config.influx is not None}
+        notify: dict[str, Any] = {"pending": 0, "delivered": 0, "failed": 0, "withheld": 0,
+                                  "oldest_pending_at": None}
     else:
         with open_store(config, readonly=True) as store:
             host = EngineHost.restore(config, store)
@@ -43,6 +45,9 @@ def build_status(config: Config, now_ms: int) -> dict[str, Any]:
                       "lag_s": round(int(lag) / 1000, 3) if lag is not None else None,
                       "duplicates": store.counter("duplicates"),
                       "journal_seq": store.journal_max_seq(), "applied_seq": store.applied_seq()}
+            summary = store.outbox_summary()
+            oldest = summary.pop("oldest_pending_ms")
+            notify = {**summary, "oldest_pending_at": iso(oldest) if oldest is not None else None}
             if config.influx is not None:
                 # Imported here: the exporter reads site_status from this module.
                 from .export.influx import export_status
@@ -54,6 +59,7 @@ def build_status(config: Config, now_ms: int) -> dict[str, Any]:
         out["sites"][site.id] = site_status(engine, site, now_ms)
     out["ingest"] = ingest
     out["export"] = export
+    out["notify"] = notify
     return out
 
 

@@ -771,6 +771,23 @@ class Store:
         return [dict(zip(cols, row, strict=True)) for row in self._conn.execute(
             f"SELECT {', '.join(cols)} FROM outbox ORDER BY id")]
 
+    def outbox_summary(self) -> dict[str, Any]:
+        """Alert delivery at a glance (``status --json``): rows by status, how many
+        were withheld as noise, and when the oldest still-pending row was created."""
+        counts = {"pending": 0, "delivered": 0, "failed": 0, "withheld": 0}
+        for status, withheld, n in self._conn.execute(
+                "SELECT status, withheld IS NOT NULL, count(*) FROM outbox"
+                " GROUP BY status, withheld IS NOT NULL"):
+            if withheld:
+                counts["withheld"] += n
+            else:
+                counts[status] = counts.get(status, 0) + n
+        # Routed rows take their creation time from their event (see outbox_due).
+        (oldest,) = self._conn.execute(
+            "SELECT min(coalesce(o.created_ms, e.recorded_ms)) FROM outbox AS o"
+            " JOIN events AS e ON e.seq = o.event_seq WHERE o.status = 'pending'").fetchone()
+        return {**counts, "oldest_pending_ms": oldest}
+
     def outbox_receipt(self, outbox_id: int, target: str, *, now_ms: int) -> None:
         """Record that one target confirmed a pending row (before the row is settled).
 

@@ -276,6 +276,7 @@ def test_status_json_shape_and_logbook_verify(site: Site) -> None:
     assert site["sensors"]["rg1"]["stale"] is False
     assert status["ingest"]["accepted"] == len(messages)
     assert "behind_rows" in status["export"]
+    assert status["notify"]["failed"] == 0 and "pending" in status["notify"]
     text = cli("status", "--config", str(cfg))
     assert text.returncode == 0 and "storm" in text.stdout
     assert daemon.stop() == 0

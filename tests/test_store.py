@@ -280,6 +280,19 @@ def test_record_events_is_idempotent(db: Path, store: Store) -> None:
         assert c.execute("SELECT count(*) FROM logbook").fetchone()[0] == 4
 
 
+def test_outbox_summary_counts_by_status(store: Store) -> None:
+    assert store.outbox_summary() == {"pending": 0, "delivered": 0, "failed": 0,
+                                      "withheld": 0, "oldest_pending_ms": None}
+    store.record_events([qualified("storm-1")], applied_seq=1, recorded_ms=T0, routes=routes)
+    first, second = store.outbox()
+    store.outbox_mark(first["id"], delivered=True, now_ms=T0 + 1)
+    assert store.outbox_summary() == {"pending": 1, "delivered": 1, "failed": 0,
+                                      "withheld": 0, "oldest_pending_ms": T0}
+    store.outbox_withhold(second["id"], "superseded", now_ms=T0 + 2)
+    assert store.outbox_summary() == {"pending": 0, "delivered": 1, "failed": 0,
+                                      "withheld": 1, "oldest_pending_ms": None}
+
+
 def test_record_events_without_routes_and_filters(store: Store) -> None:
     other = event("sensor_stale", "s-2", T0, site="other-site", sensor="tb-up", last_seen="x")
     store.record_events([qualified(), other], applied_seq=1, recorded_ms=T0)
