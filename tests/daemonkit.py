@@ -27,7 +27,7 @@ broker: {{host: 127.0.0.1, port: {port}, client_id: {client_id}}}
 state_dir: {state}
 {sections}sites:
   - id: branch-meadows
-    name: Branch Meadows Subdivision
+    name: {name}
 {address}    timezone: America/New_York
     condition: B
     sensors:
@@ -43,7 +43,8 @@ state_dir: {state}
 
 
 def write_config(tmp_path: Path, port: int, client_id: str = "stormwatch-test", *,
-                 sections: str = "", address: str | None = None) -> Path:
+                 sections: str = "", address: str | None = None,
+                 name: str = "Branch Meadows Subdivision") -> Path:
     """``stormwatch.yaml`` in ``tmp_path`` for the daemon: the broker on ``port``, state in
     ``tmp_path/state``, the one site (with ``address`` if given).
 
@@ -51,7 +52,7 @@ def write_config(tmp_path: Path, port: int, client_id: str = "stormwatch-test", 
     """
     path = tmp_path / "stormwatch.yaml"
     path.write_text(CONFIG.format(port=port, client_id=client_id, state=tmp_path / "state",
-                                  sections=sections,
+                                  sections=sections, name=name,
                                   address="" if address is None else f"    address: {address}\n"))
     return path
 

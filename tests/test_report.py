@@ -16,35 +16,19 @@ from monitor.daemon import EngineHost, journal_in, open_store
 from monitor.engine.inputs import Inspection, Reading
 from monitor.engine.times import MS_PER_MINUTE, parse_iso
 
+from .daemonkit import write_config
+
 ROOT = Path(__file__).resolve().parent.parent
 SITE = "branch-meadows"
 
-CONFIG = """\
-state_dir: {state}
-sites:
-  - id: branch-meadows
-    name: Branch Meadows <Subdivision>
-    address: 1 Meadow Lane, Branch NY
-    timezone: America/New_York
-    condition: B
-    sensors:
-      - {{id: rg1, kind: rain, in_per_tip: 0.01, stale_after_minutes: 600}}
-      - {{id: tb-up, kind: turbidity, stale_after_minutes: 600}}
-      - {{id: tb-down, kind: turbidity, stale_after_minutes: 600}}
-      - {{id: trap1-depth, kind: sediment, stale_after_minutes: 600}}
-    turbidity_pairs: [{{id: outfall-1, upstream: tb-up, downstream: tb-down}}]
-    traps:
-      - {{id: trap-1, sensor: trap1-depth, shape: trapezoidal, bottom_length_ft: 20,
-         bottom_width_ft: 10, side_slope: 2, design_depth_ft: 4}}
-"""
 
 START = parse_iso("2026-05-01T12:00:00Z")
 
 
 def _write_config(tmp_path: Path) -> Path:
-    path = tmp_path / "stormwatch.yaml"
-    path.write_text(CONFIG.format(state=tmp_path / "state"), encoding="utf-8")
-    return path
+    # The daemon tests' site; the name tests HTML escaping. No broker is used.
+    return write_config(tmp_path, 1883, name="Branch Meadows <Subdivision>",
+                        address="1 Meadow Lane, Branch NY")
 
 
 @pytest.fixture
