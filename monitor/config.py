@@ -494,9 +494,21 @@ def _reference_problem(ref: Any, kind: str, kinds: Mapping[str, Any]) -> str | N
     return f"{ref!r} is a {actual} sensor, not a {kind} sensor"
 
 
+class DaemonConfig(Model):
+    """How the daemon keeps its engine state on disk (``stormwatch run``)."""
+
+    #: A snapshot is taken after this many seconds with new journal rows ...
+    snapshot_every_s: PositiveFloat = 300.0
+    #: ... or after this many rows, whichever comes first.
+    snapshot_every_rows: int = Field(default=20_000, ge=1)
+    #: After a failed snapshot, the next attempt waits this long (ingest goes on).
+    snapshot_retry_s: PositiveFloat = 60.0
+
+
 class Config(Model):
     broker: BrokerConfig = Field(default_factory=BrokerConfig)
     state_dir: str = "/var/lib/stormwatch"
+    daemon: DaemonConfig = Field(default_factory=DaemonConfig)
     influx: InfluxConfig | None = None
     notify: NotifyConfig = Field(default_factory=NotifyConfig)
     log_format: Literal["text", "json"] = "text"

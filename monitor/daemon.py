@@ -52,8 +52,6 @@ TICK_EVERY_S = 5.0
 #: While a backlog drains (after an outage, or a node flushing its buffer) ticks
 #: wait, so silence is judged on data that has arrived; but never longer than this.
 TICK_AT_LEAST_EVERY_S = 60.0
-SNAPSHOT_EVERY_S = 300.0
-SNAPSHOT_EVERY_ROWS = 20_000
 QUEUE_SIZE = 10_000
 
 
@@ -315,6 +313,9 @@ class Daemon:
             t.start()
         self.notify.send("READY=1")
         last_tick = last_snapshot = time.monotonic()
+        snapshot_ok_after = 0.0
+        every_s = self.config.daemon.snapshot_every_s
+        every_rows = self.config.daemon.snapshot_every_rows
         try:
             while not self.stop_event.is_set():
                 batch = self._take_batch(timeout=0.05)
@@ -329,10 +330,13 @@ class Daemon:
                         now - last_tick >= max(TICK_AT_LEAST_EVERY_S, self.tick_every_s):
                     host.tick()
                     last_tick = now
-                if (host.rows_since_snapshot >= SNAPSHOT_EVERY_ROWS or
-                        (host.rows_since_snapshot and now - last_snapshot >= SNAPSHOT_EVERY_S)):
-                    host.snapshot()
-                    last_snapshot = now
+                if now >= snapshot_ok_after and (
+                        host.rows_since_snapshot >= every_rows or
+                        (host.rows_since_snapshot and now - last_snapshot >= every_s)):
+                    if self._snapshot(host):
+                        last_snapshot = now
+                    else:
+                        snapshot_ok_after = now + self.config.daemon.snapshot_retry_s
                 self.notify.watchdog()
             self.notify.send("STOPPING=1")
             log.info("stopping: draining %s queued message(s)", self.queue.qsize())
@@ -345,12 +349,28 @@ class Daemon:
         finally:
             ingest.stop()
         host.catch_up()
-        host.snapshot()
+        self._snapshot(host)
         worker_stop.set()
         for t in threads:
             t.join(timeout=10)
         log.info("stopped at journal %s", host.applied_seq)
         return 0
+
+    def _snapshot(self, host: EngineHost) -> bool:
+        """Snapshot the engine; a failure is logged loudly and never fatal.
+
+        A snapshot only shortens the next start (the journal holds every
+        input), so ingest, acknowledgements and alerts must not stop for it.
+        """
+        try:
+            host.snapshot()
+        except Exception:
+            log.exception("snapshot at journal %s FAILED; ingest and alerts go on, the next"
+                          " attempt is in %g s (until one succeeds, a restart replays the"
+                          " journal from the last good snapshot)", host.applied_seq,
+                          self.config.daemon.snapshot_retry_s)
+            return False
+        return True
 
     def _take_batch(self, timeout: float) -> list[Message]:
         try:

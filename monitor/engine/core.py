@@ -74,6 +74,9 @@ class SiteEngine:
     first_seen_ms: int | None = None
     compacted_ms: int | None = None
     clocks: SiteClocks = field(default_factory=SiteClocks)
+    #: The *now* of the last clock computation: a restore recomputes at this
+    #: instant, so it holds exactly the clock facts that were published.
+    clocks_now_ms: int | None = None
 
     def all_timelines(self) -> Iterable[tuple[str, Timeline[Any]]]:
         for group, tls in (("gauge", self.gauges), ("trap", self.traps), ("pair", self.pairs),
@@ -257,6 +260,7 @@ class Engine:
     def _recompute_clocks(self, se: SiteEngine) -> list[Event]:
         gauge_facts = [f for tl in se.gauges.values() for f in tl.truth.values()
                        if f.type in _STORM_TYPES]
+        se.clocks_now_ms = self.now_ms
         se.clocks = clocks.compute(se.config, gauge_facts, se.inspections, se.first_seen_ms,
                                    self.now_ms, se.clocks)
         return self._publish(se.clocks.facts, se.clocks.changed)
@@ -315,6 +319,7 @@ class Engine:
                     "inspections": [i.to_json() for i in se.inspections],
                     "first_seen_ms": se.first_seen_ms,
                     "compacted_ms": se.compacted_ms,
+                    "clocks_now_ms": se.clocks_now_ms,
                 }
                 for sid, se in self.sites.items()
             },
@@ -342,10 +347,11 @@ class Engine:
                 se.inspection_keys.add((insp.ts_ms, insp.inspector, insp.kind))
             se.first_seen_ms = sd.get("first_seen_ms")
             se.compacted_ms = sd.get("compacted_ms")
+            se.clocks_now_ms = sd.get("clocks_now_ms")
             se.clocks = clocks.compute(site, [f for tl in se.gauges.values()
                                               for f in tl.truth.values()
                                               if f.type in _STORM_TYPES],
-                                       se.inspections, se.first_seen_ms, eng.now_ms)
+                                       se.inspections, se.first_seen_ms, se.clocks_now_ms)
             eng.sites[site.id] = se
         return eng
 

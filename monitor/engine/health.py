@@ -26,7 +26,9 @@ from .inputs import Reading
 from .times import iso, minutes_ms
 
 BATTERY_REARM_V = 0.1
-_NONE = float("-inf")
+#: The message fields that make up its identity, besides time and kind.
+_IDENTITY_FIELDS = ("tips_total", "precip_in", "seq", "ntu", "temp_c", "depth_in",
+                    "distance_in", "battery_v", "rssi_dbm", "uptime_s", "buffered")
 
 
 @dataclass(slots=True)
@@ -49,11 +51,16 @@ class HealthFold:
         return HealthState()
 
     def key(self, item: Reading) -> tuple[Any, ...]:
-        # Every message of the sensor counts, so identity is the whole message;
-        # absent fields sort first (-inf) so keys of different shapes compare.
-        return (item.ts_ms, item.kind, *(_NONE if v is None else v for v in (
-            item.tips_total, item.precip_in, item.seq, item.ntu, item.temp_c, item.depth_in,
-            item.distance_in, item.battery_v, item.rssi_dbm, item.uptime_s, item.buffered)))
+        # Every message of the sensor counts, so identity is the whole message.
+        # Each field is a (present, value) pair, flattened: absent fields sort
+        # first and keys of different shapes compare, and the key stays plain
+        # JSON (a timeline's compacted base key is part of the snapshot, and a
+        # -inf placeholder made every snapshot after the first compaction fail).
+        key: list[Any] = [item.ts_ms, item.kind]
+        for name in _IDENTITY_FIELDS:
+            value = getattr(item, name)
+            key += (0, 0) if value is None else (1, value)
+        return tuple(key)
 
     def step(self, state: HealthState, item: Reading, out: list[Fact]) -> None:
         ts = item.ts_ms
