@@ -36,6 +36,19 @@ every inspection closes the open routine clock and starts the next one.
 
 Clocks apply only to Conditions A, B and C of § 134-7B(2); other sites still
 get ``storm_qualified`` (with ``due: null`` and ``informational: true``).
+
+Settling (``settle``). A season is months; what can no longer change leaves
+memory, so the recomputation stays as cheap on day 180 as on day 1. Once the
+engine refuses input older than a horizon, anything decided entirely before it
+is final: a storm group whose last rain plus the dry gap lies before it and
+whose clock (if any) closed before it, a routine clock closed before it, an
+inspection before it that closes no clock still open. Their facts are final
+and are handed back to the engine (the store keeps them). The routine chain
+then starts at an *anchor* (the inspection that closed the last settled
+routine clock) instead of the site's start, and the reminders and overdue
+notices of an open clock that lie before the horizon are counted (a
+``ClockFloor``) instead of kept: an unattended clock is one clock and a counter,
+not a notice every four hours for ever.
 """
 
 from __future__ import annotations
@@ -48,19 +61,9 @@ from ..config import SiteConfig
 from .events import Fact, make_id
 from .inputs import Inspection
 from .rain import GAUGE_QUALIFIED
-from .times import MS_PER_DAY, hours_ms, iso
+from .times import MS_PER_DAY, hours_ms, iso, parse_iso
 
 MEAN_GAUGE = "mean"
-
-#: Clock life (state, what happens) -> next state. Reminders and overdue
-#: repeats are instants the clock passes while open; they do not change state.
-TRANSITIONS: dict[tuple[str, str], str] = {
-    ("open", "due_soon"): "open",
-    ("open", "due"): "overdue",
-    ("overdue", "overdue_repeat"): "overdue",
-    ("open", "inspection"): "met",
-    ("overdue", "inspection"): "late",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +78,8 @@ class GaugeStorm:
     q_total_in: float = 0.0
     q_max_24h_in: float = 0.0
     last_rain: int | None = None
+    #: The ids of the gauge facts this storm was rebuilt from (dropped when it settles).
+    fact_ids: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -94,13 +99,33 @@ class Clock:
             return None
         return "met" if self.closed_at <= self.due else "late"
 
-    def state_at(self, now_ms: int) -> str:
-        """The clock's state in ``TRANSITIONS`` terms at ``now_ms``."""
-        if self.closed_at is not None and self.closed_at <= now_ms:
-            return self.outcome or "met"
-        if self.due is not None and now_ms >= self.due:
-            return "overdue"
-        return "open"
+
+@dataclass(frozen=True, slots=True)
+class ClockFloor:
+    """What of an open clock's notices is settled: overdue notices ``0 .. k - 1`` and
+    the reminders of ``reminders`` hours. They are never concluded again."""
+
+    k: int = 0
+    reminders: frozenset[float] = frozenset()
+
+    def to_json(self) -> list[Any]:
+        return [self.k, sorted(self.reminders)]
+
+    @classmethod
+    def from_json(cls, data: Any) -> ClockFloor:
+        return cls(int(data[0]), frozenset(float(h) for h in data[1]))
+
+
+@dataclass(frozen=True, slots=True)
+class Anchor:
+    """Where the routine chain starts once its first clocks have settled: at the
+    inspection that closed the last settled one (so that inspection, and any other at
+    the same instant, does not close the next)."""
+
+    start_ms: int
+
+    def to_json(self) -> int:
+        return self.start_ms
 
 
 @dataclass(slots=True)
@@ -110,6 +135,7 @@ class ClockFacts:
     signature: tuple[Any, ...]
     facts: dict[str, Fact] = field(default_factory=dict)
     next_overdue: int = 0
+    floor: ClockFloor = field(default_factory=ClockFloor)
 
 
 @dataclass(slots=True)
@@ -140,7 +166,9 @@ def gauge_storms(facts: list[Fact]) -> list[GaugeStorm]:
         rec = by_event.setdefault((f["gauge"], f["event_id"]), {
             "gauge": f["gauge"], "event_id": f["event_id"], "started_at": None,
             "ended_at": None, "qualified_at": None, "q_total_in": 0.0, "q_max_24h_in": 0.0,
+            "ids": [],
         })
+        rec["ids"].append(fact.id)
         if fact.type == "storm_started":
             rec["started_at"] = fact.at_ms
         elif fact.type == GAUGE_QUALIFIED:
@@ -155,7 +183,7 @@ def gauge_storms(facts: list[Fact]) -> list[GaugeStorm]:
             continue
         storms.append(GaugeStorm(rec["gauge"], rec["event_id"], rec["started_at"],
                                  rec["ended_at"], rec["qualified_at"], rec["q_total_in"],
-                                 rec["q_max_24h_in"], rec["ended_at"]))
+                                 rec["q_max_24h_in"], rec["ended_at"], tuple(sorted(rec["ids"]))))
     storms.sort(key=lambda s: (s.started_at, s.gauge))
     return storms
 
@@ -212,11 +240,14 @@ def site_start_ms(site: SiteConfig, first_seen_ms: int | None) -> int | None:
 
 def compute(site: SiteConfig, gauge_facts: list[Fact], inspections: list[Inspection],
             first_seen_ms: int | None, now_ms: int | None,
-            previous: SiteClocks | None = None) -> SiteClocks:
+            previous: SiteClocks | None = None, *, anchor: Anchor | None = None,
+            floors: dict[str, ClockFloor] | None = None) -> SiteClocks:
     """Storm qualification, clocks and their events for one site at ``now_ms``.
 
     ``previous`` is the last result for the same site; it is reused, not copied,
-    and must not be used afterwards.
+    and must not be used afterwards. ``anchor`` and ``floors`` come from
+    ``settle``: the start of the routine chain and the settled notices of open
+    clocks.
     """
     rules = site.rain
     prev = previous or SiteClocks()
@@ -254,7 +285,7 @@ def compute(site: SiteConfig, gauge_facts: list[Fact], inspections: list[Inspect
         other[fact.id] = fact
 
     if site.clocks_apply:
-        _routine_clocks(site, result, inspections, first_seen_ms)
+        _routine_clocks(site, result, inspections, first_seen_ms, anchor)
         for clock in result.clocks:
             if clock.clock == "storm" and clock.start is not None:
                 for insp in inspections:
@@ -264,7 +295,8 @@ def compute(site: SiteConfig, gauge_facts: list[Fact], inspections: list[Inspect
             if clock.closed_by is not None:
                 closes[id(clock.closed_by)].append(clock.clock_id)
             result.per_clock[clock.clock_id] = _clock_facts(
-                site, clock, now_ms, prev.per_clock.get(clock.clock_id), fresh)
+                site, clock, now_ms, prev.per_clock.get(clock.clock_id), fresh,
+                (floors or {}).get(clock.clock_id))
 
     for insp in inspections:
         fact = Fact("inspection_recorded", site.id, insp.ts_ms,
@@ -294,32 +326,46 @@ def compute(site: SiteConfig, gauge_facts: list[Fact], inspections: list[Inspect
 
 
 def _routine_clocks(site: SiteConfig, result: SiteClocks, inspections: list[Inspection],
-                    first_seen_ms: int | None) -> None:
-    start = site_start_ms(site, first_seen_ms)
+                    first_seen_ms: int | None, anchor: Anchor | None) -> None:
+    """The chain of 7-day clocks. The first starts at the site's start and is closed
+    by an inspection at or after it; each later one starts at the inspection that
+    closed the one before and is closed by a *later* inspection (a second inspector
+    at the same instant is the same inspection, not the next one)."""
+    if anchor is not None:
+        start: int | None = anchor.start_ms
+        strict = True
+    else:
+        start, strict = site_start_ms(site, first_seen_ms), False
     if start is None:
         return
     period = round(site.routine_inspection_days * MS_PER_DAY)
-    pending = iter(inspections)
     while True:
         clock = Clock(f"routine-{iso(start)}", "routine", start, start, start + period)
         result.clocks.append(clock)
-        nxt = next((i for i in pending if i.ts_ms >= start), None)
+        after = start
+        nxt = next((i for i in inspections
+                    if i.ts_ms > after or (i.ts_ms == after and not strict)), None)
         if nxt is None:
             return
         clock.closed_at, clock.closed_by = nxt.ts_ms, nxt
-        start = nxt.ts_ms
+        start, strict = nxt.ts_ms, True
 
 
 def _clock_facts(site: SiteConfig, clock: Clock, now_ms: int | None, prev: ClockFacts | None,
-                 fresh: dict[str, Fact]) -> ClockFacts:
+                 fresh: dict[str, Fact], floor: ClockFloor | None) -> ClockFacts:
     """The clock's reminders, overdue notices and closing up to ``now_ms``.
 
     A clock unchanged since ``prev`` keeps its facts and only gains the notices
-    *now* has newly reached; a changed clock starts over. Facts added here go
-    to ``fresh`` as well.
+    *now* has newly reached; a changed clock starts over from its ``floor`` (the
+    notices already settled are never concluded again). Facts added here go to
+    ``fresh`` as well.
     """
     signature = (clock.clock, clock.opened_at, clock.start, clock.due, clock.closed_at)
-    cf = prev if prev is not None and prev.signature == signature else ClockFacts(signature)
+    floor = floor or ClockFloor()
+    if prev is not None and prev.signature == signature:
+        cf = prev
+    else:
+        cf = ClockFacts(signature, next_overdue=floor.k, floor=floor)
     if clock.due is None:
         return cf
     rules = site.rain
@@ -334,6 +380,8 @@ def _clock_facts(site: SiteConfig, clock: Clock, now_ms: int | None, prev: Clock
 
     for hours in rules.remind_before_hours:
         at = due - hours_ms(hours)
+        if hours in cf.floor.reminders:
+            continue
         if clock.opened_at <= at <= now and at < closed:
             fid = make_id("inspection_due_soon", site.id, clock.clock_id, hours)
             if fid not in cf.facts:
@@ -353,3 +401,133 @@ def _clock_facts(site: SiteConfig, clock: Clock, now_ms: int | None, prev: Clock
             add("clock_closed", clock.closed_at, fid,
                 {"inspected_at": iso(clock.closed_at), "outcome": clock.outcome})
     return cf
+
+
+# --------------------------------------------------------------------------- settling
+
+
+@dataclass(slots=True)
+class Settled:
+    """What ``settle`` decided: facts that are final, and the inputs still needed."""
+
+    fact_ids: list[str] = field(default_factory=list)
+    #: Gauge storm facts no clock will ask about again.
+    storm_fact_ids: set[str] = field(default_factory=set)
+    inspections: list[Inspection] = field(default_factory=list)
+    anchor: Anchor | None = None
+    floors: dict[str, ClockFloor] = field(default_factory=dict)
+
+
+def settle(site: SiteConfig, gauge_facts: list[Fact], result: SiteClocks,
+           inspections: list[Inspection], anchor: Anchor | None,
+           floors: dict[str, ClockFloor], horizon_ms: int) -> Settled:
+    """Take out of ``result`` what nothing at or after ``horizon_ms`` can change.
+
+    The caller refuses readings and inspections older than the horizon from now
+    on, which is what makes these facts final (see the module docstring). The
+    settled facts are removed from ``result``; ``Settled`` says which, and what
+    the next ``compute`` needs instead of them.
+    """
+    rules = site.rain
+    gap = hours_ms(rules.dry_gap_hours)
+    storms = gauge_storms(gauge_facts)
+    real = [s for s in storms if s.gauge != MEAN_GAUGE]
+    groups = group_storms(real, gap)
+    if rules.gauges == "mean":
+        groups += [[s] for s in storms if s.gauge == MEAN_GAUGE]
+    clock_of_storm = {(c.storm.gauge, c.storm.event_id): c for c in result.clocks
+                      if c.storm is not None}
+
+    # Clocks that may settle: closed before the horizon and, for a storm clock,
+    # its whole storm group final (last rain + dry gap before the horizon).
+    final_groups = [g for g in groups if all(s.ended_at is not None for s in g)
+                    and max(s.ended_at or 0 for s in g) + gap < horizon_ms]
+    candidates: set[str] = set()
+    for group in final_groups:
+        for s in group:
+            clock = clock_of_storm.get((s.gauge, s.event_id))
+            if clock is not None and clock.closed_at is not None and clock.closed_at < horizon_ms:
+                candidates.add(clock.clock_id)
+    routine = [c for c in result.clocks if c.clock == "routine"]
+    candidates.update(c.clock_id for c in routine
+                      if c.closed_at is not None and c.closed_at < horizon_ms)
+    closes: dict[int, list[Clock]] = {}
+    for clock in result.clocks:
+        if clock.closed_by is not None:
+            closes.setdefault(id(clock.closed_by), []).append(clock)
+    # An inspection goes only when every clock it closed goes (its fact lists
+    # them all), and routine clocks settle as a prefix of their chain.
+    while True:
+        needed = {id(i) for i in inspections if i.ts_ms >= horizon_ms or any(
+            c.clock_id not in candidates for c in closes.get(id(i), ()))}
+        narrowed = {cid for cid in candidates
+                    if (c := _by_id(result.clocks, cid)) is not None
+                    and (c.closed_by is None or id(c.closed_by) not in needed)}
+        prefix = True
+        for c in routine:
+            prefix = prefix and c.clock_id in narrowed
+            if not prefix:
+                narrowed.discard(c.clock_id)
+        if narrowed == candidates:
+            break
+        candidates = narrowed
+
+    out = Settled(floors=dict(floors), anchor=anchor)
+    settled_ids: set[str] = set()
+    for group in final_groups:
+        clocks_of = [clock_of_storm[(s.gauge, s.event_id)] for s in group
+                     if (s.gauge, s.event_id) in clock_of_storm]
+        if any(c.clock_id not in candidates for c in clocks_of):
+            continue
+        for s in group:
+            out.storm_fact_ids.update(s.fact_ids)
+            settled_ids.add(make_id("storm_qualified", site.id, s.gauge, s.started_at))
+    for clock in list(result.clocks):
+        if clock.clock_id not in candidates:
+            continue
+        cf = result.per_clock.pop(clock.clock_id, None)
+        if cf is not None:
+            settled_ids.update(cf.facts)
+        out.floors.pop(clock.clock_id, None)
+        result.clocks.remove(clock)
+        if clock.clock == "routine" and clock.closed_at is not None and (
+                out.anchor is None or clock.closed_at > out.anchor.start_ms):
+            out.anchor = Anchor(clock.closed_at)
+    for insp in inspections:
+        if id(insp) in needed:
+            out.inspections.append(insp)
+        else:
+            settled_ids.add(make_id("inspection_recorded", site.id, insp.ts_ms, insp.inspector))
+
+    # Open clocks: count the notices before the horizon instead of keeping them.
+    repeat = hours_ms(rules.overdue_repeat_hours)
+    for cid, cf in result.per_clock.items():
+        early = [fid for fid, f in cf.facts.items() if f.at_ms < horizon_ms
+                 and f.type in ("inspection_overdue", "inspection_due_soon")]
+        if not early:
+            continue
+        reminders = set(cf.floor.reminders)
+        k = cf.floor.k
+        for fid in early:
+            fact = cf.facts.pop(fid)
+            settled_ids.add(fid)
+            if fact.type == "inspection_due_soon":
+                reminders.add(float(fact.fields["hours_left"]))
+            else:
+                due = parse_iso(fact.fields["due"])
+                k = max(k, (fact.at_ms - due) // repeat + 1)
+        cf.floor = out.floors[cid] = ClockFloor(k, frozenset(reminders))
+
+    present = [fid for fid in settled_ids if fid in result.facts]
+    for fid in present:
+        del result.facts[fid]
+    result.other_ids -= settled_ids
+    out.fact_ids = sorted(present)
+    return out
+
+
+def _by_id(clocks: list[Clock], clock_id: str) -> Clock | None:
+    for clock in clocks:
+        if clock.clock_id == clock_id:
+            return clock
+    return None

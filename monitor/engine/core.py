@@ -9,7 +9,7 @@ to every timeline that uses its sensor. The storm events of the gauges, the
 inspections and *now* feed the site's clocks (``clocks.py``), recomputed
 whenever one of them changes.
 
-The engine keeps, for every fact id ever concluded, the last version it
+The engine keeps, for every fact id that may still change, the last version it
 published. After each ``apply``/``tick`` it compares the facts that may have
 changed with that record and returns what is new (revision 0), what changed
 (the same id, revision + 1) and what no longer holds (revision + 1 with
@@ -19,25 +19,36 @@ order and duplicates do not change it.
 
 *Now* is the later of the newest tick and the newest event time seen, so a
 replay that never ticks still lets time pass with its readings.
+
+Bounded memory (a season is months). Every ``COMPACT_EVERY`` readings the
+engine moves each site's *horizon* up to ``lateness_days`` plus a day before
+the newest event time: input older than that is refused from then on, so what
+it decided is final. The timelines drop their checkpoints and facts before the
+horizon, the clocks settle what is closed before it, and the published record
+forgets those facts. They are not lost: ``drain_settled`` hands them to the
+caller (the daemon has them in its store already; ``replay`` prints them).
+The late readings a timeline re-folds with come from an injected ``Window``
+(``window.py``): the daemon's journal, or memory for ``replay``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import Config, SiteConfig
 from . import clocks
-from .clocks import MEAN_GAUGE, SiteClocks
-from .events import Event, Fact
+from .clocks import MEAN_GAUGE, Anchor, ClockFloor, SiteClocks
+from .events import Event, Fact, in_event_order
 from .health import HealthFold
 from .inputs import Inspection, Reading
 from .rain import GAUGE_QUALIFIED, MICRO_PER_IN, GaugeFold
-from .timeline import Timeline
-from .times import MS_PER_DAY, MS_PER_HOUR, iso
+from .timeline import Source, Timeline, bucket_of
+from .times import MS_PER_DAY, MS_PER_HOUR
 from .traps import TrapFold
 from .turbidity import PairFold
+from .window import MemoryWindow, Window
 
 #: Readings this much older than the newest are counted as late (DESIGN § 4).
 LATE_NOTE_MS = MS_PER_HOUR
@@ -45,6 +56,11 @@ LATE_NOTE_MS = MS_PER_HOUR
 #: accepted (checked against its own reference clock) always lands after the base.
 COMPACT_MARGIN_MS = MS_PER_DAY
 COMPACT_EVERY = 2048
+#: A retracted fact older than its site's horizon by this much is kept only as
+#: its last revision number (should it ever hold again, it continues from there).
+RETIRE_AFTER_MS = 7 * MS_PER_DAY
+#: The shape of ``Engine.dump()``; another version is rebuilt from the journal.
+DUMP_VERSION = 2
 
 
 @dataclass
@@ -69,14 +85,23 @@ class SiteEngine:
     pairs: dict[str, Timeline[Any]] = field(default_factory=dict)
     health: dict[str, Timeline[Any]] = field(default_factory=dict)
     routes: dict[str, list[Timeline[Any]]] = field(default_factory=dict)
+    #: Inspections the clocks still need (older ones have settled).
     inspections: list[Inspection] = field(default_factory=list)
     inspection_keys: set[tuple[int, str, str]] = field(default_factory=set)
+    last_inspection_ms: int | None = None
     first_seen_ms: int | None = None
     compacted_ms: int | None = None
     clocks: SiteClocks = field(default_factory=SiteClocks)
     #: The *now* of the last clock computation: a restore recomputes at this
     #: instant, so it holds exactly the clock facts that were published.
     clocks_now_ms: int | None = None
+    #: The gauges' storm facts the clocks still need, by id (they outlive the
+    #: gauge timelines' window while a storm's clock is open).
+    storm_facts: dict[str, Fact] = field(default_factory=dict)
+    anchor: Anchor | None = None
+    floors: dict[str, ClockFloor] = field(default_factory=dict)
+    #: Accepted readings per sensor, ever (status messages not counted).
+    readings: dict[str, int] = field(default_factory=dict)
 
     def all_timelines(self) -> Iterable[tuple[str, Timeline[Any]]]:
         for group, tls in (("gauge", self.gauges), ("trap", self.traps), ("pair", self.pairs),
@@ -85,36 +110,50 @@ class SiteEngine:
                 yield f"{group}:{name}", tl
 
 
-def _folds(site: SiteConfig) -> dict[str, Any]:
-    """Every fold of a site, by timeline name (``group:name``)."""
-    folds: dict[str, Any] = {}
+def _folds(site: SiteConfig) -> dict[str, tuple[Any, tuple[str, ...], bool]]:
+    """Every fold of a site by timeline name (``group:name``), with the sensors whose
+    messages it takes and whether status messages are among them."""
+    folds: dict[str, tuple[Any, tuple[str, ...], bool]] = {}
     gauges = site.gauges()
     for g in gauges:
-        folds[f"gauge:{g.id}"] = GaugeFold(site.id, g.id, site.rain, {g.id: g.in_per_tip_value})
+        folds[f"gauge:{g.id}"] = (GaugeFold(site.id, g.id, site.rain, {g.id: g.in_per_tip_value}),
+                                  (g.id,), False)
     if site.rain.gauges == "mean" and gauges:
-        folds[f"gauge:{MEAN_GAUGE}"] = GaugeFold(
+        folds[f"gauge:{MEAN_GAUGE}"] = (GaugeFold(
             site.id, MEAN_GAUGE, site.rain, {g.id: g.in_per_tip_value for g in gauges},
-            units=MICRO_PER_IN * len(gauges), emit_resets=False)
+            units=MICRO_PER_IN * len(gauges), emit_resets=False), tuple(g.id for g in gauges),
+            False)
     for trap in site.traps:
         sensor = site.sensor(trap.sensor)
         assert sensor is not None
-        folds[f"trap:{trap.id}"] = TrapFold(site.id, trap, sensor)
+        folds[f"trap:{trap.id}"] = (TrapFold(site.id, trap, sensor), (trap.sensor,), False)
     for pair in site.turbidity_pairs:
         up, down = site.sensor(pair.upstream), site.sensor(pair.downstream)
         assert up is not None and down is not None
-        folds[f"pair:{pair.id}"] = PairFold(site.id, pair, up, down)
+        folds[f"pair:{pair.id}"] = (PairFold(site.id, pair, up, down),
+                                    (pair.upstream, pair.downstream), False)
     for s in site.sensors:
-        folds[f"health:{s.id}"] = HealthFold(site.id, s)
+        folds[f"health:{s.id}"] = (HealthFold(site.id, s), (s.id,), True)
     return folds
 
 
-def _build_site(site: SiteConfig, restored: dict[str, Any] | None = None) -> SiteEngine:
+def _source(window: Window, site: str, sensors: Sequence[str], with_status: bool) -> Source:
+    def read(since_ms: int) -> list[Reading]:
+        found = window.readings(site, sensors, since_ms)
+        return found if with_status else [r for r in found if r.kind != "status"]
+    return read
+
+
+def _build_site(site: SiteConfig, window: Window | None,
+                restored: dict[str, Any] | None = None) -> SiteEngine:
     se = SiteEngine(site)
     groups = {"gauge": se.gauges, "trap": se.traps, "pair": se.pairs, "health": se.health}
-    for name, fold in _folds(site).items():
+    for name, (fold, sensors, with_status) in _folds(site).items():
         group, ident = name.split(":", 1)
+        source = _source(window, site.id, sensors, with_status) if window is not None else None
         data = (restored or {}).get(name)
-        tl: Timeline[Any] = Timeline.restore(fold, data) if data is not None else Timeline(fold)
+        tl: Timeline[Any] = (Timeline.restore(fold, data, source) if data is not None
+                             else Timeline(fold, source))
         groups[group][ident] = tl
     # Which timelines each sensor's messages go to.
     for s in site.sensors:
@@ -131,16 +170,27 @@ def _build_site(site: SiteConfig, restored: dict[str, Any] | None = None) -> Sit
 
 
 class Engine:
-    """The compliance engine for every site of one configuration."""
+    """The compliance engine for every site of one configuration.
 
-    def __init__(self, config: Config) -> None:
+    ``window`` is where late readings are re-read from (see ``window.py``), so
+    the timelines keep only their last two hours of readings; without one they
+    keep every reading within the lateness bound (``replay``, which has read
+    them all anyway).
+    """
+
+    def __init__(self, config: Config, window: Window | None = None) -> None:
         self.config = config
-        self.sites: dict[str, SiteEngine] = {s.id: _build_site(s) for s in config.sites}
+        self.window = window
+        self.sites: dict[str, SiteEngine] = {s.id: _build_site(s, self.window)
+                                             for s in config.sites}
         self.published: dict[str, Event] = {}
+        #: Retracted facts long past, as their last revision only.
+        self.retired: dict[str, int] = {}
         self.watermark_ms: int | None = None
         self.tick_ms: int | None = None
         self.stats = Stats()
         self._since_compact = 0
+        self._settled: list[Event] = []
 
     # ------------------------------------------------------------------ inputs
 
@@ -162,12 +212,6 @@ class Engine:
             return self._apply_inspection(se, item)
         return self._apply_reading(se, item)
 
-    def apply_many(self, items: Iterable[Reading | Inspection]) -> list[Event]:
-        out: list[Event] = []
-        for item in items:
-            out += self.apply(item)
-        return out
-
     def tick(self, now_ms: int) -> list[Event]:
         """Let time pass to ``now_ms`` (wall clock in the daemon, last reading in replay)."""
         # An older tick still settles the tails readings have touched since the last one.
@@ -175,24 +219,37 @@ class Engine:
         now_ms = self.tick_ms
         out: list[Event] = []
         for se in self.sites.values():
-            for _, tl in se.all_timelines():
+            for name, tl in se.all_timelines():
                 changed = tl.advance_to(now_ms)
                 if changed:
                     out += self._publish(tl.truth, changed)
+                    if name.startswith("gauge:"):
+                        _note_storm_facts(se, tl, changed)
             out += self._recompute_clocks(se)
         return _ordered(out)
 
     # ------------------------------------------------------------------ queries
 
     def current_events(self) -> list[Event]:
-        """The final set: the latest revision of every fact that still holds."""
+        """The latest revision of every fact still in memory that holds (settled facts
+        have been handed out by ``drain_settled``)."""
         return _ordered([e for e in self.published.values() if not e.retracted])
+
+    def drain_settled(self) -> list[Event]:
+        """The latest revisions of the facts that became final and left memory since
+        the last call (retractions excluded), in no particular order."""
+        out, self._settled = self._settled, []
+        return out
 
     def clocks(self, site_id: str) -> list[clocks.Clock]:
         return list(self.sites[site_id].clocks.clocks)
 
     def site_engine(self, site_id: str) -> SiteEngine:
         return self.sites[site_id]
+
+    def horizon_ms(self, site_id: str, ref_ms: int) -> int:
+        """The oldest event time still accepted for a site, against ``ref_ms``."""
+        return ref_ms - round(self.sites[site_id].config.lateness_days * MS_PER_DAY)
 
     # ------------------------------------------------------------------ internals
 
@@ -210,6 +267,8 @@ class Engine:
         targets.append(health)
         if self.watermark_ms is not None and self.watermark_ms - ts > LATE_NOTE_MS:
             self.stats.late += 1
+        if self.window is not None:
+            self.window.add(reading)
         out: list[Event] = []
         clocks_dirty = False
         inserted = False
@@ -221,16 +280,15 @@ class Engine:
             if not changed:
                 continue
             out += self._publish(tl.truth, changed)
-            if tl is not health and any(
-                    (tl.truth.get(fid) or _GONE).type in _STORM_TYPES for fid in changed):
-                clocks_dirty = True
-            if tl is not health and any(fid not in tl.truth for fid in changed):
-                clocks_dirty = True
+            if isinstance(tl.fold, GaugeFold):
+                clocks_dirty = _note_storm_facts(se, tl, changed) or clocks_dirty
         if not inserted and targets:
             # Every timeline knew this message already: a redelivery.
             self.stats.duplicates += 1
             return []
         self.stats.accepted += 1
+        if reading.kind != "status":
+            se.readings[reading.sensor] = se.readings.get(reading.sensor, 0) + 1
         if se.first_seen_ms is None or ts < se.first_seen_ms:
             se.first_seen_ms = ts
             clocks_dirty = clocks_dirty or (site.active_since is None)
@@ -243,12 +301,18 @@ class Engine:
         return _ordered(out)
 
     def _apply_inspection(self, se: SiteEngine, insp: Inspection) -> list[Event]:
+        if se.compacted_ms is not None and insp.ts_ms < se.compacted_ms:
+            # Its clocks may have settled already: too late to change them.
+            self.stats.too_old += 1
+            return []
         key = (insp.ts_ms, insp.inspector, insp.kind)
         if key in se.inspection_keys:
             self.stats.duplicates += 1
             return []
         se.inspection_keys.add(key)
         se.inspections.append(insp)
+        if se.last_inspection_ms is None or insp.ts_ms > se.last_inspection_ms:
+            se.last_inspection_ms = insp.ts_ms
         self.stats.accepted += 1
         self._advance_watermark(insp.ts_ms)
         return _ordered(self._recompute_clocks(se))
@@ -258,11 +322,10 @@ class Engine:
             self.watermark_ms = ts
 
     def _recompute_clocks(self, se: SiteEngine) -> list[Event]:
-        gauge_facts = [f for tl in se.gauges.values() for f in tl.truth.values()
-                       if f.type in _STORM_TYPES]
         se.clocks_now_ms = self.now_ms
-        se.clocks = clocks.compute(se.config, gauge_facts, se.inspections, se.first_seen_ms,
-                                   self.now_ms, se.clocks)
+        se.clocks = clocks.compute(se.config, list(se.storm_facts.values()), se.inspections,
+                                   se.first_seen_ms, self.now_ms, se.clocks, anchor=se.anchor,
+                                   floors=se.floors)
         return self._publish(se.clocks.facts, se.clocks.changed)
 
     def _publish(self, truth: dict[str, Fact], changed: Iterable[str]) -> list[Event]:
@@ -279,7 +342,8 @@ class Engine:
                     out.append(event)
                 continue
             if old is None:
-                event = Event(fact, 0)
+                retired = self.retired.pop(fid, None)
+                event = Event(fact, 0 if retired is None else retired + 1)
             elif old.retracted or old.fact != fact:
                 event = Event(fact, old.revision + 1)
             else:
@@ -293,76 +357,134 @@ class Engine:
         if self.watermark_ms is None:
             return
         for se in self.sites.values():
-            horizon = (self.watermark_ms - round(se.config.lateness_days * MS_PER_DAY)
-                       - COMPACT_MARGIN_MS)
+            horizon = bucket_of(self.watermark_ms - round(se.config.lateness_days * MS_PER_DAY)
+                                - COMPACT_MARGIN_MS)
+            if se.compacted_ms is not None and horizon <= se.compacted_ms:
+                continue
+            final: list[str] = []
             for _, tl in se.all_timelines():
-                tl.compact(horizon)
+                final += tl.compact(horizon)
+            if self.window is not None:
+                self.window.compact(se.config.id, horizon)
+            settled = clocks.settle(se.config, list(se.storm_facts.values()), se.clocks,
+                                    se.inspections, se.anchor, se.floors, horizon)
+            final += settled.fact_ids
+            for fid in settled.storm_fact_ids:
+                se.storm_facts.pop(fid, None)
+            se.inspections = settled.inspections
+            se.inspection_keys = {(i.ts_ms, i.inspector, i.kind) for i in se.inspections}
+            se.anchor, se.floors = settled.anchor, settled.floors
             se.compacted_ms = horizon
+            for fid in final:
+                event = self.published.pop(fid, None)
+                if event is not None and not event.retracted:
+                    self._settled.append(event)
+            self._retire(se.config.id, horizon - RETIRE_AFTER_MS)
 
-    def horizon_ms(self, site_id: str, ref_ms: int) -> int:
-        """The oldest event time still accepted for a site, against ``ref_ms``."""
-        return ref_ms - round(self.sites[site_id].config.lateness_days * MS_PER_DAY)
+    def _retire(self, site_id: str, before_ms: int) -> None:
+        gone = [fid for fid, e in self.published.items()
+                if e.retracted and e.fact.site == site_id and e.at_ms < before_ms]
+        for fid in gone:
+            self.retired[fid] = self.published.pop(fid).revision
 
     # ------------------------------------------------------------------ persistence
 
     def dump(self) -> dict[str, Any]:
-        """All state as JSON-ready data; ``Engine.restore`` gives the same engine back."""
+        """All state as JSON-ready data; ``Engine.restore`` gives the same engine back.
+
+        The window's readings are included when the window keeps them itself
+        (``MemoryWindow``); the daemon's journal window keeps none here.
+        """
         return {
-            "version": 1,
+            "version": DUMP_VERSION,
             "watermark_ms": self.watermark_ms,
             "tick_ms": self.tick_ms,
             "stats": self.stats.to_json(),
+            # When the next compaction runs is part of the state: the restored
+            # engine must forget what the uninterrupted one forgets, when it does.
+            "since_compact": self._since_compact,
             "published": [e.to_json() for e in self.published.values()],
-            "sites": {
-                sid: {
-                    "timelines": {name: tl.dump() for name, tl in se.all_timelines()},
-                    "inspections": [i.to_json() for i in se.inspections],
-                    "first_seen_ms": se.first_seen_ms,
-                    "compacted_ms": se.compacted_ms,
-                    "clocks_now_ms": se.clocks_now_ms,
-                }
-                for sid, se in self.sites.items()
-            },
+            "retired": self.retired,
+            "window": self.window.dump() if self.window is not None else None,
+            "sites": {sid: _dump_site(se) for sid, se in self.sites.items()},
         }
 
     @classmethod
-    def restore(cls, config: Config, data: dict[str, Any]) -> Engine:
-        eng = cls.__new__(cls)
-        eng.config = config
+    def restore(cls, config: Config, data: dict[str, Any],
+                window: Window | None = None) -> Engine:
+        """The engine ``dump()`` described. ``ValueError`` when it is from another
+        version of stormwatch (rebuild from the journal instead)."""
+        if data.get("version") != DUMP_VERSION:
+            raise ValueError(f"engine state version {data.get('version')!r}, this stormwatch"
+                             f" reads {DUMP_VERSION}")
+        if window is None and data.get("window") is not None:
+            window = MemoryWindow.load(data["window"])
+        eng = cls(config, window)
         eng.watermark_ms = data["watermark_ms"]
         eng.tick_ms = data["tick_ms"]
         eng.stats = Stats(**data["stats"])
-        eng._since_compact = 0
-        eng.published = {}
+        eng._since_compact = int(data["since_compact"])
         for raw in data["published"]:
             event = Event.from_json(raw)
             eng.published[event.id] = event
+        eng.retired = {str(k): int(v) for k, v in data["retired"].items()}
         eng.sites = {}
         for site in config.sites:
-            sd = data["sites"].get(site.id, {})
-            se = _build_site(site, sd.get("timelines"))
-            for raw in sd.get("inspections", []):
-                insp = Inspection.from_json(raw)
-                se.inspections.append(insp)
-                se.inspection_keys.add((insp.ts_ms, insp.inspector, insp.kind))
-            se.first_seen_ms = sd.get("first_seen_ms")
-            se.compacted_ms = sd.get("compacted_ms")
-            se.clocks_now_ms = sd.get("clocks_now_ms")
-            se.clocks = clocks.compute(site, [f for tl in se.gauges.values()
-                                              for f in tl.truth.values()
-                                              if f.type in _STORM_TYPES],
-                                       se.inspections, se.first_seen_ms, se.clocks_now_ms)
-            eng.sites[site.id] = se
+            eng.sites[site.id] = _load_site(site, window, data["sites"].get(site.id, {}))
         return eng
 
 
+def _dump_site(se: SiteEngine) -> dict[str, Any]:
+    return {
+        "timelines": {name: tl.dump() for name, tl in se.all_timelines()},
+        "inspections": [i.to_json() for i in se.inspections],
+        "last_inspection_ms": se.last_inspection_ms,
+        "first_seen_ms": se.first_seen_ms,
+        "compacted_ms": se.compacted_ms,
+        "clocks_now_ms": se.clocks_now_ms,
+        "storm_facts": [f.to_json() for f in se.storm_facts.values()],
+        "anchor": se.anchor.to_json() if se.anchor is not None else None,
+        "floors": {cid: floor.to_json() for cid, floor in se.floors.items()},
+        "readings": se.readings,
+    }
+
+
+def _load_site(site: SiteConfig, window: Window | None, sd: dict[str, Any]) -> SiteEngine:
+    se = _build_site(site, window, sd.get("timelines"))
+    for raw in sd.get("inspections", []):
+        insp = Inspection.from_json(raw)
+        se.inspections.append(insp)
+        se.inspection_keys.add((insp.ts_ms, insp.inspector, insp.kind))
+    se.last_inspection_ms = sd.get("last_inspection_ms")
+    se.first_seen_ms = sd.get("first_seen_ms")
+    se.compacted_ms = sd.get("compacted_ms")
+    se.clocks_now_ms = sd.get("clocks_now_ms")
+    se.storm_facts = {f.id: f for f in (Fact.from_json(raw) for raw in sd.get("storm_facts", []))}
+    anchor = sd.get("anchor")
+    se.anchor = Anchor(int(anchor)) if anchor is not None else None
+    se.floors = {cid: ClockFloor.from_json(v) for cid, v in sd.get("floors", {}).items()}
+    se.readings = {str(k): int(v) for k, v in sd.get("readings", {}).items()}
+    se.clocks = clocks.compute(site, list(se.storm_facts.values()), se.inspections,
+                               se.first_seen_ms, se.clocks_now_ms, anchor=se.anchor,
+                               floors=se.floors)
+    return se
+
+
 _STORM_TYPES = frozenset({"storm_started", "storm_ended", GAUGE_QUALIFIED})
-_GONE = Fact("", "", 0, "")
 
 
-def _ordered(events: list[Event]) -> list[Event]:
-    return sorted(events, key=lambda e: (e.fact.sort_key(), e.revision))
+def _note_storm_facts(se: SiteEngine, tl: Timeline[Any], changed: Iterable[str]) -> bool:
+    """Mirror a gauge timeline's storm facts into the site's; True if any changed."""
+    dirty = False
+    for fid in changed:
+        fact = tl.truth.get(fid)
+        if fact is not None and fact.type in _STORM_TYPES:
+            if se.storm_facts.get(fid) != fact:
+                se.storm_facts[fid] = fact
+                dirty = True
+        elif se.storm_facts.pop(fid, None) is not None:
+            dirty = True
+    return dirty
 
 
-def describe_time(ts_ms: int | None) -> str | None:
-    return iso(ts_ms) if ts_ms is not None else None
+_ordered = in_event_order

@@ -111,3 +111,8 @@ class Event:
     def from_json(cls, data: dict[str, Any]) -> Event:
         return cls(Fact.from_json(data), int(data.get("revision", 0)),
                    bool(data.get("retracted", False)))
+
+
+def in_event_order(events: list[Event]) -> list[Event]:
+    """Events by event time (causes before consequences at one instant), then revision."""
+    return sorted(events, key=lambda e: (e.fact.sort_key(), e.revision))

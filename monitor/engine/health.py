@@ -26,9 +26,6 @@ from .inputs import Reading
 from .times import iso, minutes_ms
 
 BATTERY_REARM_V = 0.1
-#: The message fields that make up its identity, besides time and kind.
-_IDENTITY_FIELDS = ("tips_total", "precip_in", "seq", "ntu", "temp_c", "depth_in",
-                    "distance_in", "battery_v", "rssi_dbm", "uptime_s", "buffered")
 
 
 @dataclass(slots=True)
@@ -36,6 +33,12 @@ class HealthState:
     last_seen: int | None = None
     battery_v: float | None = None
     battery_low: bool = False
+
+
+def is_stale(last_seen_ms: int | None, stale_after_ms: int, now_ms: int) -> bool:
+    """A sensor is stale when nothing came for longer than ``stale_after_ms``; one that
+    never sent anything is stale too (missing data is never good news)."""
+    return last_seen_ms is None or now_ms - last_seen_ms > stale_after_ms
 
 
 class HealthFold:
@@ -51,16 +54,12 @@ class HealthFold:
         return HealthState()
 
     def key(self, item: Reading) -> tuple[Any, ...]:
-        # Every message of the sensor counts, so identity is the whole message.
-        # Each field is a (present, value) pair, flattened: absent fields sort
-        # first and keys of different shapes compare, and the key stays plain
-        # JSON (a timeline's compacted base key is part of the snapshot, and a
-        # -inf placeholder made every snapshot after the first compaction fail).
-        key: list[Any] = [item.ts_ms, item.kind]
-        for name in _IDENTITY_FIELDS:
-            value = getattr(item, name)
-            key += (0, 0) if value is None else (1, value)
-        return tuple(key)
+        # Health looks at when a message came and what battery it reported, so
+        # that is its identity: two messages of one instant with the same battery
+        # are one input here (whatever else they carry). Absent battery is -1
+        # (volts are never negative), so the key stays plain JSON.
+        return (item.ts_ms, int(item.kind == "status"),
+                -1.0 if item.battery_v is None else item.battery_v)
 
     def step(self, state: HealthState, item: Reading, out: list[Fact]) -> None:
         ts = item.ts_ms
@@ -90,7 +89,7 @@ class HealthFold:
         return HealthState(data[0], data[1], data[2])
 
     def is_stale(self, state: HealthState, now_ms: int) -> bool:
-        return state.last_seen is None or now_ms - state.last_seen > self.stale_ms
+        return is_stale(state.last_seen, self.stale_ms, now_ms)
 
     def _stale(self, last_seen: int) -> Fact:
         return Fact("sensor_stale", self.site, last_seen + self.stale_ms,
