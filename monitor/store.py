@@ -23,7 +23,14 @@ derived from the journal with cursors, so this file holds
                   a restart, must not send again to those that already took the alert.
 ``logbook``       the site log book of § 134-9A(2), an append-only hash chain.
 ``snapshots``     engine state at some ``applied_seq``, so a restart replays only
-                  the tail of the journal.
+                  the tail of the journal; one row per ``owner`` (the daemon's
+                  engine, the exporter's replica) for engine snapshots.
+``checkpoints``   the timeline checkpoints of the owner's newest engine snapshot,
+                  a row each: they are written once and kept until compaction
+                  passes them, so a snapshot writes only what changed since the
+                  one before (``save_engine_snapshot``).
+``site_status``   what ``stormwatch status`` shows of each site, kept current by
+                  the daemon, so the command answers at once at any journal size.
 ``meta``          schema version, ``applied_seq``, the log book head, cursors.
 
 Invariants:
@@ -34,8 +41,10 @@ Invariants:
   journal rows and produces them again, and ``ON CONFLICT DO NOTHING`` on
   (id, revision) makes that second attempt a no-op.
 * Idempotence by content. A journal row is identified by
-  (kind, site, sensor, canonical JSON of its body); an MQTT QoS 1 redelivery of
-  a message already journaled changes nothing but the ``duplicates`` counter.
+  (site, sensor, time, hash of the canonical JSON of its body); an MQTT QoS 1
+  redelivery of a message already journaled changes nothing but the
+  ``duplicates`` counter. Rows without a site or sensor (ticks, inspections)
+  store ``''`` there, so the identity index is on plain columns.
 * Durability. WAL with ``synchronous=FULL`` fsyncs the log on every commit, so
   a committed (hence acknowledged) row survives power loss, not only a crash
   of the process. Callers batch (many rows per commit) to pay that fsync once
@@ -126,6 +135,16 @@ class JournalRow:
     kind: str
     body: dict[str, Any]
     received_ms: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class EngineSnapshot:
+    """An engine snapshot as stored: the head (everything but checkpoint states, as
+    JSON text) and the checkpoint states by timeline name and instant."""
+
+    applied_seq: int
+    head: str
+    checkpoints: dict[str, dict[int, str]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,6 +297,32 @@ _MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
         "ALTER TABLE outbox ADD COLUMN created_ms INTEGER",
         "CREATE INDEX outbox_alert ON outbox (alert_id)",
     ),
+    (
+        # Identity on plain columns: the old index was on ifnull() expressions,
+        # which the planner cannot use for "this sensor's readings since t" (a
+        # late reading re-folds its timeline from the journal). Site first, then
+        # sensor and time: new rows still land near the end of their sensor's
+        # range, and the same index serves those reads.
+        "UPDATE journal SET site = '' WHERE site IS NULL",
+        "UPDATE journal SET sensor = '' WHERE sensor IS NULL",
+        "DROP INDEX journal_identity",
+        "CREATE UNIQUE INDEX journal_key ON journal (site, sensor, ts_ms, ident)",
+        "ALTER TABLE snapshots ADD COLUMN owner TEXT NOT NULL DEFAULT 'engine'",
+        "CREATE INDEX snapshots_owner ON snapshots (owner, id)",
+        """CREATE TABLE checkpoints (
+            owner TEXT NOT NULL,
+            timeline TEXT NOT NULL,
+            at_ms INTEGER NOT NULL,
+            state TEXT NOT NULL,
+            PRIMARY KEY (owner, timeline, at_ms)
+        ) WITHOUT ROWID""",
+        """CREATE TABLE site_status (
+            site TEXT PRIMARY KEY,
+            updated_ms INTEGER NOT NULL,
+            applied_seq INTEGER NOT NULL,
+            data TEXT NOT NULL
+        ) WITHOUT ROWID""",
+    ),
 )
 SCHEMA_VERSION: Final = len(_MIGRATIONS)
 
@@ -426,13 +471,12 @@ class Store:
         """Journal accepted inputs and dead-letter rejects in ONE transaction.
 
         Returns, per journal row, its new ``seq``, or ``None`` when the same
-        (kind, site, sensor, body) is already journaled (an MQTT redelivery) or
+        (site, sensor, body) is already journaled (an MQTT redelivery) or
         appears earlier in this batch. When this returns, the rows are on disk.
         """
         if not journal and not dead:
             return []
         rows: list[tuple[Any, ...]] = []
-        keys: list[tuple[str, str | None, str | None, int, bytes]] = []
         for item in journal:
             # ts_ms is in the identity index (see the schema); it must be the
             # body's own time, or a redelivery could look like a new reading.
@@ -442,26 +486,12 @@ class Store:
                                  f" {body_ts}")
             text = canonical(item.body)
             ident = hashlib.sha256(text.encode("utf-8")).digest()[:IDENT_BYTES]
-            rows.append((item.kind, item.site, item.sensor, item.ts_ms, ident, text,
+            rows.append((item.kind, item.site or "", item.sensor or "", item.ts_ms, ident, text,
                          item.topic, item.received_ms))
-            keys.append((item.kind, item.site, item.sensor, item.ts_ms, ident))
+        seqs: list[int | None] = []
         with self._write() as conn:
-            before = conn.execute("SELECT ifnull(max(seq), 0) FROM journal").fetchone()[0]
-            # ON CONFLICT DO NOTHING, not INSERT OR IGNORE: OR IGNORE would also
-            # silently skip a row failing a CHECK or NOT NULL constraint and report
-            # it as a duplicate; DO NOTHING skips only uniqueness conflicts.
-            conn.executemany(
-                "INSERT INTO journal (kind, site, sensor, ts_ms, ident, body, topic, received_ms)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING", rows)
-            # executemany gives no per-row lastrowid, so read back what this
-            # transaction added: we hold the write lock, so every row above
-            # `before` is ours, in insertion order.
-            new = {(kind, site, sensor, ts_ms, bytes(ident)): seq
-                   for seq, kind, site, sensor, ts_ms, ident in conn.execute(
-                       "SELECT seq, kind, site, sensor, ts_ms, ident FROM journal"
-                       " WHERE seq > ? ORDER BY seq", (before,))}
-            # pop: the first of two equal rows in one batch is the one inserted.
-            seqs = [new.pop(key, None) for key in keys]
+            if rows:
+                seqs = self._insert_journal(conn, rows)
             counts: Counter[str] = Counter()
             for item, seq in zip(journal, seqs, strict=True):
                 if item.kind in INGEST_KINDS:
@@ -477,6 +507,33 @@ class Store:
             self._bump(conn, counts)
         return seqs
 
+    @staticmethod
+    def _insert_journal(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]
+                        ) -> list[int | None]:
+        """Insert rows numbered from the journal's next seq; a row that is already
+        there (the identity index) is skipped and gets None."""
+        # We hold the write lock, so the numbers are ours. sqlite_sequence, not
+        # max(seq): AUTOINCREMENT never hands out a number twice, even one whose
+        # row is gone, and numbering the rows ourselves keeps that promise.
+        found = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'journal'").fetchone()
+        top = conn.execute("SELECT ifnull(max(seq), 0) FROM journal").fetchone()[0]
+        first = max(top, found[0] if found else 0) + 1
+        before = conn.total_changes
+        # ON CONFLICT DO NOTHING, not INSERT OR IGNORE: OR IGNORE would also
+        # silently skip a row failing a CHECK or NOT NULL constraint and report
+        # it as a duplicate; DO NOTHING skips only uniqueness conflicts.
+        conn.executemany(
+            "INSERT INTO journal (seq, kind, site, sensor, ts_ms, ident, body, topic, received_ms)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            [(first + i, *row) for i, row in enumerate(rows)])
+        if conn.total_changes - before == len(rows):
+            return list(range(first, first + len(rows)))
+        # Some were duplicates (redeliveries): which numbers were taken? A range
+        # scan of the primary key, only in this rare case.
+        taken = {seq for (seq,) in conn.execute(
+            "SELECT seq FROM journal WHERE seq >= ? AND seq < ?", (first, first + len(rows)))}
+        return [first + i if first + i in taken else None for i in range(len(rows))]
+
     def journal_after(self, seq: int, limit: int = 10000) -> list[JournalRow]:
         """Journal rows with ``seq`` greater than the given one, ascending (the replay path)."""
         return [JournalRow(s, kind, json.loads(body), received)
@@ -485,11 +542,31 @@ class Store:
                     " ORDER BY seq LIMIT ?", (seq, limit))]
 
     def journal_count(self, kinds: Sequence[str] = INGEST_KINDS) -> int:
+        """Journal rows of these kinds. The default (readings and inspections) is the
+        ``accepted`` counter, kept with every commit: counting a large journal
+        takes seconds."""
+        if tuple(kinds) == INGEST_KINDS:
+            return self.counter("accepted")
         if not kinds:
             return 0
         marks = ", ".join("?" * len(kinds))
         return int(self._conn.execute(
             f"SELECT count(*) FROM journal WHERE kind IN ({marks})", tuple(kinds)).fetchone()[0])
+
+    def journal_readings(self, site: str, sensors: Sequence[str], since_ms: int,
+                         upto_seq: int | None = None) -> list[dict[str, Any]]:
+        """The bodies of the sensors' messages (readings and status) at or after
+        ``since_ms``, up to journal ``upto_seq``, in journal order (served by the
+        identity index)."""
+        marks = ", ".join("?" * len(sensors))
+        sql = (f"SELECT body FROM journal WHERE site = ? AND sensor IN ({marks})"
+               " AND ts_ms >= ? AND kind = 'reading'")
+        params: list[Any] = [site, *sensors, since_ms]
+        if upto_seq is not None:
+            sql += " AND seq <= ?"
+            params.append(upto_seq)
+        return [json.loads(body) for (body,) in self._conn.execute(sql + " ORDER BY seq",
+                                                                     params)]
 
     def journal_max_seq(self) -> int:
         """The newest journal ``seq``; 0 when the journal is empty."""
@@ -576,8 +653,10 @@ class Store:
 
     def record_events(self, events: Sequence[dict[str, Any]], applied_seq: int, *,
                       recorded_ms: int,
-                      routes: Callable[[dict[str, Any]], list[str]] | None = None) -> int:
-        """Store § 5 events with their outbox and log book rows and the engine cursor.
+                      routes: Callable[[dict[str, Any]], list[str]] | None = None,
+                      statuses: Mapping[str, str] | None = None) -> int:
+        """Store § 5 events with their outbox and log book rows and the engine cursor,
+        and the sites' status as it stands after them (``statuses``, JSON text by site).
 
         ONE transaction. An event whose (id, revision) is already stored is
         skipped entirely (no second outbox or log book row), so re-recording
@@ -586,6 +665,8 @@ class Store:
         """
         inserted = 0
         with self._write() as conn:
+            if statuses:
+                self._put_status(conn, statuses, applied_seq, recorded_ms)
             head_seq = int(self._meta(conn, "logbook_head_seq", 0))
             head_hash = str(self._meta(conn, "logbook_head_hash", GENESIS_HASH))
             for event in events:
@@ -695,8 +776,9 @@ class Store:
         with self._write() as conn:
             conn.execute("INSERT INTO snapshots (applied_seq, created_ms, data) VALUES (?, ?, ?)",
                          (applied_seq, created_ms, text))
-            conn.execute("DELETE FROM snapshots WHERE id NOT IN"
-                         " (SELECT id FROM snapshots ORDER BY id DESC LIMIT ?)", (keep,))
+            conn.execute("DELETE FROM snapshots WHERE owner = 'engine' AND id NOT IN"
+                         " (SELECT id FROM snapshots WHERE owner = 'engine'"
+                         " ORDER BY id DESC LIMIT ?)", (keep,))
 
     def snapshot_at_or_before(self, seq: int) -> tuple[int, dict[str, Any]] | None:
         """The kept snapshot with the highest ``applied_seq`` not above ``seq``, or None.
@@ -705,19 +787,82 @@ class Store:
         it may restore from this and replay the journal up to its own cursor.
         """
         row = self._conn.execute(
-            "SELECT applied_seq, data FROM snapshots WHERE applied_seq <= ?"
+            "SELECT applied_seq, data FROM snapshots WHERE owner = 'engine' AND applied_seq <= ?"
             " ORDER BY applied_seq DESC, id DESC LIMIT 1", (seq,)).fetchone()
         return None if row is None else (int(row[0]), json.loads(row[1]))
 
-    def latest_snapshot(self) -> tuple[int, dict[str, Any]] | None:
-        """The most recently saved snapshot as (applied_seq, data), or None.
+    def latest_snapshot(self, owner: str = "engine") -> tuple[int, dict[str, Any]] | None:
+        """The most recently saved snapshot of ``owner`` as (applied_seq, data), or None.
 
         Most recently *saved*, not highest ``applied_seq``: after a rebuild from
         scratch the new, lower snapshot is the one that matches the engine.
         """
         row = self._conn.execute(
-            "SELECT applied_seq, data FROM snapshots ORDER BY id DESC LIMIT 1").fetchone()
+            "SELECT applied_seq, data FROM snapshots WHERE owner = ? ORDER BY id DESC LIMIT 1",
+            (owner,)).fetchone()
         return None if row is None else (int(row[0]), json.loads(row[1]))
+
+    def save_engine_snapshot(self, owner: str, applied_seq: int, head: str, *,
+                             created_ms: int, put: Sequence[tuple[str, int, str]],
+                             keep_from: Mapping[str, int], replace_all: bool = False) -> None:
+        """Store an engine snapshot of ``owner`` in ONE transaction: its ``head`` (JSON
+        text), the checkpoint states that are new or changed since the last one
+        (``put``: timeline, instant, state), and, per timeline, the instant below
+        which its checkpoints are gone (``keep_from``, its compacted base). The
+        owner's previous snapshot row is replaced; ``replace_all`` drops all its
+        checkpoint rows first (the engine was rebuilt: ``put`` is then all of them)."""
+        with self._write() as conn:
+            conn.execute("DELETE FROM snapshots WHERE owner = ?", (owner,))
+            if replace_all:
+                conn.execute("DELETE FROM checkpoints WHERE owner = ?", (owner,))
+            conn.execute("INSERT INTO snapshots (applied_seq, created_ms, data, owner)"
+                         " VALUES (?, ?, ?, ?)", (applied_seq, created_ms, head, owner))
+            conn.executemany("DELETE FROM checkpoints WHERE owner = ? AND timeline = ?"
+                             " AND at_ms < ?",
+                             [(owner, name, at) for name, at in keep_from.items()])
+            conn.executemany("INSERT INTO checkpoints (owner, timeline, at_ms, state)"
+                             " VALUES (?, ?, ?, ?) ON CONFLICT (owner, timeline, at_ms)"
+                             " DO UPDATE SET state = excluded.state",
+                             [(owner, name, at, text) for name, at, text in put])
+
+    def load_engine_snapshot(self, owner: str = "engine") -> EngineSnapshot | None:
+        """The owner's snapshot as ``save_engine_snapshot`` stored it, or None; read in
+        one transaction, so the head and its checkpoints belong together."""
+        with self._read() as conn:
+            row = conn.execute("SELECT applied_seq, data FROM snapshots WHERE owner = ?"
+                               " ORDER BY id DESC LIMIT 1", (owner,)).fetchone()
+            if row is None:
+                return None
+            checkpoints: dict[str, dict[int, str]] = {}
+            for name, at, text in conn.execute(
+                    "SELECT timeline, at_ms, state FROM checkpoints WHERE owner = ?", (owner,)):
+                checkpoints.setdefault(name, {})[int(at)] = text
+        return EngineSnapshot(int(row[0]), str(row[1]), checkpoints)
+
+    def snapshot_size(self, owner: str = "engine") -> int:
+        """Bytes of the owner's snapshot: its head and its checkpoint rows."""
+        (head,) = self._conn.execute("SELECT ifnull(sum(length(data)), 0) FROM snapshots"
+                                     " WHERE owner = ?", (owner,)).fetchone()
+        (rows,) = self._conn.execute("SELECT ifnull(sum(length(state)), 0) FROM checkpoints"
+                                     " WHERE owner = ?", (owner,)).fetchone()
+        return int(head) + int(rows)
+
+    # -- site status -------------------------------------------------------------
+
+    @staticmethod
+    def _put_status(conn: sqlite3.Connection, statuses: Mapping[str, str], applied_seq: int,
+                    updated_ms: int) -> None:
+        conn.executemany(
+            "INSERT INTO site_status (site, updated_ms, applied_seq, data) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (site) DO UPDATE SET updated_ms = excluded.updated_ms,"
+            " applied_seq = excluded.applied_seq, data = excluded.data",
+            [(site, updated_ms, applied_seq, text) for site, text in statuses.items()])
+
+    def site_statuses(self) -> dict[str, tuple[int, int, dict[str, Any]]]:
+        """The recorded status of every site: (updated_ms, applied_seq, data)."""
+        return {site: (int(updated), int(seq), json.loads(data))
+                for site, updated, seq, data in self._conn.execute(
+                    "SELECT site, updated_ms, applied_seq, data FROM site_status")}
 
     # -- outbox ----------------------------------------------------------------
 
