@@ -116,6 +116,7 @@ class BrokerConfig(Model):
     tls: TlsConfig | None = None
     keepalive_s: int = Field(default=60, ge=5)
     session_expiry_hours: float = Field(default=168.0, ge=0)
+    subscribe: Literal["all", "sites"] = "all"
 
 
 class InfluxConfig(Model):

@@ -303,8 +303,8 @@ class Daemon:
         host = EngineHost.restore(self.config, store, clock=self.clock, routes=self.routes)
         replayed = host.catch_up()
         log.info("engine restored at journal %s (%s rows replayed)", host.applied_seq, replayed)
-        ingest = Ingest(self.config.broker, self.queue, clock=self.clock,
-                        protocol=self.mqtt_protocol, connected=self.connected)
+        ingest = Ingest(self.config.broker, self.queue, sites=[s.id for s in self.config.sites],
+                        clock=self.clock, protocol=self.mqtt_protocol, connected=self.connected)
         ingest.start()
         worker_stop = threading.Event()
         threads = [threading.Thread(target=_run_worker, args=(w, worker_stop), name=w.name,

@@ -15,6 +15,18 @@ Acknowledgements carry the connection *generation* they belong to: packet ids
 are per connection, so a message received before a reconnect must not be
 acknowledged on the new connection (that would acknowledge some other
 message); the broker redelivers it and the journal ignores the duplicate.
+
+What the daemon subscribes to is ``broker.subscribe``. With ``all`` (the
+default) it is one wildcard filter per topic kind, so a message for a site
+this daemon does not know reaches it and is dead-lettered as
+``unknown_site``: a misaddressed node shows at once. With ``sites`` it is
+three filters per configured site, so several daemons with disjoint site
+lists can share one broker and each session queues only its own sites'
+messages while its daemon is down; a message for a site nobody configured
+then reaches no daemon at all (an MQTT v5 publisher sees PUBACK 0x10 "no
+matching subscribers"). Subscriptions live in the persistent session, so a
+session resumed after switching from ``all`` to ``sites`` still holds the
+wildcards; they are unsubscribed once the site filters are in place.
 """
 
 from __future__ import annotations
@@ -25,7 +37,7 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +54,22 @@ log = logging.getLogger("stormwatch.ingest")
 CONNACK_TIMEOUT_S = 5.0
 
 
+def wildcard_filters(prefix: str) -> list[str]:
+    """Every site's readings, statuses and inspections (``subscribe: all``)."""
+    return [f"{prefix}/+/+/reading", f"{prefix}/+/+/status", f"{prefix}/+/inspection"]
+
+
+def site_filters(prefix: str, sites: Iterable[str]) -> list[str]:
+    """The same topics of the named sites only (``subscribe: sites``).
+
+    Site ids cannot contain ``+``, ``#`` or ``/`` (``config.ID_PATTERN``), so
+    each filter matches exactly its own site.
+    """
+    return [topic for site in sites
+            for topic in (f"{prefix}/{site}/+/reading", f"{prefix}/{site}/+/status",
+                          f"{prefix}/{site}/inspection")]
+
+
 @dataclass(frozen=True, slots=True)
 class Message:
     """One received MQTT message, as the engine thread needs it."""
@@ -55,15 +83,28 @@ class Message:
 
 
 class Ingest:
-    """The MQTT side of the daemon: a paho client feeding a bounded queue."""
+    """The MQTT side of the daemon: a paho client feeding a bounded queue.
+
+    ``sites`` are the configured site ids; ``broker.subscribe: sites`` needs them.
+    """
 
     def __init__(self, broker: BrokerConfig, out: queue.Queue[Message], *,
-                 clock: Callable[[], float] = time.time, protocol: int | None = None,
+                 sites: Sequence[str] = (), clock: Callable[[], float] = time.time,
+                 protocol: int | None = None,
                  connected: threading.Event | None = None) -> None:
         self.broker = broker
         self.out = out
         self.clock = clock
         self.prefix = broker.topic_prefix.rstrip("/")
+        if broker.subscribe == "sites":
+            if not sites:
+                # Subscribing to nothing would let the broker drop every message.
+                raise ValueError("broker.subscribe: sites needs the configured site ids")
+            self.filters = site_filters(self.prefix, sites)
+            self.stale_filters = wildcard_filters(self.prefix)
+        else:
+            self.filters = wildcard_filters(self.prefix)
+            self.stale_filters = []
         self.generation = 0
         self.connected = connected if connected is not None else threading.Event()
         self.stopping = False
@@ -159,13 +200,16 @@ class Ingest:
         self._connected_once = True
         with self._lock:
             self.generation += 1
-        topics = [(f"{self.prefix}/+/+/reading", 1), (f"{self.prefix}/+/+/status", 1),
-                  (f"{self.prefix}/+/inspection", 1)]
-        client.subscribe(topics)
+        client.subscribe([(topic, 1) for topic in self.filters])
         session = getattr(flags, "session_present", False)
-        log.info("connected to %s:%s (MQTT %s, session %s)", self.broker.host, self.broker.port,
+        if session and self.stale_filters:
+            # Wildcards left from `subscribe: all`. After the SUBSCRIBE, never before: a
+            # message published in between that matched neither would be dropped.
+            client.unsubscribe(self.stale_filters)
+        log.info("connected to %s:%s (MQTT %s, session %s, %d subscriptions, subscribe: %s)",
+                 self.broker.host, self.broker.port,
                  "5" if self._protocol == mqtt.MQTTv5 else "3.1.1",
-                 "resumed" if session else "new")
+                 "resumed" if session else "new", len(self.filters), self.broker.subscribe)
         self.connected.set()
 
     def _fallback_v311(self) -> None:
