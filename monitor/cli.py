@@ -111,10 +111,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     import time
 
-    from .status import build_status, format_status
+    from .status import StatusError, build_status, format_status
 
     config = _load(args.config)
-    status = build_status(config, round(time.time() * 1000))
+    try:
+        status = build_status(config, round(time.time() * 1000))
+    except StatusError as exc:
+        print(f"stormwatch status: {exc}", file=sys.stderr)
+        return EXIT_CHECK_FAILED
     if args.json:
         print(json.dumps(status, indent=2, sort_keys=False))
     else:

@@ -42,6 +42,7 @@ def record_inspection(config: Config, site: str, inspector: str, at_ms: int, kin
                                                received_ms=round(time.time() * 1000))])
                 host = EngineHost.restore(config, store)
                 host.catch_up()
+                host.record_status()
                 host.snapshot()
                 return _report(config, insp, "recorded in the database (no daemon running)")
     via = "sent to the running daemon through the broker"

@@ -21,6 +21,7 @@ from typing import IO, Any
 
 from .config import Config, SiteConfig
 from .engine import Engine, Event
+from .engine.events import in_event_order
 from .engine.times import iso
 from .models import Rejection, RejectReason, parse_row
 
@@ -37,9 +38,13 @@ class ReplayResult:
     rows: int = 0
     rejected: Counter[str] = field(default_factory=Counter)
     first_rejects: list[str] = field(default_factory=list)
+    #: Facts the engine settled (final, out of its memory) during the replay.
+    settled: list[Event] = field(default_factory=list)
 
     def events(self) -> list[Event]:
-        return self.engine.current_events()
+        """The final set: settled facts and those the engine still holds, in event order."""
+        self.settled += self.engine.drain_settled()
+        return in_event_order(self.settled + self.engine.current_events())
 
 
 def _rows(handle: IO[str]) -> Iterator[dict[str, str]]:
@@ -92,6 +97,8 @@ def _feed(config: Config, handle: IO[str], result: ReplayResult,
         engine.apply(item)
         if engine.stats.too_old != before:
             _reject(result, RejectReason.too_old.value, row, "older than the lateness bound")
+        if result.rows % 4096 == 0:
+            result.settled += engine.drain_settled()
 
 
 def _reject(result: ReplayResult, reason: str, row: dict[str, str], detail: str) -> None:

@@ -1,111 +1,97 @@
-"""``stormwatch status``: the state of every site, read from the database.
+"""``stormwatch status``: the state of every site, as the daemon recorded it.
 
-Works whether the daemon runs or not: it restores the engine from the latest
-snapshot, replays the journal after it (read-only, nothing is recorded) and
-asks the engine. The ``--json`` shape is the contract of DESIGN § 6.
+The daemon records each site's state in the store (``site_status``, kept
+current at every tick; ``stormwatch inspect`` does the same when no daemon
+runs), so this command reads a few rows and answers at once at any journal
+size; it never rebuilds the engine. What depends on the wall clock (hours
+left, which sensors are stale) is worked out here, at the command's *now*, by
+the engine's own rules (``engine/summary.py``). The ``--json`` shape is the
+contract of DESIGN § 6.
+
+Missing data is never good news: without a database the command says so and
+fails; a site the daemon has not recorded yet is shown as unknown, not as
+"no open clocks"; journal rows the engine has not applied yet are counted.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, cast
+from datetime import datetime
+from typing import Any
 
 from .config import Config, SiteConfig
-from .daemon import EngineHost, db_path, open_store
-from .engine import Engine
-from .engine.health import HealthFold
-from .engine.times import MS_PER_HOUR, iso
-from .engine.traps import TrapFold
-from .engine.turbidity import PairFold
+from .daemon import db_path, open_store
+from .engine.summary import at_now
+from .engine.times import iso
 from .models import RejectReason
 
 INGEST_REASONS = frozenset(r.value for r in RejectReason)
 
 
+class StatusError(Exception):
+    """Nothing to show: the state directory has no database."""
+
+
 def build_status(config: Config, now_ms: int) -> dict[str, Any]:
     """The ``status --json`` object at wall-clock ``now_ms``."""
     out: dict[str, Any] = {"generated_at": iso(now_ms // 1000 * 1000), "sites": {}}
-    if not Path(db_path(config)).exists():
-        engine = Engine(config)
-        ingest: dict[str, Any] = {"accepted": 0, "rejected": {}, "lag_s": None}
-        export: dict[str, Any] = {"behind_rows": 0, "enabled": config.influx is not None}
-        notify: dict[str, Any] = {"pending": 0, "delivered": 0, "failed": 0, "withheld": 0,
-                                  "oldest_pending_at": None}
-    else:
-        with open_store(config, readonly=True) as store:
-            host = EngineHost.restore(config, store)
-            host.catch_up(record=False)
-            engine = host.engine
-            lag = store.meta_get("lag_ms")
-            # The dead-letter table also keeps points InfluxDB refused; those are
-            # the export's (export.dead_letters), not ingest rejects.
-            rejected = {reason: n for reason, n in store.reject_counts().items()
-                        if reason in INGEST_REASONS}
-            ingest = {"accepted": store.journal_count(), "rejected": rejected,
-                      "lag_s": round(int(lag) / 1000, 3) if lag is not None else None,
-                      "duplicates": store.counter("duplicates"),
-                      "journal_seq": store.journal_max_seq(), "applied_seq": store.applied_seq()}
-            summary = store.outbox_summary()
-            oldest = summary.pop("oldest_pending_ms")
-            notify = {**summary, "oldest_pending_at": iso(oldest) if oldest is not None else None}
-            if config.influx is not None:
-                # Imported here: the exporter reads site_status from this module.
-                from .export.influx import export_status
+    path = db_path(config)
+    if not path.exists():
+        raise StatusError(f"state_dir: no database at {path} (has `stormwatch run` run with"
+                          " this configuration?)")
+    with open_store(config, readonly=True) as store:
+        recorded = store.site_statuses()
+        lag = store.meta_get("lag_ms")
+        # The dead-letter table also keeps points InfluxDB refused; those are
+        # the export's (export.dead_letters), not ingest rejects.
+        rejected = {reason: n for reason, n in store.reject_counts().items()
+                    if reason in INGEST_REASONS}
+        applied = max([store.applied_seq(), *(seq for _, seq, _ in recorded.values())])
+        ingest = {"accepted": store.journal_count(), "rejected": rejected,
+                  "lag_s": round(int(lag) / 1000, 3) if lag is not None else None,
+                  "duplicates": store.counter("duplicates"),
+                  "journal_seq": store.journal_max_seq(), "applied_seq": applied}
+        summary = store.outbox_summary()
+        oldest = summary.pop("oldest_pending_ms")
+        notify = {**summary, "oldest_pending_at": iso(oldest) if oldest is not None else None}
+        if config.influx is not None:
+            # Imported here: the exporter reads the engine's summaries too.
+            from .export.influx import export_status
 
-                export = export_status(store, now_ms)
-            else:
-                export = {"behind_rows": 0, "enabled": False}
+            export = export_status(store, now_ms)
+        else:
+            export = {"behind_rows": 0, "enabled": False}
     for site in config.sites:
-        out["sites"][site.id] = site_status(engine, site, now_ms)
+        found = recorded.get(site.id)
+        if found is None:
+            out["sites"][site.id] = unknown_site(site)
+        else:
+            updated_ms, _, data = found
+            out["sites"][site.id] = {**at_now(data, now_ms), "recorded_at": iso(updated_ms)}
     out["ingest"] = ingest
     out["export"] = export
     out["notify"] = notify
     return out
 
 
-def site_status(engine: Engine, site: SiteConfig, now_ms: int) -> dict[str, Any]:
-    se = engine.site_engine(site.id)
-    open_clocks = []
-    for clock in engine.clocks(site.id):
-        if clock.closed_at is not None and clock.closed_at <= now_ms:
-            continue
-        open_clocks.append({
-            "clock_id": clock.clock_id, "clock": clock.clock,
-            "started_at": iso(clock.start if clock.start is not None else clock.opened_at),
-            "due": iso(clock.due) if clock.due is not None else None,
-            "hours_left": (round((clock.due - now_ms) / MS_PER_HOUR, 2)
-                           if clock.due is not None else None),
-            **({"event_id": clock.storm.event_id} if clock.storm is not None else {}),
-        })
-    open_clocks.sort(key=lambda c: (c["due"] is None, c["due"] or ""))
-    inspections = [i.ts_ms for i in se.inspections]
-    traps = {tid: cast(TrapFold, tl.fold).summary(tl.state) for tid, tl in se.traps.items()}
-    turbidity = {pid: cast(PairFold, tl.fold).summary(tl.state) for pid, tl in se.pairs.items()}
-    sensors = {}
-    for sensor in site.sensors:
-        tl = se.health[sensor.id]
-        state = tl.state
-        sensors[sensor.id] = {
-            "last_seen": iso(state.last_seen) if state.last_seen is not None else None,
-            "stale": cast(HealthFold, tl.fold).is_stale(state, now_ms),
-            "battery_v": state.battery_v,
-            "kind": sensor.kind,
-        }
+def unknown_site(site: SiteConfig) -> dict[str, Any]:
+    """A site the daemon has not recorded: every value unknown, every sensor stale."""
     return {
         "name": site.name,
         "condition": site.condition,
-        "open_clocks": open_clocks,
-        "last_inspection": iso(max(inspections)) if inspections else None,
-        "traps": traps,
-        "turbidity": turbidity,
-        "sensors": sensors,
+        "open_clocks": [],
+        "last_inspection": None,
+        "traps": {t.id: {"fill_fraction": None, "depth_in": None, "state": "unknown"}
+                  for t in site.traps},
+        "turbidity": {p.id: {"state": "unknown", "delta_ntu": None}
+                      for p in site.turbidity_pairs},
+        "sensors": {s.id: {"last_seen": None, "stale": True, "battery_v": None, "kind": s.kind,
+                           "readings": 0} for s in site.sensors},
+        "recorded_at": None,
     }
 
 
 def format_status(config: Config, status: dict[str, Any]) -> str:
     """The human-readable ``status``."""
-    from datetime import datetime
-
     lines = [f"stormwatch status at {status['generated_at']}"]
     for site in config.sites:
         s = status["sites"][site.id]
@@ -118,6 +104,10 @@ def format_status(config: Config, status: dict[str, Any]) -> str:
                 "%Y-%m-%d %H:%M %Z")
 
         lines += ["", f"{site.id} — {site.name or ''} (condition {site.condition})"]
+        if s.get("recorded_at") is None:
+            lines.append("  UNKNOWN: no state recorded for this site yet (the daemon records"
+                         " it while it runs)")
+            continue
         if s["open_clocks"]:
             for c in s["open_clocks"]:
                 left = c["hours_left"]
@@ -143,4 +133,8 @@ def format_status(config: Config, status: dict[str, Any]) -> str:
     lines += ["", f"ingest: {ing['accepted']} accepted, {rejected} rejected"
               + (" (" + ", ".join(f"{k} {v}" for k, v in sorted(ing["rejected"].items())) + ")"
                  if rejected else "")]
+    behind = ing["journal_seq"] - ing["applied_seq"]
+    if behind > 0:
+        lines.append(f"  {behind} journal row(s) not applied yet: the state above is from before"
+                     " them (the daemon applies them when it runs)")
     return "\n".join(lines)

@@ -24,6 +24,10 @@ class Worker(Protocol):
 
     def run(self, stop: threading.Event) -> None: ...
 
+    def wake(self) -> None:
+        """New work was recorded: stop waiting (called from the engine's thread)."""
+        ...
+
 
 def build_workers(config: Config, clock: Clock = time.time) -> list[Worker]:
     """Every sink this configuration asks for."""

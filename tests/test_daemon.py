@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -247,6 +247,14 @@ def test_every_reject_reason_is_dead_lettered_and_counted(site: Site) -> None:
     assert daemon.stop() == 0
 
 
+def _status_with(cfg: Path, condition: Callable[[dict[str, Any]], bool]
+                 ) -> dict[str, Any] | None:
+    out = cli("status", "--config", str(cfg), "--json")
+    assert out.returncode == 0, out.stderr
+    status: dict[str, Any] = json.loads(out.stdout)
+    return status if condition(status) else None
+
+
 def _status_if(cfg: Path, n: int) -> dict[str, Any] | None:
     out = cli("status", "--config", str(cfg), "--json")
     assert out.returncode == 0, out.stderr
@@ -265,9 +273,10 @@ def test_status_json_shape_and_logbook_verify(site: Site) -> None:
     pub.close()
     wait_until(lambda: events_of(cfg, "storm_qualified"), 30, "storm_qualified")
 
-    out = cli("status", "--config", str(cfg), "--json")
-    assert out.returncode == 0, out.stderr
-    status = json.loads(out.stdout)
+    # The daemon records each site's state as it goes (within half a second of
+    # new input, and with every event); status reads that record.
+    status = wait_until(lambda: _status_with(cfg, lambda s: s["sites"][SITE]["traps"]["trap-1"][
+        "depth_in"] is not None), 10, "the status to show the trap")
     site = status["sites"][SITE]
     (storm_clock,) = [c for c in site["open_clocks"] if c["clock"] == "storm"]
     assert {"clock_id", "clock", "started_at", "due", "hours_left"} <= storm_clock.keys()

@@ -14,16 +14,14 @@ daemon engine's state after row *n*, and a crash or an outage of InfluxDB
 only delays the derived points: they are computed again from the journal.
 
 Reading the state "after a reading" must respect event time: the engine
-keeps each rule as a timeline sorted by the readings' own timestamps
+keeps each rule as a timeline in the readings' own time order
 (``engine/timeline.py``), and a late reading is *inserted*, changing the
-state at every later position. So, per timeline a reading goes to:
-
-* appended at the end (the common case): the state after it is the
-  timeline's current state, read directly;
-* inserted before others: the fold is re-run on a copy from the timeline's
-  checkpoint before it (the engine does the same work), and the points of
-  that reading and of every later one are derived again. They have the same
-  series and timestamps as before, so InfluxDB replaces them.
+state at every later position. The timeline reports every step it takes to
+an *observer*, with the state before and after it: a reading appended at the
+end is one step; a late one re-runs the fold from a checkpoint, and the
+steps from the late reading on are reported again, so the points of that
+reading and of every later one are derived again. They have the same series
+and timestamps as before, so InfluxDB replaces them.
 
 Each rule has a ``Deriver`` that reads the points out of its fold's state:
 ``before(state, reading)`` sees the state before the reading is folded (the
@@ -40,22 +38,19 @@ writes the same keys with corrected values; the later write wins.
 from __future__ import annotations
 
 import json
-from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Iterable
 from typing import Any, Protocol, cast
 
 from ..config import Config
-from ..daemon import apply_row
+from ..daemon import JournalWindow, apply_row
 from ..engine import EVENT_FIELDS, Engine
-from ..engine.events import Fact
 from ..engine.inputs import Reading
 from ..engine.rain import GaugeFold, GaugeState
-from ..engine.timeline import Timeline
+from ..engine.summary import site_status
 from ..engine.times import MS_PER_MINUTE, parse_iso
 from ..engine.traps import TrapFold, TrapState, trap_state
 from ..engine.turbidity import E4_PER_MILLI, E4_PER_NTU, MILLI_PER_NTU, PairFold, PairState
-from ..status import site_status
 from ..store import JournalRow, canonical
 from .lineprotocol import FieldValue, Int, Point, raw_series, series_key
 
@@ -365,81 +360,65 @@ class Replica:
     """An engine fed the journal in order, and the points of each row.
 
     ``apply(row)`` applies one journal row exactly as the daemon does
-    (``daemon.apply_row``) and returns its raw points and the derived points
-    it caused. ``position`` is the seq of the last row applied.
+    (``daemon.apply_row``, its window onto the journal at that row) and returns
+    its raw points and the derived points it caused: each timeline with a
+    deriver reports its steps to the replica (``Observer`` of ``timeline.py``).
+    ``position`` is the seq of the last row applied.
     """
 
-    def __init__(self, config: Config, engine: Engine, position: int = 0) -> None:
+    def __init__(self, config: Config, engine: Engine, position: int = 0,
+                 window: JournalWindow | None = None) -> None:
         self.config = config
         self.engine = engine
+        self.window = window
         self.position = position
-        self.derivers: dict[int, Deriver] = {}
+        self._points: list[Point] | None = None
         for site_id, se in engine.sites.items():
             for gauge, tl in se.gauges.items():
-                self.derivers[id(tl)] = GaugeDeriver(site_id, gauge, cast(GaugeFold, tl.fold))
+                tl.observer = _Observe(self, GaugeDeriver(site_id, gauge,
+                                                          cast(GaugeFold, tl.fold)))
             for trap, tl in se.traps.items():
-                self.derivers[id(tl)] = TrapDeriver(site_id, trap, cast(TrapFold, tl.fold))
+                tl.observer = _Observe(self, TrapDeriver(site_id, trap, cast(TrapFold, tl.fold)))
             for pair, tl in se.pairs.items():
-                self.derivers[id(tl)] = PairDeriver(site_id, pair, cast(PairFold, tl.fold))
+                tl.observer = _Observe(self, PairDeriver(site_id, pair, cast(PairFold, tl.fold)))
 
     def skip(self, row: JournalRow) -> None:
         """Apply a row without deriving points (catching up to the cursor after a restore)."""
-        apply_row(self.engine, row)
-        self.position = row.seq
+        self._apply(row)
 
     def apply(self, row: JournalRow) -> list[Point]:
         points = raw_points(row)
-        self.position = row.seq
-        reading = Reading.from_json(row.body) if row.kind == "reading" else None
-        se = self.engine.sites.get(reading.site) if reading is not None else None
-        if reading is None or se is None or reading.kind == "status" or \
-                reading.sensor not in se.health or \
-                (se.compacted_ms is not None and reading.ts_ms < se.compacted_ms):
-            # Nothing derived: not a reading, a sensor the configuration no
-            # longer has, a status message, or too old for the engine.
-            apply_row(self.engine, row)
-            return points
-        plans: list[tuple[Timeline[Any], Deriver, Any, bool, Any]] = []
-        for tl in se.routes.get(reading.sensor, ()):
-            deriver = self.derivers.get(id(tl))
-            if deriver is None:
-                continue
-            key = tl.fold.key(reading)
-            if key in tl.keys:
-                continue  # the fold knows this reading already: nothing changes
-            appended = not tl.inputs or key > tl.inputs[-1][0]
-            pre = deriver.before(tl.state, reading) if appended else None
-            plans.append((tl, deriver, key, appended, pre))
-        apply_row(self.engine, row)
-        for tl, deriver, key, appended, pre in plans:
-            if key not in tl.keys:
-                continue  # refused by the engine
-            if appended and tl.inputs[-1][0] == key:
-                points += deriver.after(tl.state, reading, pre)
-            else:
-                points += self._rederive(tl, deriver, key)
+        self._points = points
+        try:
+            self._apply(row)
+        finally:
+            self._points = None
         return points
 
-    @staticmethod
-    def _rederive(tl: Timeline[Any], deriver: Deriver, key: Any) -> list[Point]:
-        """Points of the reading at ``key`` and of every later one, by re-running the
-        fold on a copy from the checkpoint before it (a late reading changed them)."""
-        inputs = tl.inputs
-        pos = bisect_left(inputs, key, key=lambda pair: pair[0])
-        index = bisect_right([p for p, _ in tl.checkpoints], pos) - 1
-        start, checkpoint = tl.checkpoints[index]
-        fold = tl.fold
-        state = fold.copy(checkpoint)
-        facts: list[Fact] = []
-        points: list[Point] = []
-        for p in range(start, len(inputs)):
-            item = inputs[p][1]
-            pre = deriver.before(state, item) if p >= pos else None
-            fold.step(state, item, facts)
-            facts.clear()
-            if p >= pos:
-                points += deriver.after(state, item, pre)
-        return points
+    def _apply(self, row: JournalRow) -> None:
+        if self.window is not None:
+            self.window.upto_seq = row.seq
+        apply_row(self.engine, row)
+        self.engine.drain_settled()
+        self.position = row.seq
+
+
+class _Observe:
+    """A deriver as a timeline's observer, adding its points to the row being applied."""
+
+    def __init__(self, replica: Replica, deriver: Deriver) -> None:
+        self.replica = replica
+        self.deriver = deriver
+
+    def before(self, state: Any, item: Reading) -> Any:
+        if self.replica._points is None:
+            return None
+        return self.deriver.before(state, item)
+
+    def after(self, state: Any, item: Reading, pre: Any) -> None:
+        points = self.replica._points
+        if points is not None:
+            points += self.deriver.after(state, item, pre)
 
 
 # --------------------------------------------------------------------------- wall-clock points
@@ -456,7 +435,7 @@ def minute_points(engine: Engine, config: Config, now_ms: int) -> list[Point]:
     minute = now_ms // MS_PER_MINUTE * MS_PER_MINUTE
     points: list[Point] = []
     for site in config.sites:
-        s = site_status(engine, site, now_ms)
+        s = site_status(engine, site.id, now_ms)
         hours: list[float] = []
         next_due = ""
         storm_clocks = overdue = 0

@@ -63,6 +63,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import Config
+from ..daemon import ENGINE_OWNER, JournalWindow, snapshot_data
 from ..engine import Engine
 from ..engine.times import MS_PER_MINUTE, iso
 from ..store import DeadLetterIn, Store
@@ -363,29 +364,32 @@ class ExportSession:
 
 def restore_replica(config: Config, store: Store, cursor: int) -> Replica:
     """An engine replica at exactly ``cursor``: from the best snapshot, then the journal."""
-    candidates: list[tuple[int, dict[str, Any], str]] = []
+    candidates: list[tuple[int, Callable[[], dict[str, Any]], str]] = []
     own = store.meta_get(META_SNAPSHOT)
     if isinstance(own, str) and own:
         try:
             data = json.loads(own)
             if int(data["seq"]) <= cursor:
-                candidates.append((int(data["seq"]), data["engine"], "the exporter's"))
+                candidates.append((int(data["seq"]), lambda: dict(data["engine"]),
+                                   "the exporter's"))
         except (ValueError, KeyError, TypeError):
             log.warning("the exporter's engine snapshot is unreadable; not using it")
-    daemons = store.snapshot_at_or_before(cursor)
-    if daemons is not None:
-        candidates.append((daemons[0], daemons[1], "the daemon's"))
+    daemons = store.load_engine_snapshot(ENGINE_OWNER)
+    if daemons is not None and daemons.applied_seq <= cursor:
+        candidates.append((daemons.applied_seq, lambda: snapshot_data(daemons),
+                           "the daemon's"))
+    window = JournalWindow(store)
     replica: Replica | None = None
-    for seq, data, whose in sorted(candidates, key=lambda c: -c[0]):
+    for seq, load, whose in sorted(candidates, key=lambda c: -c[0]):
         try:
-            replica = Replica(config, Engine.restore(config, data), seq)
+            replica = Replica(config, Engine.restore(config, load(), window), seq, window)
             log.debug("export replica restored from %s snapshot at journal %s", whose, seq)
             break
         except (KeyError, ValueError, TypeError) as exc:
             log.warning("%s snapshot at journal %s does not fit this configuration (%s)",
                         whose, seq, exc)
     if replica is None:
-        replica = Replica(config, Engine(config), 0)
+        replica = Replica(config, Engine(config, window), 0, window)
     skipped = 0
     while replica.position < cursor:
         rows = store.journal_after(replica.position, limit=5000)
@@ -416,6 +420,12 @@ class InfluxExporter:
         self.clock = clock
         influx = config.influx
         self.writer_factory = writer_factory or (lambda: make_writer(influx))
+        self._wake = threading.Event()
+
+    def wake(self) -> None:
+        """Events were recorded; the exporter's own poll finds them soon enough, but
+        the daemon wakes it at shutdown too."""
+        self._wake.set()
 
     def run(self, stop: threading.Event) -> None:
         writer = self._writer(stop)
@@ -427,7 +437,8 @@ class InfluxExporter:
                 log.info("exporting to InfluxDB %s from journal %s, events %s",
                          writer.target, session.cursor, session.events_cursor)
                 while not stop.is_set():
-                    stop.wait(session.step())
+                    if self._wake.wait(session.step()):
+                        self._wake.clear()
                 session.finish()
         finally:
             writer.close()

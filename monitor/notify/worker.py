@@ -4,8 +4,10 @@ Theory of operation
 -------------------
 The engine thread writes outbox rows in the same transaction as their events
 (DESIGN § 2) and never waits for a network. This worker, a daemon thread with
-its own SQLite connection, polls ``Store.outbox_due`` every ``notify.poll_s``
-seconds and, for each due row (one alert × one tag):
+its own SQLite connection, reads ``Store.outbox_due`` when the engine thread
+wakes it (``wake``, right after it committed events with alerts) and at least
+every ``notify.poll_s`` seconds (retries come due with time), and, for each
+due row (one alert × one tag):
 
 1. asks ``policy.decide`` whether it is still worth sending (catch-up noise,
    corrections); if not, settles it as withheld;
@@ -77,6 +79,7 @@ class NotifyWorker:
         self.clock = clock
         self.targets = targets if targets is not None else load_targets(config.notify)
         self.rand = rand
+        self._wake = threading.Event()
 
     # -- the loop -------------------------------------------------------------
 
@@ -89,8 +92,12 @@ class NotifyWorker:
                     if stop.is_set():
                         return
                     self.process(store, row)
-                if len(rows) < BATCH:
-                    stop.wait(self.notify.poll_s)
+                if len(rows) < BATCH and self._wake.wait(self.notify.poll_s):
+                    self._wake.clear()
+
+    def wake(self) -> None:
+        """Alerts were just recorded: look at the outbox now, not at the next poll."""
+        self._wake.set()
 
     def drain(self, store: Store) -> int:
         """Process every row due now, once (for tests and tools); the number processed."""
