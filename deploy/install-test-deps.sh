@@ -5,6 +5,8 @@ set -euo pipefail
 need=()
 command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ] || need+=(mosquitto)
 command -v influxd >/dev/null 2>&1 || [ -x /usr/bin/influxd ] || need+=(influxdb)
+# libfaketime: the season test runs the real daemon through weeks of wall-clock time.
+command -v faketime >/dev/null 2>&1 || need+=(faketime)
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
 fi

@@ -72,17 +72,18 @@ def wait_until(condition: Callable[[], Any], timeout_s: float = 30.0, what: str 
 class DaemonProcess:
     """``stormwatch run`` as a child process, with its log in a file."""
 
-    def __init__(self, config_path: Path) -> None:
+    def __init__(self, config_path: Path, env: dict[str, str] | None = None) -> None:
         self.config_path = config_path
         self.log_path = config_path.parent / "daemon.log"
         self.proc: subprocess.Popen[bytes] | None = None
+        self.env = env or {}
 
     def start(self) -> DaemonProcess:
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "monitor.cli", "run", "--config", str(self.config_path),
              "--log-level", "debug"], stdout=log, stderr=log, cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": str(ROOT)})
+            env={**os.environ, "PYTHONPATH": str(ROOT), **self.env})
         log.close()
         offset = self.log_path.stat().st_size
         wait_until(lambda: "connected to" in self.log_text()[offset - 200 if offset > 200 else 0:]
@@ -116,6 +117,42 @@ class DaemonProcess:
             self.proc.kill()
             self.proc.wait(10)
         self.proc = None
+
+
+class FakeClock:
+    """The wall clock of a daemon run under libfaketime: its real code, with the time
+    the test sets (``set``), which then runs on at real speed.
+
+    Only the wall clock is faked (``FAKETIME_DONT_FAKE_MONOTONIC``): Python's
+    timed waits are measured on the monotonic clock and would hang on a faked
+    one. libfaketime 0.9.10 then fails ``time.sleep`` (EINVAL); the daemon's
+    own path never sleeps (paho does only while reconnecting).
+    """
+
+    LIBRARIES = ("/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1",
+                 "/usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1",
+                 "/usr/lib/faketime/libfaketimeMT.so.1")
+
+    def __init__(self, path: Path, start_ms: int) -> None:
+        self.path = path
+        self.set(start_ms)
+
+    @classmethod
+    def library(cls) -> str | None:
+        return next((lib for lib in cls.LIBRARIES if os.path.exists(lib)), None)
+
+    def set(self, ts_ms: int) -> None:
+        """From now on the daemon's ``time.time()`` reads ``ts_ms`` and runs on from there."""
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ts_ms // 1000))
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(f"@{stamp}\n")
+        tmp.replace(self.path)  # never a half-written file for the daemon to read
+
+    def env(self) -> dict[str, str]:
+        lib = self.library()
+        assert lib is not None, "libfaketime is not installed (Debian package faketime)"
+        return {"LD_PRELOAD": lib, "FAKETIME_TIMESTAMP_FILE": str(self.path),
+                "FAKETIME_NO_CACHE": "1", "FAKETIME_DONT_FAKE_MONOTONIC": "1", "TZ": "UTC"}
 
 
 class Daemons(list[DaemonProcess]):

@@ -17,14 +17,18 @@ from typing import Any
 
 import pytest
 
+from monitor.config import load_config
 from monitor.engine import Engine
 from monitor.engine.inputs import Inspection, Reading
 from monitor.engine.times import MS_PER_DAY, MS_PER_MINUTE
+from monitor.replay import replay
 from monitor.store import Store
 
 from .conftest import MakeMosquitto
 from .daemonkit import (
+    DaemonProcess,
     Daemons,
+    FakeClock,
     Publisher,
     counter_storm,
     events_of,
@@ -132,3 +136,158 @@ def test_a_failing_snapshot_is_logged_and_retried_while_ingest_goes_on(
             wait_until(lambda: store.latest_snapshot() is not None, 30,
                        "a snapshot once the store accepts it again")
         assert daemon.stop() == 0
+
+
+SEASON_CONFIG = """\
+broker: {{host: 127.0.0.1, port: {port}, client_id: season}}
+state_dir: {state}
+daemon: {{snapshot_every_s: 2, snapshot_every_rows: 1500}}
+sites:
+  - id: branch-meadows
+    timezone: America/New_York
+    condition: B
+    lateness_days: 2
+    rain: {{mode: event_total}}
+    sensors:
+      - {{id: rg1, kind: rain, in_per_tip: 0.01, stale_after_minutes: 60}}
+      - {{id: tb-up, kind: turbidity, stale_after_minutes: 60}}
+      - {{id: tb-down, kind: turbidity, stale_after_minutes: 60}}
+      - {{id: trap1-depth, kind: sediment, stale_after_minutes: 60}}
+    turbidity_pairs: [{{id: outfall-1, upstream: tb-up, downstream: tb-down}}]
+    traps:
+      - {{id: trap-1, sensor: trap1-depth, shape: trapezoidal, bottom_length_ft: 20,
+         bottom_width_ft: 10, side_slope: 2, design_depth_ft: 4}}
+"""
+PREFIX = "stormwatch/v1/branch-meadows"
+DAY_S = 86_400
+#: Days on which tb-up's node is offline 06:00-12:00 and sends that backlog at the
+#: end of the day: hours late for the turbidity pair (refolded from the journal).
+OFFLINE_DAYS = (5, 17)
+
+
+def _season_days(start_s: int, days: int) -> list[tuple[list[dict[str, Any]],
+                                                        list[dict[str, Any]]]]:
+    """Per day: the messages in the order they are published, and the late backlog.
+
+    Each message is a dict with ``sensor`` (or ``inspection``) and its payload;
+    one reading per sensor every 10 minutes, a storm every five days, routine
+    inspections in the first three weeks only and one storm never inspected, so
+    overdue notices pile up and settle.
+    """
+    rng = random.Random(30)
+    tips = 0
+    out = []
+    for d in range(days):
+        now_list: list[dict[str, Any]] = []
+        late: list[dict[str, Any]] = []
+        for m in range(0, 24 * 60, 10):
+            t = start_s + d * DAY_S + m * 60
+            raining = d % 5 == 2 and 8 * 60 <= m < 14 * 60
+            tips += rng.choice([1, 2, 3]) if raining else 0
+            now_list.append({"sensor": "rg1", "ts": t, "tips_total": tips})
+            up = {"sensor": "tb-up", "ts": t, "ntu": round(8 + rng.random() * 2, 2)}
+            if d in OFFLINE_DAYS and 6 * 60 <= m < 12 * 60:
+                late.append(up)
+            else:
+                now_list.append(up)
+            down = up["ntu"] + (rng.random() * 20 if raining else rng.random())
+            now_list.append({"sensor": "tb-down", "ts": t + 30, "ntu": round(down, 2)})
+            if m % 30 == 0:
+                now_list.append({"sensor": "trap1-depth", "ts": t,
+                                 "depth_in": round(4 + d * 1.3 + rng.random(), 2)})
+        if d in (3, 10, 17):
+            now_list.append({"sensor": "inspection", "ts": start_s + d * DAY_S + 15 * 3600,
+                             "inspector": "J. Rivera", "kind": "routine"})
+        if d == 3:  # the storm of day 2, inspected the next day
+            now_list.append({"sensor": "inspection", "ts": start_s + d * DAY_S + 9 * 3600,
+                             "inspector": "J. Rivera", "kind": "storm"})
+        out.append((now_list, late))
+    return out
+
+
+def _topic_payload(message: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    body = {k: v for k, v in message.items() if k != "sensor"}
+    if message["sensor"] == "inspection":
+        return f"{PREFIX}/inspection", body
+    return f"{PREFIX}/{message['sensor']}/reading", body
+
+
+def _replay_csv(path: Path, messages: list[dict[str, Any]]) -> None:
+    columns = ["ts", "site", "sensor", "tips_total", "ntu", "depth_in", "inspector", "kind"]
+    lines = [",".join(columns)]
+    for msg in messages:
+        row = {**msg, "site": "branch-meadows"}
+        lines.append(",".join("" if row.get(c) is None else str(row[c]) for c in columns))
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(FakeClock.library() is None, reason="libfaketime not installed (Debian"
+                    " package faketime; `make test` installs it as root)")
+def test_thirty_days_of_the_real_daemon_with_restarts_match_replay(
+        tmp_path: Path, make_mosquitto: MakeMosquitto) -> None:
+    """The real daemon, its wall clock moved through 30 days by libfaketime, with a
+    clean restart and a SIGKILL on the way, ends with the very events ``replay``
+    finds in the same readings: across compactions (lateness 2 days), snapshots
+    every couple of seconds, hours-late readings refolded from the journal, and an
+    uninspected clock whose overdue notices settle."""
+    broker = make_mosquitto()
+    cfg = tmp_path / "stormwatch.yaml"
+    cfg.write_text(SEASON_CONFIG.format(port=broker.port, state=tmp_path / "state"))
+    start_s = ts("2026-05-01T04:00:00Z") // 1000  # local midnight in New York
+    days = _season_days(start_s, 30)
+    clock = FakeClock(tmp_path / "faketime", start_s * 1000)
+    sent: list[dict[str, Any]] = []
+    with Daemons() as daemons:
+        daemon = DaemonProcess(cfg, env=clock.env())
+        daemons.append(daemon)
+        daemon.start()
+        pub = Publisher(broker.port)
+        for d, (messages, late) in enumerate(days):
+            clock.set((start_s + (d + 1) * DAY_S - 60) * 1000)  # the day's last minute
+            for batch in (messages, late):
+                pub.send_many([_topic_payload(m) for m in batch])
+                sent += batch
+                want = len(sent)
+                wait_until(lambda want=want: journal_count(cfg) == want, 60,  # type: ignore[misc]
+                           f"day {d} journaled")
+            if d == 12:
+                assert daemon.stop() == 0
+                daemon.start()
+            if d == 21:
+                daemon.kill()
+                daemon.start()
+        last_s = max(m["ts"] for m in sent)
+        clock.set(last_s * 1000)
+        time.sleep(TICK_WAIT_S)  # a tick at the end, as replay ends with one
+        assert daemon.stop() == 0
+        pub.close()
+        log = daemon.log_text()
+    assert "Traceback" not in log, log[-3000:]
+    assert log.count("engine restored from the snapshot at journal") == 3
+    assert "FAILED" not in log
+
+    csv = tmp_path / "season.csv"
+    _replay_csv(csv, sent)
+    config = load_config(cfg)
+    expected = [_plain(e.to_json()) for e in replay(config, csv).events()]
+    with Store(tmp_path / "state" / "stormwatch.db", readonly=True) as store:
+        got = [_plain(e) for e in store.current_events()]
+        snapshot_rows = store.snapshot_size()
+    assert snapshot_rows > 0
+    kinds = {e["type"] for e in expected}
+    # The season reached every part of the engine this test is about.
+    assert {"storm_qualified", "storm_ended", "inspection_overdue", "clock_closed",
+            "trap_cleanout_required", "turbidity_contrast"} <= kinds
+    assert sorted(got, key=_order) == sorted(expected, key=_order)
+
+
+TICK_WAIT_S = 6.0
+
+
+def _plain(event: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in event.items() if k != "revision"}
+
+
+def _order(event: dict[str, Any]) -> tuple[str, str, str]:
+    return (event["at"], event["type"], event["id"])
