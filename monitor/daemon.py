@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from .config import Config
 from .engine import Engine, Event
@@ -122,10 +122,8 @@ class JournalWindow:
 def apply_item(engine: Engine, item: Reading | Inspection) -> list[Event]:
     """Feed one input to the engine, unless the configuration no longer has its site or
     sensor (the row was journaled under another configuration: kept, skipped)."""
-    if engine.config.site(item.site) is None:
-        return []
-    if isinstance(item, Reading) and \
-            engine.site_engine(item.site).health.get(item.sensor) is None:
+    se = engine.sites.get(item.site)
+    if se is None or (isinstance(item, Reading) and item.sensor not in se.health):
         return []
     return engine.apply(item)
 
@@ -305,7 +303,7 @@ class EngineHost:
         """Record events (one transaction with their outbox and log book rows, and the
         status of the sites they changed); ``status`` records the status of every
         site that took input since, events or not."""
-        statuses = self._status_changes() if events or status else {}
+        statuses = self._status_changes(None if status else {e.fact.site for e in events})
         if not events and not statuses:
             return 0
         new = self.store.record_events([e.to_json() for e in events], self.applied_seq,
@@ -324,15 +322,18 @@ class EngineHost:
         self.dirty_sites.update(s.id for s in self.config.sites)
         self.record([], status=True)
 
-    def _status_changes(self) -> dict[str, str]:
+    def _status_changes(self, only: set[str] | None) -> dict[str, str]:
+        """The status of the sites with input since their last record (of those in
+        ``only``, when given), where it changed."""
+        sites = self.dirty_sites if only is None else self.dirty_sites & only
         changed = {}
-        for site_id in self.dirty_sites:
-            if self.engine.config.site(site_id) is None:
+        for site_id in sites:
+            if site_id not in self.engine.sites:
                 continue
             text = json.dumps(site_summary(self.engine, site_id), separators=(",", ":"))
             if self.status_written.get(site_id) != text:
                 changed[site_id] = text
-        self.dirty_sites.clear()
+        self.dirty_sites -= sites
         return changed
 
     def tick(self) -> list[Event]:
@@ -515,6 +516,12 @@ class RejectLog:
                         rejection.detail)
 
 
+class Acker(Protocol):
+    """What acknowledges a batch to the broker (``Ingest``)."""
+
+    def ack(self, messages: list[Message]) -> int: ...
+
+
 class Daemon:
     """``stormwatch run``: ingest, journal, engine, events, until told to stop."""
 
@@ -575,7 +582,7 @@ class Daemon:
             while not self.stop_event.is_set():
                 batch = self._take_batch(timeout=0.05)
                 if batch:
-                    self._commit(store, ingest, host, batch)
+                    self.ingest_batch(store, ingest, host, batch)
                 if store.journal_max_seq() > host.applied_seq:
                     host.catch_up()
                 now = time.monotonic()
@@ -605,7 +612,7 @@ class Daemon:
                 batch = self._take_batch(timeout=0.2)
                 if not batch:
                     break
-                self._commit(store, ingest, host, batch)
+                self.ingest_batch(store, ingest, host, batch)
         finally:
             ingest.stop()
             writer.stop()
@@ -654,8 +661,10 @@ class Daemon:
                 break
         return batch
 
-    def _commit(self, store: Store, ingest: Ingest, host: EngineHost,
-                batch: list[Message]) -> None:
+    def ingest_batch(self, store: Store, ingest: Acker, host: EngineHost,
+                     batch: list[Message]) -> None:
+        """One batch from the queue to the engine: parse, journal (rejects to the dead
+        letters), acknowledge, apply, record. ``bench/season.py`` drives this too."""
         journal: list[JournalIn] = []
         items: list[tuple[Reading | Inspection, int]] = []
         dead: list[DeadLetterIn] = []

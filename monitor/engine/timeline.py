@@ -172,6 +172,8 @@ class Timeline(Generic[S]):
         self.tail_dirty = False
         self.now_ms: int | None = None
         self.observer: Observer | None = None
+        #: A late reading came since the last hour began: keep ``recent`` whole.
+        self._late = False
 
     # ------------------------------------------------------------------ queries
 
@@ -261,23 +263,26 @@ class Timeline(Generic[S]):
 
     def _append(self, key: Key, item: Reading, changed: set[str]) -> None:
         if bucket_of(item.ts_ms) > self.checkpoints[-1].at_ms:
-            self._checkpoint(bucket_of(item.ts_ms))
+            self._checkpoint(bucket_of(item.ts_ms), trim=not self._late)
+            self._late = False
         self._step(item, changed, True)
         if self.recent_from is not None:
             self.recent.append((key, item))
         self.last_key = key
 
-    def _checkpoint(self, bucket: int) -> None:
+    def _checkpoint(self, bucket: int, *, trim: bool) -> None:
         previous = self.checkpoints[-1].at_ms
         self.checkpoints.append(Checkpoint(bucket, self.fold.copy(self.state)))
         if self.recent_from is None:
             # After a restore: memory covers the stream from this hour on.
             self.recent_from = bucket
             self.recent = []
-        elif previous > self.recent_from and self.source is not None:
+        elif trim and previous > self.recent_from and self.source is not None:
             # Keep the hour before this one too: a reading late across the hour's
-            # boundary is the common kind of late. (Without a source, every
-            # reading since the base stays here.)
+            # boundary is the common kind of late. While late readings keep coming
+            # (a node sending its backlog, the other probe of its pair on time)
+            # nothing is trimmed, so only the first of them reads the source.
+            # (Without a source, every reading since the base stays here.)
             del self.recent[:bisect_left(self.recent, previous, key=_ts)]
             self.recent_from = previous
         if self.source is not None:
@@ -302,6 +307,7 @@ class Timeline(Generic[S]):
 
     def _insert_late(self, key: Key, item: Reading, changed: set[str]) -> bool:
         """Insert a reading older than the newest; False when it is a duplicate."""
+        self._late = True
         index = bisect_right(self.checkpoints, item.ts_ms, key=_at) - 1
         start = self.checkpoints[index].at_ms
         if self.recent_from is not None and start >= self.recent_from:
@@ -349,7 +355,7 @@ class Timeline(Generic[S]):
         changed |= dropped
         for key, item in inputs:
             if bucket_of(item.ts_ms) > self.checkpoints[-1].at_ms:
-                self._checkpoint(bucket_of(item.ts_ms))
+                self._checkpoint(bucket_of(item.ts_ms), trim=False)
             self._step(item, changed, key >= late)
             self.recent.append((key, item))
         self.last_key = inputs[-1][0]
