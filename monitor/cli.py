@@ -86,6 +86,36 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_backtest(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from .backtest import backtest_csv, event_rows
+
+    config = _load(args.config)
+    try:
+        result = backtest_csv(config, args.input)
+    except FileNotFoundError:
+        raise UsageError(f"--input: {args.input}: no such file") from None
+    except (ValueError, UnicodeDecodeError, pd.errors.ParserError) as exc:
+        raise UsageError(f"--input: {args.input}: {str(exc).splitlines()[0]}") from None
+    rows = event_rows(result.events)
+    if args.format == "jsonl":
+        for row in rows:
+            sys.stdout.write(json.dumps(row, separators=(",", ":")) + "\n")
+    else:
+        print(f"{'site':<16} {'gauge':<10} {'started':<21} {'ended':<21} {'total':>7} "
+              f"{'max 24h':>8}  qualified at")
+        for r in rows:
+            total = f"{r['total_in']:.2f}"
+            print(f"{r['site']:<16} {r['gauge']:<10} {r['started_at']:<21} "
+                  f"{r['ended_at'] or 'open':<21} {total:>7} {r['max_24h_in']:8.2f}  "
+                  f"{r['qualified_at'] or '-'}")
+    if result.skipped:
+        reasons = ", ".join(f"{k} {v}" for k, v in sorted(result.skipped.items()))
+        print(f"backtest: {result.rows} rows, skipped {reasons}", file=sys.stderr)
+    return EXIT_OK
+
+
 def _setup_logging(config: Config, level: str) -> None:
     import logging
 
@@ -289,6 +319,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("jsonl", "table"), default="jsonl")
     p.add_argument("--quiet", action="store_true", help="no progress or reject summary")
     p.set_defaults(func=cmd_replay)
+
+    p = sub.add_parser("backtest", help="storm events of every gauge in a CSV, vectorised")
+    p.add_argument("--config", required=True)
+    p.add_argument("--input", required=True, help="replay CSV (DESIGN § 6)")
+    p.add_argument("--format", choices=("jsonl", "table"), default="jsonl")
+    p.set_defaults(func=cmd_backtest)
 
     p = sub.add_parser("run", help="the daemon (foreground; SIGTERM drains and exits 0)")
     p.add_argument("--config", required=True)

@@ -64,8 +64,10 @@ TICK_EVERY_S = 5.0
 TICK_AT_LEAST_EVERY_S = 60.0
 QUEUE_SIZE = 10_000
 #: The recorded status of sites with new input is brought up to date this often
-#: (and at once with any event, in the same transaction).
+#: (and at once with any event, in the same transaction); while a backlog drains,
+#: less often: every site has new input then, and the drain comes first.
 STATUS_EVERY_S = 0.5
+STATUS_BACKLOG_S = 5.0
 #: The owner name of the daemon's engine snapshots in the store.
 ENGINE_OWNER = "engine"
 
@@ -592,7 +594,8 @@ class Daemon:
                         now - last_tick >= max(TICK_AT_LEAST_EVERY_S, self.tick_every_s):
                     host.tick()
                     last_tick = last_status = now
-                elif now - last_status >= STATUS_EVERY_S and host.dirty_sites:
+                elif host.dirty_sites and now - last_status >= (
+                        STATUS_EVERY_S if caught_up else STATUS_BACKLOG_S):
                     host.record([], status=True)
                     last_status = now
                 for image, ok in writer.outcomes():

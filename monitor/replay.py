@@ -23,7 +23,7 @@ from .config import Config, SiteConfig
 from .engine import Engine, Event
 from .engine.events import in_event_order
 from .engine.times import iso
-from .models import Rejection, RejectReason, parse_row
+from .models import Rejection, RejectReason, RowParser
 
 REQUIRED_COLUMNS = ("ts", "site", "sensor")
 
@@ -47,15 +47,13 @@ class ReplayResult:
         return in_event_order(self.settled + self.engine.current_events())
 
 
-def _rows(handle: IO[str]) -> Iterator[dict[str, str]]:
-    reader = csv.DictReader(handle)
-    header = reader.fieldnames or []
+def _header(reader: Iterator[list[str]]) -> list[str]:
+    header = next(reader, [])
     missing = [c for c in REQUIRED_COLUMNS if c not in header]
     if missing:
         raise ReplayInputError(f"CSV header lacks column(s): {', '.join(missing)}"
                                f" (found: {', '.join(header) or 'nothing'})")
-    for row in reader:
-        yield {k: v for k, v in row.items() if k is not None and v not in (None, "")}
+    return header
 
 
 def replay(config: Config, source: str | Path | IO[str],
@@ -83,25 +81,27 @@ def replay(config: Config, source: str | Path | IO[str],
 def _feed(config: Config, handle: IO[str], result: ReplayResult,
           progress: Callable[[int], None] | None) -> None:
     engine = result.engine
-    for row in _rows(handle):
+    reader = csv.reader(handle)
+    rows = RowParser(config, _header(reader))
+    for cells in reader:
         result.rows += 1
         if progress is not None and result.rows % 50_000 == 0:
             progress(result.rows)
         # Lateness is judged against the newest reading seen so far; "future" has
         # no meaning for a recording, so that check stays with the daemon.
-        item = parse_row(config, row, ref_ms=engine.watermark_ms, check_future=False)
+        item = rows.parse(cells, ref_ms=engine.watermark_ms)
         if isinstance(item, Rejection):
-            _reject(result, item.reason.value, row, item.detail)
+            _reject(result, item.reason.value, item.detail)
             continue
         before = engine.stats.too_old
         engine.apply(item)
         if engine.stats.too_old != before:
-            _reject(result, RejectReason.too_old.value, row, "older than the lateness bound")
+            _reject(result, RejectReason.too_old.value, "older than the lateness bound")
         if result.rows % 4096 == 0:
             result.settled += engine.drain_settled()
 
 
-def _reject(result: ReplayResult, reason: str, row: dict[str, str], detail: str) -> None:
+def _reject(result: ReplayResult, reason: str, detail: str) -> None:
     result.rejected[reason] += 1
     if len(result.first_rejects) < 20:
         result.first_rejects.append(f"row {result.rows + 1}: {reason}: {detail}")

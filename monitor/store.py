@@ -773,30 +773,6 @@ class Store:
 
     # -- snapshots -------------------------------------------------------------
 
-    def save_snapshot(self, applied_seq: int, data: dict[str, Any], *, created_ms: int,
-                      keep: int = 3) -> None:
-        """Store engine state as of ``applied_seq``; keep only the newest ``keep``."""
-        if keep < 1:
-            raise ValueError("keep must be at least 1")
-        text = json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-        with self._write() as conn:
-            conn.execute("INSERT INTO snapshots (applied_seq, created_ms, data) VALUES (?, ?, ?)",
-                         (applied_seq, created_ms, text))
-            conn.execute("DELETE FROM snapshots WHERE owner = 'engine' AND id NOT IN"
-                         " (SELECT id FROM snapshots WHERE owner = 'engine'"
-                         " ORDER BY id DESC LIMIT ?)", (keep,))
-
-    def snapshot_at_or_before(self, seq: int) -> tuple[int, dict[str, Any]] | None:
-        """The kept snapshot with the highest ``applied_seq`` not above ``seq``, or None.
-
-        For a reader that is behind the engine (the InfluxDB exporter's replica):
-        it may restore from this and replay the journal up to its own cursor.
-        """
-        row = self._conn.execute(
-            "SELECT applied_seq, data FROM snapshots WHERE owner = 'engine' AND applied_seq <= ?"
-            " ORDER BY applied_seq DESC, id DESC LIMIT 1", (seq,)).fetchone()
-        return None if row is None else (int(row[0]), json.loads(row[1]))
-
     def latest_snapshot(self, owner: str = "engine") -> tuple[int, dict[str, Any]] | None:
         """The most recently saved snapshot of ``owner`` as (applied_seq, data), or None.
 

@@ -177,3 +177,42 @@ def test_replay_depth_per_interval_without_seq(tmp_path: Path) -> None:
     assert q["qualified_at"] == "2026-05-01T04:00:00Z"  # 5 x 0.10 in
     (end,) = [e for e in events if e["type"] == "storm_ended"]
     assert end["total_in"] == 0.6
+
+
+def test_backtest_finds_the_storms_replay_finds(tmp_path: Path) -> None:
+    """``backtest`` (vectorised, storms only) and ``replay`` agree on one gauge's storms;
+    rows it cannot use are counted, and rows of other sensors left to replay."""
+    cfg = write_config(tmp_path, SMALL.format(state=tmp_path / "state"))
+    lines = ["ts,site,sensor,tips_total,ntu"]
+    total = 0
+    for m in range(20 * 60):
+        total += 1 if 60 <= m < 120 or 600 <= m < 610 else 0
+        lines.append(f"{1777608000 + m * 60},branch-meadows,rg1,{total},")
+        lines.append(f"{1777608000 + m * 60},branch-meadows,tb-up,,8.5")
+    lines += ["2026-05-01T05:00:30Z,branch-meadows,rg1,-3,", "nonsense,branch-meadows,rg1,7,",
+              "2026-05-01T05:00:30Z,branch-meadows,rg9,7,"]
+    csv = tmp_path / "in.csv"
+    csv.write_text("\n".join(lines) + "\n")
+
+    out = stormwatch("backtest", "--config", str(cfg), "--input", str(csv))
+    assert out.returncode == 0, out.stderr
+    storms = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [(s["started_at"], s["qualified_at"], s["total_in"]) for s in storms] == [
+        ("2026-05-01T05:00:00Z", "2026-05-01T05:49:00Z", 0.6),
+        ("2026-05-01T14:00:00Z", None, 0.1)]
+    assert "bad_timestamp 1" in out.stderr and "bad_value 1" in out.stderr
+    assert "unknown_sensor 1" in out.stderr
+
+    replay = stormwatch("replay", "--config", str(cfg), "--input", str(csv), "--quiet")
+    events = [json.loads(line) for line in replay.stdout.splitlines()]
+    assert [e["started_at"] for e in events if e["type"] == "storm_started"] == [
+        s["started_at"] for s in storms]
+    assert [e["qualified_at"] for e in events if e["type"] == "storm_qualified"] == [
+        "2026-05-01T05:49:00Z"]
+
+    table = stormwatch("backtest", "--config", str(cfg), "--input", str(csv), "--format", "table")
+    assert table.returncode == 0 and "2026-05-01T05:49:00Z" in table.stdout
+
+    missing = stormwatch("backtest", "--config", str(cfg), "--input", str(tmp_path / "no.csv"))
+    assert missing.returncode == 2 and missing.stderr.count("\n") == 1
+    assert "Traceback" not in missing.stderr

@@ -333,10 +333,6 @@ def test_store_methods_the_exporter_reads_with(tmp_path: Any) -> None:
         assert store.events_after(2) == got[2:]
         assert store.events_max_seq() == 3 and store.events_count_after(1) == 2
         assert [e.get("revision", 0) for e in store.event_revisions("e1")] == [0, 1]
-        for seq in (10, 20, 30):
-            store.save_snapshot(seq, {"at": seq}, created_ms=T0)
-        assert store.snapshot_at_or_before(25) == (20, {"at": 20})
-        assert store.snapshot_at_or_before(9) is None
         store.set_cursors({"a": 4, "b": 2}, {"x.y": "z"})
         assert (store.cursor("a"), store.cursor("b"), store.meta_get("x.y")) == (4, 2, "z")
         with pytest.raises(ValueError):

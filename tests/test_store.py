@@ -359,17 +359,31 @@ def test_outbox_due_and_mark(store: Store) -> None:
 # -- snapshots ------------------------------------------------------------------------
 
 
-def test_snapshots_keep_the_last_three(db: Path, store: Store) -> None:
-    assert store.latest_snapshot() is None
-    for i in range(5):
-        store.save_snapshot(i * 100, {"state": i, "nested": {"k": [i]}}, created_ms=T0 + i)
-    assert store.latest_snapshot() == (400, {"state": 4, "nested": {"k": [4]}})
+def test_engine_snapshots_write_only_what_changed(db: Path, store: Store) -> None:
+    assert store.latest_snapshot() is None and store.load_engine_snapshot() is None
+    store.save_engine_snapshot("engine", 100, '{"head": 1}', created_ms=T0,
+                               put=[("s/gauge:rg1", 0, "a"), ("s/gauge:rg1", 60, "b")],
+                               keep_from={"s/gauge:rg1": 0})
+    # The next snapshot adds one checkpoint, replaces one, and compaction drops one.
+    store.save_engine_snapshot("engine", 200, '{"head": 2}', created_ms=T0 + 1,
+                               put=[("s/gauge:rg1", 60, "B"), ("s/gauge:rg1", 120, "c")],
+                               keep_from={"s/gauge:rg1": 60})
+    snap = store.load_engine_snapshot()
+    assert snap is not None
+    assert (snap.applied_seq, snap.head) == (200, '{"head": 2}')
+    assert snap.checkpoints == {"s/gauge:rg1": {60: "B", 120: "c"}}
+    assert store.latest_snapshot() == (200, {"head": 2})
     with raw(db) as c:
-        kept = [r[0] for r in c.execute("SELECT applied_seq FROM snapshots ORDER BY id")]
-    assert kept == [200, 300, 400]
-    # After a rebuild the newest saved snapshot wins even with a lower applied_seq.
-    store.save_snapshot(10, {"state": "rebuilt"}, created_ms=T0 + 9, keep=1)
-    assert store.latest_snapshot() == (10, {"state": "rebuilt"})
+        assert c.execute("SELECT count(*) FROM snapshots").fetchone()[0] == 1
+    # Owners are apart; a rebuild drops the owner's old checkpoints first.
+    store.save_engine_snapshot("export", 150, '{"x": 1}', created_ms=T0,
+                               put=[("s/pair:p", 0, "p")], keep_from={})
+    store.save_engine_snapshot("engine", 10, '{"head": "rebuilt"}', created_ms=T0 + 2,
+                               put=[("s/gauge:rg1", 0, "z")], keep_from={}, replace_all=True)
+    assert store.load_engine_snapshot().checkpoints == {"s/gauge:rg1": {0: "z"}}  # type: ignore[union-attr]
+    assert store.load_engine_snapshot("export").checkpoints == {  # type: ignore[union-attr]
+        "s/pair:p": {0: "p"}}
+    assert store.snapshot_size() == len('{"head": "rebuilt"}') + 1
 
 
 # -- log book ---------------------------------------------------------------------------

@@ -20,9 +20,9 @@ order and duplicates do not change it.
 *Now* is the later of the newest tick and the newest event time seen, so a
 replay that never ticks still lets time pass with its readings.
 
-Bounded memory (a season is months). Every ``COMPACT_EVERY`` readings the
-engine moves each site's *horizon* up to ``lateness_days`` plus a day before
-the newest event time: input older than that is refused from then on, so what
+Bounded memory (a season is months). Each time the newest event time enters
+a new ``COMPACT_EVERY_MS`` block, the engine moves each site's *horizon* up to
+``lateness_days`` plus a day before it: input older than that is refused from then on, so what
 it decided is final. The timelines drop their checkpoints and facts before the
 horizon, the clocks settle what is closed before it, and the published record
 forgets those facts. They are not lost: ``drain_settled`` hands them to the
@@ -55,7 +55,10 @@ LATE_NOTE_MS = MS_PER_HOUR
 #: Compaction keeps a day beyond the lateness bound, so a reading the shell
 #: accepted (checked against its own reference clock) always lands after the base.
 COMPACT_MARGIN_MS = MS_PER_DAY
-COMPACT_EVERY = 2048
+#: Compaction runs when event time enters a new block of this length: what it
+#: costs follows event time, not the number of sensors (a count of readings
+#: would compact a hundred sites a hundred times as often as one).
+COMPACT_EVERY_MS = 6 * MS_PER_HOUR
 #: A retracted fact older than its site's horizon by this much is kept only as
 #: its last revision number (should it ever hold again, it continues from there).
 RETIRE_AFTER_MS = 7 * MS_PER_DAY
@@ -189,8 +192,11 @@ class Engine:
         self.watermark_ms: int | None = None
         self.tick_ms: int | None = None
         self.stats = Stats()
-        self._since_compact = 0
+        #: The block of event time of the last compaction.
+        self._compacted_block: int | None = None
         self._settled: list[Event] = []
+        #: Ids published as retracted (the few ``_retire`` looks at).
+        self._retracted: set[str] = set()
 
     # ------------------------------------------------------------------ inputs
 
@@ -295,10 +301,10 @@ class Engine:
         self._advance_watermark(ts)
         if clocks_dirty:
             out += self._recompute_clocks(se)
-        self._since_compact += 1
-        if self._since_compact >= COMPACT_EVERY:
+        if self.watermark_ms is not None and \
+                self.watermark_ms // COMPACT_EVERY_MS != self._compacted_block:
             self._compact()
-        return _ordered(out)
+        return _ordered(out) if len(out) > 1 else out
 
     def _apply_inspection(self, se: SiteEngine, insp: Inspection) -> list[Event]:
         if se.compacted_ms is not None and insp.ts_ms < se.compacted_ms:
@@ -339,6 +345,7 @@ class Engine:
                 if old is not None and not old.retracted:
                     event = Event(old.fact, old.revision + 1, retracted=True)
                     self.published[fid] = event
+                    self._retracted.add(fid)
                     out.append(event)
                 continue
             if old is None:
@@ -346,6 +353,7 @@ class Engine:
                 event = Event(fact, 0 if retired is None else retired + 1)
             elif old.retracted or old.fact != fact:
                 event = Event(fact, old.revision + 1)
+                self._retracted.discard(fid)
             else:
                 continue
             self.published[fid] = event
@@ -353,9 +361,12 @@ class Engine:
         return out
 
     def _compact(self) -> None:
-        self._since_compact = 0
         if self.watermark_ms is None:
             return
+        block = self.watermark_ms // COMPACT_EVERY_MS
+        if block == self._compacted_block:
+            return
+        self._compacted_block = block
         for se in self.sites.values():
             horizon = bucket_of(self.watermark_ms - round(se.config.lateness_days * MS_PER_DAY)
                                 - COMPACT_MARGIN_MS)
@@ -382,10 +393,11 @@ class Engine:
             self._retire(se.config.id, horizon - RETIRE_AFTER_MS)
 
     def _retire(self, site_id: str, before_ms: int) -> None:
-        gone = [fid for fid, e in self.published.items()
-                if e.retracted and e.fact.site == site_id and e.at_ms < before_ms]
+        gone = [fid for fid in self._retracted if (e := self.published[fid]).fact.site == site_id
+                and e.at_ms < before_ms]
         for fid in gone:
             self.retired[fid] = self.published.pop(fid).revision
+            self._retracted.discard(fid)
 
     # ------------------------------------------------------------------ persistence
 
@@ -402,7 +414,7 @@ class Engine:
             "stats": self.stats.to_json(),
             # When the next compaction runs is part of the state: the restored
             # engine must forget what the uninterrupted one forgets, when it does.
-            "since_compact": self._since_compact,
+            "compacted_block": self._compacted_block,
             "published": [e.to_json() for e in self.published.values()],
             "retired": self.retired,
             "window": self.window.dump() if self.window is not None else None,
@@ -423,10 +435,12 @@ class Engine:
         eng.watermark_ms = data["watermark_ms"]
         eng.tick_ms = data["tick_ms"]
         eng.stats = Stats(**data["stats"])
-        eng._since_compact = int(data["since_compact"])
+        eng._compacted_block = data["compacted_block"]
         for raw in data["published"]:
             event = Event.from_json(raw)
             eng.published[event.id] = event
+            if event.retracted:
+                eng._retracted.add(event.id)
         eng.retired = {str(k): int(v) for k, v in data["retired"].items()}
         eng.sites = {}
         for site in config.sites:
