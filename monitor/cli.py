@@ -134,7 +134,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     install_signal_handlers(stop)
     config = _load(args.config)
     _setup_logging(config, args.log_level)
-    daemon = Daemon(config, stop_event=stop)
+    daemon = Daemon(config, stop_event=stop, mqtt_process=True)
     return daemon.run()
 
 

@@ -177,12 +177,16 @@ class Ingest:
 
     def ack(self, messages: list[Message]) -> int:
         """Acknowledge messages of the current connection; return how many were sent."""
+        return self.ack_ids([(m.mid, m.qos, m.generation) for m in messages])
+
+    def ack_ids(self, acks: list[tuple[int, int, int]]) -> int:
+        """``ack`` by (mid, qos, generation): what ``mqttproc`` sends across its pipe."""
         sent = 0
         with self._lock:
             generation = self.generation
-            for m in messages:
-                if m.qos > 0 and m.generation == generation:
-                    self.client.ack(m.mid, m.qos)
+            for mid, qos, gen in acks:
+                if qos > 0 and gen == generation:
+                    self.client.ack(mid, qos)
                     sent += 1
         return sent
 

@@ -217,7 +217,10 @@ def missing_field(kind: MessageKind, values: Mapping[str, object]) -> Rejection 
     if not forms:
         return None
     for form in forms:
-        if all(name in values for name in form):
+        for name in form:
+            if name not in values:
+                break
+        else:
             return None
     for form in forms:
         if form[0] in values:

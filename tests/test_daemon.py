@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
@@ -197,6 +199,49 @@ def test_broker_restart_reconnects_and_loses_nothing(site: Site) -> None:
     wait_until(lambda: journal_count(cfg) == len(messages), 60, "every reading journaled")
     assert daemon.running
     assert daemon.stop() == 0
+
+
+def test_the_mqtt_process_dying_is_replaced_and_loses_nothing(site: Site) -> None:
+    """``stormwatch run`` keeps its MQTT client in a child process (``mqttproc.py``).
+    SIGKILL it mid-burst: the daemon logs it, starts another, and every reading the
+    broker confirmed is journaled once."""
+    broker, cfg, daemon = site.broker, site.cfg, site.daemon
+    assert daemon.proc is not None
+    children = _children(daemon.proc.pid)
+    assert len(children) == 1, children
+    start = _now_s() - 40 * 3600
+    messages = counter_storm(start, 2000, storm_from=100, storm_tips=60)
+    pub = Publisher(broker.port)
+    sender = Background(lambda: pub.send_many(messages))
+    sender.start()
+    wait_until(lambda: journal_count(cfg) > 300, 60, "part of the burst", interval_s=0.02)
+    os.kill(children[0], signal.SIGKILL)
+    sender.join_checked()
+    pub.close()
+    wait_until(lambda: journal_count(cfg) == len(messages), 60, "every reading journaled")
+    assert "the MQTT process ended" in daemon.log_text()
+    assert daemon.log_text().count("connected to") >= 2
+    assert len(_children(daemon.proc.pid)) == 1
+    assert daemon.stop() == 0
+    with Store(cfg.parent / "state" / "stormwatch.db", readonly=True) as store:
+        rows = store.journal_after(0, limit=100_000)
+    keys = [(r.body["sensor"], r.body["ts_ms"]) for r in rows if r.kind == "reading"]
+    assert len(keys) == len(set(keys)) == len(messages)
+
+
+def _children(pid: int) -> list[int]:
+    """The MQTT processes ``pid`` spawned (multiprocessing's resource tracker aside)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid and b"spawn_main" in cmdline:
+                out.append(int(entry))
+    return out
 
 
 BAD: list[tuple[str, str, bytes]] = []

@@ -37,11 +37,22 @@ class Reading:
     buffered: int | None = None
 
     def to_json(self) -> dict[str, object]:
-        return {k: getattr(self, k) for k in self.__slots__ if getattr(self, k) is not None}
+        # Written out: the journal encodes every accepted reading with this.
+        out: dict[str, object] = {"site": self.site, "sensor": self.sensor, "kind": self.kind,
+                                  "ts_ms": self.ts_ms}
+        for name in _OPTIONAL:
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
+        return out
 
     @classmethod
     def from_json(cls, data: dict[str, object]) -> Reading:
         return cls(**data)  # type: ignore[arg-type]
+
+
+_OPTIONAL = ("tips_total", "precip_in", "seq", "ntu", "temp_c", "depth_in", "distance_in",
+             "battery_v", "rssi_dbm", "uptime_s", "buffered")
 
 
 @dataclass(frozen=True, slots=True)
