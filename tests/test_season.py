@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import random
 import sqlite3
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,7 @@ from typing import Any
 import pytest
 
 from monitor.config import load_config
+from monitor.daemon import EngineHost, journal_in, open_store
 from monitor.engine import Engine
 from monitor.engine.inputs import Inspection, Reading
 from monitor.engine.times import MS_PER_DAY, MS_PER_MINUTE
@@ -291,3 +294,45 @@ def _plain(event: dict[str, Any]) -> dict[str, Any]:
 
 def _order(event: dict[str, Any]) -> tuple[str, str, str]:
     return (event["at"], event["type"], event["id"])
+
+
+def test_status_reads_the_recorded_state_not_the_journal(tmp_path: Path) -> None:
+    """``status`` answers from what the daemon recorded (issue 8, item 5): it took 14 s
+    at a million journal rows when it rebuilt the engine. Rows the engine cannot even
+    read prove it no longer does; they are counted as not applied yet."""
+    cfg = write_config(tmp_path, 1883)
+    config = load_config(cfg)
+    with open_store(config) as store:
+        host = EngineHost.restore(config, store)
+        t0 = (int(time.time()) // 60 - 120) * 60_000
+        readings = [Reading(SITE, "trap1-depth", "sediment", t0 + i * 60_000, depth_in=20.0)
+                    for i in range(5)]
+        store.commit_batch([journal_in(r, topic=None, received_ms=r.ts_ms) for r in readings])
+        host.catch_up()
+        host.record_status()
+    with sqlite3.connect(tmp_path / "state" / "stormwatch.db") as conn:
+        conn.executemany(
+            "INSERT INTO journal (kind, site, sensor, ts_ms, ident, body)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            [("reading", SITE, "rg1", t0 + i, i.to_bytes(16, "big"), "not json")
+             for i in range(20_000)])
+    out = subprocess.run([sys.executable, "-m", "monitor.cli", "status", "--config", str(cfg),
+                          "--json"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    status = json.loads(out.stdout)
+    site = status["sites"][SITE]
+    assert site["traps"]["trap-1"]["depth_in"] == 20.0 and site["recorded_at"] is not None
+    assert site["sensors"]["trap1-depth"]["readings"] == 5
+    assert status["ingest"]["journal_seq"] - status["ingest"]["applied_seq"] == 20_000
+    text = subprocess.run([sys.executable, "-m", "monitor.cli", "status", "--config", str(cfg)],
+                          capture_output=True, text=True, timeout=60)
+    assert "20000 journal row(s) not applied yet" in text.stdout
+
+
+def test_status_without_a_database_says_so(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path, 1883)
+    out = subprocess.run([sys.executable, "-m", "monitor.cli", "status", "--config", str(cfg)],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1
+    assert "no database" in out.stderr and "Traceback" not in out.stderr
+    assert "no open inspection clocks" not in out.stdout
