@@ -61,8 +61,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from monitor.config import Config, parse_config  # noqa: E402
-from monitor.daemon import Daemon, EngineHost, open_store  # noqa: E402
+from monitor.daemon import Daemon  # noqa: E402
 from monitor.engine.times import MS_PER_MINUTE, parse_iso  # noqa: E402
+from monitor.host import EngineHost, open_store  # noqa: E402
 from monitor.ingest import Message  # noqa: E402
 
 START_MS = parse_iso("2026-04-01T04:00:00Z")  # local midnight in New York

@@ -45,6 +45,8 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from .notify.routing import ROUTE_KEYS
+
 ID_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,62}$"
 Id = Annotated[str, Field(pattern=ID_PATTERN)]
 PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
@@ -150,8 +152,6 @@ def _route_problems(data: Any) -> list[Problem]:
     """Route keys must name a § 5 event type (or one of its variants): a typo
     would otherwise silence an alert without a word. Read from the raw input,
     so a bad tag elsewhere in the routes does not hide a bad key."""
-    from .notify.routing import ROUTE_KEYS  # here, not at the top: notify imports this module
-
     routes = _as_mapping(data).get("routes")
     if not isinstance(routes, Mapping):
         return []

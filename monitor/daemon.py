@@ -1,36 +1,31 @@
-"""The daemon: MQTT → journal → engine → events, outbox and log book.
+"""The daemon: MQTT → journal → engine → events, outbox and log book. The run loop.
 
 The shell around the engine, and nothing clever:
 
-* the ingest thread (paho) hands messages over through a bounded queue;
+* the MQTT client (a process of its own, ``mqttproc.py``, or a thread for the
+  demo) hands messages over through a bounded queue;
 * this module's loop takes a batch from the queue, parses it, commits accepted
   readings to the journal and rejects to the dead-letter table in one
   transaction, then acknowledges the batch to the broker (DESIGN § 2: the
   journal commit comes first, always);
 * it applies the batch's readings, just committed, to the engine straight
-  from memory (each with its journal seq), and before them any journal rows
-  another process wrote (``stormwatch inspect`` while the broker is
-  unreachable); it records the resulting events, their outbox rows and log
-  book rows in one transaction, and wakes the alert worker;
+  from memory (``host.EngineHost``), and before them any journal rows another
+  process wrote (``stormwatch inspect`` while the broker is unreachable); it
+  records the resulting events, their outbox rows and log book rows in one
+  transaction, and wakes the alert worker;
 * it ticks the engine on the wall clock; a tick that produced events is itself
   journaled, so a restart replays exactly what happened; each tick also
   records every site's status (``site_status``) for ``stormwatch status``;
-* it snapshots the engine every so often, from a thread of its own (see
-  ``Snapshots``): state, not readings, and only the checkpoints that changed.
-  On start it restores the snapshot and replays the journal after it; events
-  already recorded are recognised by (id, revision) and not recorded or
-  alerted twice.
-
-The engine's window onto late readings (``engine/window.py``) is the journal
-itself (``JournalWindow``), bounded by the seq of the row being applied, so a
-restart that replays the journal sees exactly what the first run saw.
+* it snapshots the engine every so often, from a thread of its own
+  (``SnapshotWriter``): state, not readings, and only the checkpoints that
+  changed. On start it restores the snapshot and replays the journal after
+  it; events already recorded are recognised by (id, revision) and not
+  recorded or alerted twice.
 """
 
 from __future__ import annotations
 
-import fcntl
 import gc
-import json
 import logging
 import os
 import queue
@@ -38,26 +33,30 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import Any, Protocol
 
 from .config import Config
-from .engine import Engine, Event
 from .engine.inputs import Inspection, Reading
-from .engine.summary import site_summary
+from .host import (
+    LOCK_NAME,
+    EngineHost,
+    SnapshotImage,
+    Snapshots,
+    daemon_lock,
+    journal_in,
+    open_store,
+)
 from .ingest import Ingest, Message
 from .models import Rejection, parse_message
 from .mqttproc import IngestProcess
-from .store import DeadLetterIn, EngineSnapshot, JournalIn, JournalRow, Store
+from .store import DeadLetterIn, JournalIn, Store
 from .workers import Worker, build_routes, build_workers
 
 log = logging.getLogger("stormwatch.daemon")
 
-DB_NAME = "stormwatch.db"
-LOCK_NAME = "stormwatch.lock"
 BATCH_MAX = 1000
 BATCH_WAIT_S = 0.005
 TICK_EVERY_S = 5.0
@@ -72,308 +71,6 @@ STATUS_EVERY_S = 0.5
 STATUS_BACKLOG_S = 5.0
 #: Between full garbage collections (see ``_keep_heap``).
 FULL_GC_EVERY_S = 3600.0
-#: The owner name of the daemon's engine snapshots in the store.
-ENGINE_OWNER = "engine"
-
-
-def db_path(config: Config) -> Path:
-    return Path(config.state_dir) / DB_NAME
-
-
-def open_store(config: Config, *, readonly: bool = False) -> Store:
-    state = Path(config.state_dir)
-    if not readonly:
-        state.mkdir(parents=True, exist_ok=True)
-    return Store(state / DB_NAME, readonly=readonly)
-
-
-# --------------------------------------------------------------------------- journal <-> engine
-
-
-def journal_in(item: Reading | Inspection, *, topic: str | None, received_ms: int | None
-               ) -> JournalIn:
-    if isinstance(item, Inspection):
-        return JournalIn("inspection", item.site, None, item.ts_ms, item.to_json(), topic,
-                         received_ms)
-    return JournalIn("reading", item.site, item.sensor, item.ts_ms, item.to_json(), topic,
-                     received_ms)
-
-
-class JournalWindow:
-    """The engine's window onto late readings: the journal, up to the row being applied.
-
-    ``upto_seq`` is set before each row is applied, so a re-fold sees the rows
-    applied before it and itself, never rows applied after it: a replay of the
-    journal after a restart makes the same events as the first run did.
-    """
-
-    def __init__(self, store: Store) -> None:
-        self.store = store
-        self.upto_seq: int | None = None
-
-    def add(self, reading: Reading) -> None:
-        """Already in the journal."""
-
-    def readings(self, site: str, sensors: Sequence[str], since_ms: int) -> list[Reading]:
-        return [Reading.from_json(body) for body in self.store.journal_readings(
-            site, sensors, since_ms, self.upto_seq)]
-
-    def compact(self, site: str, before_ms: int) -> None:
-        """The journal keeps everything."""
-
-    def dump(self) -> Any:
-        return None
-
-
-def apply_item(engine: Engine, item: Reading | Inspection) -> list[Event]:
-    """Feed one input to the engine, unless the configuration no longer has its site or
-    sensor (the row was journaled under another configuration: kept, skipped)."""
-    se = engine.sites.get(item.site)
-    if se is None or (isinstance(item, Reading) and item.sensor not in se.health):
-        return []
-    return engine.apply(item)
-
-
-def apply_row(engine: Engine, row: JournalRow) -> list[Event]:
-    """Feed one journal row to the engine (the engine's window must stand at ``row.seq``)."""
-    if row.kind == "reading":
-        return apply_item(engine, Reading.from_json(row.body))
-    if row.kind == "inspection":
-        return apply_item(engine, Inspection.from_json(row.body))
-    if row.kind == "tick":
-        return engine.tick(int(row.body["now_ms"]))
-    log.warning("journal row %s has unknown kind %r; skipped", row.seq, row.kind)
-    return []
-
-
-# --------------------------------------------------------------------------- snapshots
-
-
-@dataclass
-class SnapshotImage:
-    """One engine snapshot, taken on the engine's thread, to be written anywhere."""
-
-    applied_seq: int
-    data: dict[str, Any]
-    put: list[tuple[str, int, str]]
-    keep_from: dict[str, int]
-    checkpoints: dict[str, dict[int, str]]
-    rows: int
-    replace_all: bool
-
-
-class Snapshots:
-    """Engine snapshots of one owner: state, not readings, and only what changed.
-
-    ``take`` (on the engine's thread) dumps the engine and splits the timeline
-    checkpoints off: a checkpoint is immutable JSON text, so it is written once
-    and kept in the store until compaction passes it; the rest (the *head*:
-    each fold's current state, the facts still open, the clocks) is small.
-    ``write`` (on any thread, with its own store connection) stores the image
-    in one transaction. Which checkpoints the store holds is tracked by
-    identity of their text, so finding what changed costs no serialisation.
-    """
-
-    def __init__(self, owner: str, written: dict[str, dict[int, str]] | None = None) -> None:
-        self.owner = owner
-        self.written: dict[str, dict[int, str]] = written or {}
-        #: After a rebuild, the store's checkpoints belong to a state that is gone.
-        self.replace_all = written is None
-
-    def take(self, engine: Engine, applied_seq: int, rows: int) -> SnapshotImage:
-        data = engine.dump()
-        put: list[tuple[str, int, str]] = []
-        keep_from: dict[str, int] = {}
-        now: dict[str, dict[int, str]] = {}
-        for site_id, sd in data["sites"].items():
-            for name, td in sd["timelines"].items():
-                full = f"{site_id}/{name}"
-                had = self.written.get(full, {})
-                cps = td["checkpoints"]
-                now[full] = {at: text for at, text in cps}
-                put += [(full, at, text) for at, text in cps if had.get(at) is not text]
-                keep_from[full] = cps[0][0]
-                td["checkpoints"] = [at for at, _ in cps]
-        return SnapshotImage(applied_seq, data, put, keep_from, now, rows, self.replace_all)
-
-    def write(self, store: Store, image: SnapshotImage, *, created_ms: int) -> None:
-        head = json.dumps(image.data, separators=(",", ":"), allow_nan=False)
-        store.save_engine_snapshot(self.owner, image.applied_seq, head, created_ms=created_ms,
-                                   put=image.put, keep_from=image.keep_from,
-                                   replace_all=image.replace_all)
-        self.written = image.checkpoints
-        self.replace_all = False
-
-
-def snapshot_data(snap: EngineSnapshot) -> dict[str, Any]:
-    """``Engine.dump()`` again, from a stored snapshot (``KeyError`` if rows are missing)."""
-    data: dict[str, Any] = json.loads(snap.head)
-    for site_id, sd in data["sites"].items():
-        for name, td in sd["timelines"].items():
-            texts = snap.checkpoints[f"{site_id}/{name}"]
-            td["checkpoints"] = [[at, texts[at]] for at in td["checkpoints"]]
-    return data
-
-
-def restore_engine(config: Config, store: Store, window: JournalWindow, owner: str
-                   ) -> tuple[Engine, int, Snapshots]:
-    """The owner's engine from its snapshot, or a new one (seq 0) when there is none or
-    it cannot be used (another configuration, another version): the journal is replayed."""
-    snap = store.load_engine_snapshot(owner)
-    if snap is not None:
-        try:
-            engine = Engine.restore(config, snapshot_data(snap), window)
-            return engine, snap.applied_seq, Snapshots(owner, snap.checkpoints)
-        except (KeyError, ValueError, TypeError) as exc:
-            log.warning("snapshot at journal %s unusable (%s); replaying the journal",
-                        snap.applied_seq, exc)
-    return Engine(config, window), 0, Snapshots(owner)
-
-
-@dataclass
-class EngineHost:
-    """An engine restored from a store and kept in step with its journal."""
-
-    config: Config
-    store: Store
-    engine: Engine
-    window: JournalWindow
-    snapshots: Snapshots
-    applied_seq: int = 0
-    rows_since_snapshot: int = 0
-    #: Receipt-to-engine delay of the newest applied row (for ``status --json``).
-    lag_ms: int | None = None
-    routes: Callable[[dict[str, Any]], list[str]] | None = None
-    clock: Callable[[], float] = time.time
-    #: Called after events with alerts were recorded (wakes the delivery worker).
-    on_alerts: Callable[[], None] | None = None
-    #: The site status text last recorded, per site, and the sites with input since.
-    status_written: dict[str, str] = field(default_factory=dict)
-    dirty_sites: set[str] = field(default_factory=set)
-
-    @classmethod
-    def restore(cls, config: Config, store: Store, *, clock: Callable[[], float] = time.time,
-                routes: Callable[[dict[str, Any]], list[str]] | None = None) -> EngineHost:
-        window = JournalWindow(store)
-        engine, seq, snapshots = restore_engine(config, store, window, ENGINE_OWNER)
-        return cls(config, store, engine, window, snapshots, seq, routes=routes, clock=clock)
-
-    def catch_up(self, *, record: bool = True, until: int | None = None) -> int:
-        """Apply every journal row after ``applied_seq`` (up to ``until``) and record the
-        events; return the count."""
-        total = 0
-        while True:
-            rows = self.store.journal_after(self.applied_seq, limit=5000)
-            if until is not None:
-                rows = [r for r in rows if r.seq <= until]
-            if not rows:
-                return total
-            events: list[Event] = []
-            for row in rows:
-                self.window.upto_seq = row.seq
-                events += apply_row(self.engine, row)
-                if "site" in row.body:
-                    self.dirty_sites.add(str(row.body["site"]))
-            self._applied(rows[-1].seq, rows[-1].received_ms, len(rows))
-            total += len(rows)
-            if record:
-                self.record(events)
-
-    def apply_committed(self, items: Sequence[tuple[int, Reading | Inspection, int | None]]
-                        ) -> None:
-        """Apply inputs just committed to the journal, as (seq, input, received_ms), in seq
-        order, without reading them back; rows another process journaled before
-        them are applied first."""
-        if not items:
-            return
-        if items[0][0] - 1 > self.applied_seq:
-            self.catch_up(until=items[0][0] - 1)
-        events: list[Event] = []
-        for seq, item, _ in items:
-            self.window.upto_seq = seq
-            events += apply_item(self.engine, item)
-            self.dirty_sites.add(item.site)
-        last_seq, _, received = items[-1]
-        self._applied(last_seq, received, len(items))
-        self.record(events)
-
-    def _applied(self, seq: int, received_ms: int | None, rows: int) -> None:
-        self.applied_seq = seq
-        self.rows_since_snapshot += rows
-        if received_ms is not None:
-            self.lag_ms = max(0, self.now_ms() - received_ms)
-        # What settled is recorded already (every revision was, when it was made).
-        self.engine.drain_settled()
-
-    def record(self, events: list[Event], *, status: bool = False) -> int:
-        """Record events (one transaction with their outbox and log book rows, and the
-        status of the sites they changed); ``status`` records the status of every
-        site that took input since, events or not."""
-        statuses = self._status_changes(None if status else {e.fact.site for e in events})
-        if not events and not statuses:
-            return 0
-        new = self.store.record_events([e.to_json() for e in events], self.applied_seq,
-                                       recorded_ms=self.now_ms(), routes=self.routes,
-                                       statuses=statuses)
-        self.status_written.update(statuses)
-        if new:
-            for e in events:
-                _log_event(e)
-            if self.on_alerts is not None and self.routes is not None:
-                self.on_alerts()
-        return new
-
-    def record_status(self) -> None:
-        """Record the status of every site (the clocks move with time, too)."""
-        self.dirty_sites.update(s.id for s in self.config.sites)
-        self.record([], status=True)
-
-    def _status_changes(self, only: set[str] | None) -> dict[str, str]:
-        """The status of the sites with input since their last record (of those in
-        ``only``, when given), where it changed."""
-        sites = self.dirty_sites if only is None else self.dirty_sites & only
-        changed = {}
-        for site_id in sites:
-            if site_id not in self.engine.sites:
-                continue
-            text = json.dumps(site_summary(self.engine, site_id), separators=(",", ":"))
-            if self.status_written.get(site_id) != text:
-                changed[site_id] = text
-        self.dirty_sites -= sites
-        return changed
-
-    def tick(self) -> list[Event]:
-        """Tick on the wall clock; journal the tick when it changed anything; record the
-        sites' status."""
-        now = self.now_ms()
-        if self.lag_ms is not None:
-            self.store.meta_set("lag_ms", self.lag_ms)
-        events = self.engine.tick(now)
-        if events:
-            (seq,) = self.store.commit_batch([JournalIn("tick", None, None, now, {"now_ms": now},
-                                                        None, now)])
-            if seq is not None:
-                self.applied_seq = max(self.applied_seq, seq)
-        self.dirty_sites.update(s.id for s in self.config.sites)
-        self.record(events, status=True)
-        return events
-
-    def take_snapshot(self) -> SnapshotImage:
-        image = self.snapshots.take(self.engine, self.applied_seq, self.rows_since_snapshot)
-        self.rows_since_snapshot = 0
-        return image
-
-    def snapshot(self) -> None:
-        """Snapshot on this thread (at shutdown, and for the CLI)."""
-        image = self.take_snapshot()
-        try:
-            self.snapshots.write(self.store, image, created_ms=self.now_ms())
-        except BaseException:
-            self.rows_since_snapshot += image.rows
-            raise
-
-    def now_ms(self) -> int:
-        return round(self.clock() * 1000)
 
 
 class SnapshotWriter:
@@ -435,40 +132,6 @@ def _write_snapshot(snapshots: Snapshots, store: Store, image: SnapshotImage,
     log.debug("snapshot at journal %s written in %.3f s (%d checkpoint(s) new)",
               image.applied_seq, time.monotonic() - started, len(image.put))
     return True
-
-
-def _log_event(event: Event) -> None:
-    e = event.to_json()
-    extra = {k: v for k, v in e.items() if k not in ("type", "site", "at", "id", "revision")}
-    log.info("event %s site=%s at=%s rev=%s %s", e["type"], e["site"], e["at"], e["revision"],
-             json.dumps(extra, separators=(",", ":"), default=str))
-
-
-# --------------------------------------------------------------------------- lock
-
-
-@contextmanager
-def daemon_lock(config: Config, *, wait: bool = False) -> Iterator[IO[str] | None]:
-    """The state directory's lock: held by a running daemon (or by a CLI writing alone).
-
-    Yields the lock file when acquired, or None when another process holds it.
-    """
-    state = Path(config.state_dir)
-    state.mkdir(parents=True, exist_ok=True)
-    handle = open(state / LOCK_NAME, "a+", encoding="utf-8")  # noqa: SIM115 - held for the block
-    try:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-        except BlockingIOError:
-            yield None
-            return
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"{os.getpid()}\n")
-        handle.flush()
-        yield handle
-    finally:
-        handle.close()
 
 
 # --------------------------------------------------------------------------- systemd

@@ -31,7 +31,8 @@ from paho.mqtt.enums import CallbackAPIVersion
 from sensors.simulator import Scenario
 
 from .config import Config, parse_config
-from .daemon import Daemon, open_store
+from .daemon import Daemon
+from .host import open_store
 
 SITE = "demo-meadows"
 ZONE = "America/New_York"

@@ -19,9 +19,9 @@ import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 
 from .config import Config, read_secret
-from .daemon import EngineHost, daemon_lock, journal_in, open_store
 from .engine.inputs import Inspection
 from .engine.times import iso
+from .host import EngineHost, daemon_lock, journal_in, open_store
 
 WAIT_FOR_DAEMON_S = 20.0
 

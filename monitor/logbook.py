@@ -13,7 +13,7 @@ import io
 from typing import Any
 
 from .config import Config
-from .daemon import db_path, open_store
+from .host import db_path, open_store
 
 SUMMARY_FIELDS = ("inspector", "kind", "notes", "findings", "closes", "gauge", "qualified_at",
                   "total_in", "due", "outcome", "clock_id", "trap", "fill_fraction", "pair",

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from .config import Config, SiteConfig
-from .engine import Engine, Event
-from .engine.events import in_event_order
+from .engine.core import Engine
+from .engine.events import Event, in_event_order
 from .engine.times import iso
 from .models import Rejection, RejectReason, RowParser
 

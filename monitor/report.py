@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from .config import Config, SiteConfig
-from .daemon import db_path, open_store
 from .engine.times import MS_PER_HOUR, parse_iso
 from .engine.traps import fill_fraction
+from .host import db_path, open_store
 from .store import Store
 
 LAW = [

@@ -19,9 +19,10 @@ from datetime import datetime
 from typing import Any
 
 from .config import Config, SiteConfig
-from .daemon import db_path, open_store
 from .engine.summary import at_now
 from .engine.times import iso
+from .export.influx import export_status
+from .host import db_path, open_store
 from .models import RejectReason
 
 INGEST_REASONS = frozenset(r.value for r in RejectReason)
@@ -54,9 +55,6 @@ def build_status(config: Config, now_ms: int) -> dict[str, Any]:
         oldest = summary.pop("oldest_pending_ms")
         notify = {**summary, "oldest_pending_at": iso(oldest) if oldest is not None else None}
         if config.influx is not None:
-            # Imported here: the exporter reads the engine's summaries too.
-            from .export.influx import export_status
-
             export = export_status(store, now_ms)
         else:
             export = {"behind_rows": 0, "enabled": False}

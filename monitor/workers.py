@@ -14,6 +14,8 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from .config import Config
+from .export.influx import InfluxExporter
+from .notify.build import build_router, build_worker
 
 Clock = Callable[[], float]
 Routes = Callable[[dict[str, Any]], list[str]]
@@ -32,25 +34,16 @@ class Worker(Protocol):
 def build_workers(config: Config, clock: Clock = time.time) -> list[Worker]:
     """Every sink this configuration asks for."""
     workers: list[Worker] = []
-    # notify: outbox delivery
-    from .notify import build_worker  # imports Apprise; only when the daemon starts
-
     notifier = build_worker(config, clock)
     if notifier is not None:
         workers.append(notifier)
     if config.influx is not None:
-        # Imported here: the exporter builds on monitor.daemon, which imports this module.
-        from .export.influx import InfluxExporter
-
         workers.append(InfluxExporter(config, clock))
     return workers
 
 
 def build_routes(config: Config) -> Routes | None:
     """Which alert tags an event goes to (outbox rows are written with the event)."""
-    # notify: routing
-    from .notify import build_router
-
     router = build_router(config)
     if router is not None:
         return router

@@ -41,11 +41,11 @@ from pathlib import Path
 from typing import Any
 
 from monitor.config import Config, parse_config
-from monitor.daemon import EngineHost, journal_in
 from monitor.engine.inputs import Inspection, Reading
 from monitor.engine.times import MS_PER_MINUTE
 from monitor.export.influx import ExportSession
 from monitor.export.writers import V1Writer, Writer
+from monitor.host import EngineHost, journal_in
 from monitor.store import Store
 from tests import childproc
 from tests.childproc import ChildService, ChildServiceError, free_port

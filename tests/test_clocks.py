@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from monitor.engine import Engine
+from monitor.engine.core import Engine
 from monitor.engine.times import MS_PER_DAY, MS_PER_HOUR, MS_PER_MINUTE
 
 from .util import SITE, counter_series, inspection, of_type, rain, site_config, ts

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from monitor.config import load_config
-from monitor.daemon import EngineHost
-from monitor.engine import Engine
+from monitor.engine.core import Engine
 from monitor.engine.times import iso
+from monitor.host import EngineHost
 from monitor.models import Rejection, RejectReason, parse_message
 from monitor.store import Store
 

@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 
 from monitor.config import Config
-from monitor.daemon import journal_in
-from monitor.engine import Engine
+from monitor.engine.core import Engine
 from monitor.engine.inputs import Inspection, Reading
 from monitor.engine.times import MS_PER_HOUR, MS_PER_MINUTE, compact, iso
 from monitor.export.derive import Replica, event_points, minute_points, raw_points
 from monitor.export.lineprotocol import Int, Point, format_value, series_key
 from monitor.export.writers import Rejected, Unavailable, classify
+from monitor.host import journal_in
 from monitor.store import JournalRow, Store
 
 from .util import SITE, counter_series, site_config, tips

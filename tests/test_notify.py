@@ -23,7 +23,7 @@ from monitor.config import Config, ConfigError, parse_config
 from monitor.engine.events import EVENT_FIELDS
 from monitor.engine.times import iso, parse_iso
 from monitor.logs import configure
-from monitor.notify import build_router
+from monitor.notify.build import build_router
 from monitor.notify.messages import Alert, Escalation, local_time, md_escape, render
 from monitor.notify.policy import backoff_s
 from monitor.notify.routing import (

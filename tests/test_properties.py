@@ -16,7 +16,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from monitor.engine import Engine
+from monitor.engine.core import Engine
 from monitor.engine.inputs import Inspection, Reading
 from monitor.engine.times import MS_PER_MINUTE
 from monitor.engine.window import MemoryWindow

@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 
 from monitor.config import load_config
-from monitor.daemon import EngineHost, journal_in, open_store
-from monitor.engine import Engine
+from monitor.engine.core import Engine
 from monitor.engine.inputs import Inspection, Reading
 from monitor.engine.times import MS_PER_DAY, MS_PER_MINUTE
+from monitor.host import EngineHost, journal_in, open_store
 from monitor.replay import replay
 from monitor.store import Store
 

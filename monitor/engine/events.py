@@ -15,7 +15,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from .times import iso
+from .times import iso, parse_iso
 
 #: Every event type and its own fields (DESIGN § 5); ``extra`` fields may follow.
 EVENT_FIELDS: dict[str, tuple[str, ...]] = {
@@ -73,8 +73,6 @@ class Fact:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Fact:
-        from .times import parse_iso
-
         rest = {k: v for k, v in data.items()
                 if k not in ("type", "site", "at", "id", "revision", "retracted")}
         return cls(data["type"], data["site"], parse_iso(data["at"]), data["id"], rest)

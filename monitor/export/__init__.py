@@ -4,8 +4,3 @@
 journal rows, engine state and events into points, ``lineprotocol`` writes
 them, ``writers`` sends them to InfluxDB's v1 or v2 write API.
 """
-
-from .influx import ExportSession, InfluxExporter, export_status
-from .lineprotocol import Point
-
-__all__ = ["ExportSession", "InfluxExporter", "Point", "export_status"]

@@ -43,14 +43,15 @@ from collections.abc import Iterable
 from typing import Any, Protocol, cast
 
 from ..config import Config
-from ..daemon import JournalWindow, apply_row
-from ..engine import EVENT_FIELDS, Engine
+from ..engine.core import Engine
+from ..engine.events import EVENT_FIELDS
 from ..engine.inputs import Reading
 from ..engine.rain import GaugeFold, GaugeState
 from ..engine.summary import site_status
 from ..engine.times import MS_PER_MINUTE, parse_iso
 from ..engine.traps import TrapFold, TrapState, trap_state
 from ..engine.turbidity import E4_PER_MILLI, E4_PER_NTU, MILLI_PER_NTU, PairFold, PairState
+from ..host import JournalWindow, apply_row
 from ..store import JournalRow, canonical
 from .lineprotocol import FieldValue, Int, Point, raw_series, series_key
 

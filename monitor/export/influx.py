@@ -63,9 +63,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import Config
-from ..daemon import ENGINE_OWNER, JournalWindow, snapshot_data
-from ..engine import Engine
+from ..engine.core import Engine
 from ..engine.times import MS_PER_MINUTE, iso
+from ..host import ENGINE_OWNER, JournalWindow, snapshot_data
 from ..store import DeadLetterIn, Store
 from .derive import Replica, event_points, minute_points
 from .lineprotocol import Int, Point
