@@ -25,7 +25,7 @@ test: venv system-deps
 
 lint: venv
 	$(VENV)/bin/ruff check monitor sensors tests bench
-	$(VENV)/bin/mypy monitor
+	$(VENV)/bin/mypy monitor sensors tests bench
 
 demo: venv
 	$(VENV)/bin/stormwatch demo

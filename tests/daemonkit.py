@@ -9,7 +9,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -183,16 +183,16 @@ class Publisher:
         self.client.connect("127.0.0.1", port, keepalive=30)
         self.client.loop_start()
 
-    def send(self, topic: str, payload: dict[str, Any] | bytes) -> None:
-        body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    def send(self, topic: str, payload: Mapping[str, Any] | bytes) -> None:
+        body = payload if isinstance(payload, bytes) else json.dumps(dict(payload)).encode()
         info = self.client.publish(topic, body, qos=1)
         info.wait_for_publish(timeout=30)
         assert info.is_published(), f"not acknowledged: {topic}"
 
-    def send_many(self, messages: list[tuple[str, dict[str, Any] | bytes]]) -> None:
+    def send_many(self, messages: Sequence[tuple[str, Mapping[str, Any] | bytes]]) -> None:
         infos = []
         for topic, payload in messages:
-            body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+            body = payload if isinstance(payload, bytes) else json.dumps(dict(payload)).encode()
             infos.append(self.client.publish(topic, body, qos=1))
         for info in infos:
             info.wait_for_publish(timeout=60)

@@ -83,11 +83,11 @@ class Mail:
         """The text/plain part (Apprise derives it from the HTML part of an HTML mail)."""
         part = self.message.get_body(preferencelist=("plain",))
         assert part is not None, "no text/plain part"
-        return str(part.get_content())  # type: ignore[attr-defined]
+        return str(part.get_content())
 
     def html(self) -> str | None:
         part = self.message.get_body(preferencelist=("html",))
-        return None if part is None else str(part.get_content())  # type: ignore[attr-defined]
+        return None if part is None else str(part.get_content())
 
 
 class _SmtpHandler:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from monitor.engine.core import Engine
+from monitor.engine.events import Event
+from monitor.engine.inputs import Inspection, Reading
 from monitor.engine.times import MS_PER_DAY, MS_PER_HOUR, MS_PER_MINUTE
 
 from .util import SITE, counter_series, inspection, of_type, rain, site_config, ts
@@ -12,12 +15,13 @@ from .util import SITE, counter_series, inspection, of_type, rain, site_config, 
 H = MS_PER_HOUR
 
 
-def storm(start_ms: int, hundredths: int, seq0: int = 0, sensor: str = "rg1") -> list:
+def storm(start_ms: int, hundredths: int, seq0: int = 0, sensor: str = "rg1") -> list[Reading]:
     """``hundredths`` readings of 0.01 in, one a minute from ``start_ms``."""
     return [rain(sensor, start_ms + i * MS_PER_MINUTE, 0.01, seq0 + i) for i in range(hundredths)]
 
 
-def run(items: list, now_ms: int | None = None, **site: Any) -> tuple[Engine, list]:
+def run(items: Sequence[Reading | Inspection], now_ms: int | None = None, **site: Any
+        ) -> tuple[Engine, list[Event]]:
     eng = Engine(site_config(**site))
     events = []
     for item in items:
@@ -63,8 +67,8 @@ def test_storm_clock_reminders_overdue_and_late_close() -> None:
 
 
 def test_inspection_within_24h_is_met_and_before_storm_does_not_count() -> None:
-    items = [inspection(ts("09:00")), *storm(ts("10:00"), 60),
-             inspection(ts("2026-05-02T08:00:00Z"))]
+    items: list[Reading | Inspection] = [inspection(ts("09:00")), *storm(ts("10:00"), 60),
+                                         inspection(ts("2026-05-02T08:00:00Z"))]
     eng, _ = run(items, now_ms=ts("2026-05-03T00:00:00Z"))
     storm_closed = [e for e in final(eng, "clock_closed") if e["clock"] == "storm"]
     assert [(e["inspected_at"], e["outcome"]) for e in storm_closed] == [

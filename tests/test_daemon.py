@@ -322,12 +322,12 @@ def test_status_json_shape_and_logbook_verify(site: Site) -> None:
     # new input, and with every event); status reads that record.
     status = wait_until(lambda: _status_with(cfg, lambda s: s["sites"][SITE]["traps"]["trap-1"][
         "depth_in"] is not None), 10, "the status to show the trap")
-    site = status["sites"][SITE]
-    (storm_clock,) = [c for c in site["open_clocks"] if c["clock"] == "storm"]
+    entry = status["sites"][SITE]
+    (storm_clock,) = [c for c in entry["open_clocks"] if c["clock"] == "storm"]
     assert {"clock_id", "clock", "started_at", "due", "hours_left"} <= storm_clock.keys()
     assert 0 < storm_clock["hours_left"] < 24
-    assert site["traps"]["trap-1"]["depth_in"] == 20.0
-    assert site["sensors"]["rg1"]["stale"] is False
+    assert entry["traps"]["trap-1"]["depth_in"] == 20.0
+    assert entry["sensors"]["rg1"]["stale"] is False
     assert status["ingest"]["accepted"] == len(messages)
     assert "behind_rows" in status["export"]
     assert status["notify"]["failed"] == 0 and "pending" in status["notify"]

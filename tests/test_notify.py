@@ -354,7 +354,7 @@ def test_amounts_carry_their_units() -> None:
 
 def test_every_event_type_renders_with_site_and_alert_id() -> None:
     for kind, fields in EVENT_FIELDS.items():
-        body = {name: None for name in fields}
+        body: dict[str, Any] = {name: None for name in fields}
         event = ev(kind, "x", T0, **body)
         m = render(alert(event))
         assert m.title.startswith("Branch Meadows Subdivision: "), kind

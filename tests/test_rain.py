@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 
@@ -18,8 +19,9 @@ from .util import SITE, counter_series, rain, tips, ts
 H = MS_PER_HOUR
 
 
-def run(readings: list, now_ms: int | None = None, **rules: object) -> dict[str, list[Fact]]:
-    fold = GaugeFold(SITE, "rg1", RainRules(**rules), {"rg1": 0.01})  # type: ignore[arg-type]
+def run(readings: list[Reading], now_ms: int | None = None, **rules: Any
+        ) -> dict[str, list[Fact]]:
+    fold = GaugeFold(SITE, "rg1", RainRules(**rules), {"rg1": 0.01})
     tl = Timeline(fold)
     for r in readings:
         tl.insert(r)
@@ -31,7 +33,7 @@ def run(readings: list, now_ms: int | None = None, **rules: object) -> dict[str,
     return out
 
 
-def burst(start_ms: int, total_in: float, minutes: int, seq0: int) -> list:
+def burst(start_ms: int, total_in: float, minutes: int, seq0: int) -> list[Reading]:
     """``total_in`` spread evenly (in whole hundredths) over ``minutes`` one-minute readings."""
     hundredths = round(total_in * 100)
     per = [hundredths // minutes + (1 if i < hundredths % minutes else 0) for i in range(minutes)]

@@ -188,12 +188,13 @@ def _season_days(start_s: int, days: int) -> list[tuple[list[dict[str, Any]],
             raining = d % 5 == 2 and 8 * 60 <= m < 14 * 60
             tips += rng.choice([1, 2, 3]) if raining else 0
             now_list.append({"sensor": "rg1", "ts": t, "tips_total": tips})
-            up = {"sensor": "tb-up", "ts": t, "ntu": round(8 + rng.random() * 2, 2)}
+            up_ntu = round(8 + rng.random() * 2, 2)
+            up = {"sensor": "tb-up", "ts": t, "ntu": up_ntu}
             if d in OFFLINE_DAYS and 6 * 60 <= m < 12 * 60:
                 late.append(up)
             else:
                 now_list.append(up)
-            down = up["ntu"] + (rng.random() * 20 if raining else rng.random())
+            down = up_ntu + (rng.random() * 20 if raining else rng.random())
             now_list.append({"sensor": "tb-down", "ts": t + 30, "ntu": round(down, 2)})
             if m % 30 == 0:
                 now_list.append({"sensor": "trap1-depth", "ts": t,
