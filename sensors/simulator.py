@@ -46,9 +46,6 @@ class Scenario:
         into = min(max(minute - self.storm_start_min, 0), self.storm_minutes)
         return tips * into // self.storm_minutes
 
-    def raining(self, minute: int) -> bool:
-        return self.storm_start_min <= minute < self.storm_start_min + self.storm_minutes
-
     def ntu(self, minute: int) -> tuple[float, float]:
         """Upstream (background) and downstream turbidity."""
         up = 8.0 + 2.0 * math.sin(minute / 37.0)

@@ -27,7 +27,7 @@ out, which is what InfluxDB does with an absent tag.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -141,12 +141,3 @@ class Point:
             return None
         return f"{self.series} {','.join(fields)} {self.ts_ms}"
 
-
-def encode_all(points: Iterable[Point]) -> list[str]:
-    """The lines of the points that can be written, in order."""
-    lines = []
-    for point in points:
-        line = point.encode()
-        if line is not None:
-            lines.append(line)
-    return lines
