@@ -295,7 +295,7 @@ def main() -> int:
                         sims, (day + 1) * 1440 + m, 0.0, random.Random(m)))
                 back = restart(config_path)
                 row = {"day": day + 1, "us_per_reading": statistics.median(per_reading),
-                       "rss_mb": rss_mb(), "snap_mb": store.snapshot_size() / 1e6,
+                       "rss_mb": rss_mb(), "snap_mb": store.state.snapshot_size() / 1e6,
                        "snap_s": snap_s, "restart_s": back["restart_s"],
                        "restart_mb": back["rss_mb"], "replayed": back["replayed"]}
                 rows.append(row)

@@ -264,7 +264,7 @@ class Daemon:
                 batch = self._take_batch(timeout=0.05)
                 if batch:
                     self.ingest_batch(store, ingest, host, batch)
-                if store.journal_max_seq() > host.applied_seq:
+                if store.journal.max_seq() > host.applied_seq:
                     host.catch_up()
                 now = time.monotonic()
                 caught_up = ingest.connected.is_set() and len(batch) < BATCH_MAX and \
@@ -371,7 +371,7 @@ class Daemon:
             else:
                 journal.append(journal_in(item, topic=m.topic, received_ms=m.received_ms))
                 items.append((item, m.received_ms))
-        seqs = store.commit_batch(journal, dead)
+        seqs = store.journal.commit(journal, dead)
         # Only now, with the batch on disk, may the broker forget it.
         ingest.ack(batch)
         # The engine takes the batch from memory; redeliveries (no seq) are not input.

@@ -247,7 +247,7 @@ def _storm_due(state: Path) -> float | None:
         return None
     cfg_state = state
     with open_store(_state_only(cfg_state), readonly=True) as store:
-        for e in store.current_events(SITE):
+        for e in store.events.current(SITE):
             if e["type"] == "storm_qualified" and e.get("due"):
                 return datetime.fromisoformat(e["due"].replace("Z", "+00:00")).timestamp()
     return None
@@ -257,7 +257,7 @@ def _print_new(state: Path, printed: int, zone: ZoneInfo, out: IO[str]) -> int:
     if not (state / "stormwatch.db").exists():
         return printed
     with open_store(_state_only(state), readonly=True) as store:
-        events = store.events()
+        events = store.events.all()
     for e in events[printed:]:
         if e.get("retracted"):
             continue

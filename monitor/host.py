@@ -79,7 +79,7 @@ class JournalWindow:
         """Already in the journal."""
 
     def readings(self, site: str, sensors: Sequence[str], since_ms: int) -> list[Reading]:
-        return [Reading.from_json(body) for body in self.store.journal_readings(
+        return [Reading.from_json(body) for body in self.store.journal.readings(
             site, sensors, since_ms, self.upto_seq)]
 
     def compact(self, site: str, before_ms: int) -> None:
@@ -162,9 +162,9 @@ class Snapshots:
 
     def write(self, store: Store, image: SnapshotImage, *, created_ms: int) -> None:
         head = json.dumps(image.data, separators=(",", ":"), allow_nan=False)
-        store.save_engine_snapshot(self.owner, image.applied_seq, head, created_ms=created_ms,
-                                   put=image.put, keep_from=image.keep_from,
-                                   replace_all=image.replace_all)
+        store.state.save_snapshot(self.owner, image.applied_seq, head, created_ms=created_ms,
+                                  put=image.put, keep_from=image.keep_from,
+                                  replace_all=image.replace_all)
         self.written = image.checkpoints
         self.replace_all = False
 
@@ -183,7 +183,7 @@ def restore_engine(config: Config, store: Store, window: JournalWindow, owner: s
                    ) -> tuple[Engine, int, Snapshots]:
     """The owner's engine from its snapshot, or a new one (seq 0) when there is none or
     it cannot be used (another configuration, another version): the journal is replayed."""
-    snap = store.load_engine_snapshot(owner)
+    snap = store.state.load_snapshot(owner)
     if snap is not None:
         try:
             engine = Engine.restore(config, snapshot_data(snap), window)
@@ -227,7 +227,7 @@ class EngineHost:
         events; return the count."""
         total = 0
         while True:
-            rows = self.store.journal_after(self.applied_seq, limit=5000)
+            rows = self.store.journal.after(self.applied_seq, limit=5000)
             if until is not None:
                 rows = [r for r in rows if r.seq <= until]
             if not rows:
@@ -276,7 +276,7 @@ class EngineHost:
         statuses = self._status_changes(None if status else {e.fact.site for e in events})
         if not events and not statuses:
             return 0
-        new = self.store.record_events([e.to_json() for e in events], self.applied_seq,
+        new = self.store.events.record([e.to_json() for e in events], self.applied_seq,
                                        recorded_ms=self.now_ms(), routes=self.routes,
                                        statuses=statuses)
         self.status_written.update(statuses)
@@ -311,10 +311,10 @@ class EngineHost:
         sites' status."""
         now = self.now_ms()
         if self.lag_ms is not None:
-            self.store.meta_set("lag_ms", self.lag_ms)
+            self.store.state.meta_set("lag_ms", self.lag_ms)
         events = self.engine.tick(now)
         if events:
-            (seq,) = self.store.commit_batch([JournalIn("tick", None, None, now, {"now_ms": now},
+            (seq,) = self.store.journal.commit([JournalIn("tick", None, None, now, {"now_ms": now},
                                                         None, now)])
             if seq is not None:
                 self.applied_seq = max(self.applied_seq, seq)

@@ -38,7 +38,7 @@ def record_inspection(config: Config, site: str, inspector: str, at_ms: int, kin
     with daemon_lock(config) as held:
         if held is not None:
             with open_store(config) as store:
-                store.commit_batch([journal_in(insp, topic=None,
+                store.journal.commit([journal_in(insp, topic=None,
                                                received_ms=round(time.time() * 1000))])
                 host = EngineHost.restore(config, store)
                 host.catch_up()
@@ -48,7 +48,7 @@ def record_inspection(config: Config, site: str, inspector: str, at_ms: int, kin
     via = "sent to the running daemon through the broker"
     if not _publish(config, insp):
         with open_store(config) as store:
-            store.commit_batch([journal_in(insp, topic=None,
+            store.journal.commit([journal_in(insp, topic=None,
                                            received_ms=round(time.time() * 1000))])
         via = "written to the database for the running daemon (broker unreachable)"
     deadline = time.monotonic() + WAIT_FOR_DAEMON_S
@@ -91,7 +91,7 @@ def _publish(config: Config, insp: Inspection) -> bool:
 
 def _recorded(config: Config, insp: Inspection) -> dict[str, Any] | None:
     with open_store(config, readonly=True) as store:
-        for e in store.current_events(insp.site):
+        for e in store.events.current(insp.site):
             if e["type"] == "inspection_recorded" and e["inspected_at"] == iso(insp.ts_ms) \
                     and e["inspector"] == insp.inspector:
                 return dict(e)
@@ -106,7 +106,7 @@ def _report(config: Config, insp: Inspection, via: str) -> str:
     if not rec["closes"]:
         return head + " It closed no open clock."
     with open_store(config, readonly=True) as store:
-        closed = {e["clock_id"]: e for e in store.current_events(insp.site)
+        closed = {e["clock_id"]: e for e in store.events.current(insp.site)
                   if e["type"] == "clock_closed"}
     parts = []
     for cid in rec["closes"]:

@@ -14,6 +14,7 @@ from typing import Any
 
 from .config import Config
 from .host import db_path, open_store
+from .store import LogbookRow
 
 SUMMARY_FIELDS = ("inspector", "kind", "notes", "findings", "closes", "gauge", "qualified_at",
                   "total_in", "due", "outcome", "clock_id", "trap", "fill_fraction", "pair",
@@ -34,10 +35,10 @@ def _summary(body: dict[str, Any]) -> str:
 
 def export_logbook(config: Config, site: str, fmt: str) -> str:
     if not db_path(config).exists():
-        rows: list[dict[str, Any]] = []
+        rows: list[LogbookRow] = []
     else:
         with open_store(config, readonly=True) as store:
-            rows = store.logbook(site)
+            rows = store.events.logbook(site)
     if fmt == "md":
         cfg = config.site(site)
         name = (cfg.name if cfg is not None else None) or site
@@ -47,19 +48,17 @@ def export_logbook(config: Config, site: str, fmt: str) -> str:
                "| # | recorded (UTC) | event | at | details | hash |",
                "|---|---|---|---|---|---|"]
         for r in rows:
-            body = r["body"]
-            details = _summary(body).replace("|", "\\|")
-            out.append(f"| {r['seq']} | {r['recorded_at']} | {r['type']} | {body.get('at', '')}"
-                       f" | {details} | `{r['hash'][:12]}` |")
+            details = _summary(r.body).replace("|", "\\|")
+            out.append(f"| {r.seq} | {r.recorded_at} | {r.type} | {r.body.get('at', '')}"
+                       f" | {details} | `{r.hash[:12]}` |")
         return "\n".join(out) + "\n"
     buf = io.StringIO()
     writer = csv.writer(buf)
     writer.writerow(["seq", "recorded_at", "site", "type", "at", "event_id", "revision",
                      "details", "prev_hash", "hash"])
     for r in rows:
-        body = r["body"]
-        writer.writerow([r["seq"], r["recorded_at"], r["site"], r["type"], body.get("at", ""),
-                         r["event_id"], r["revision"], _summary(body), r["prev_hash"], r["hash"]])
+        writer.writerow([r.seq, r.recorded_at, r.site, r.type, r.body.get("at", ""), r.event_id,
+                         r.revision, _summary(r.body), r.prev_hash, r.hash])
     return buf.getvalue()
 
 
@@ -68,4 +67,4 @@ def verify_logbook(config: Config) -> tuple[list[str], int]:
     if not db_path(config).exists():
         return [], 0
     with open_store(config, readonly=True) as store:
-        return store.logbook_verify(), len(store.logbook())
+        return store.events.logbook_verify(), len(store.events.logbook())

@@ -1,6 +1,6 @@
 """``stormwatch report``: a compliance report with plots, as one HTML file (DESIGN § 6).
 
-Reads the database read-only: events from ``Store.current_events`` (the
+Reads the database read-only: events from ``EventLog.current`` (the
 authoritative set) and the journal's readings for the plots. Every time is
 shown in the site's own time zone; plots are inline PNG (matplotlib, Agg).
 """
@@ -98,7 +98,7 @@ def _readings(store: Store, site_id: str, lo: int, hi: int) -> list[dict[str, An
     out: list[dict[str, Any]] = []
     seq = 0
     while True:
-        rows = store.journal_after(seq, limit=5000)
+        rows = store.journal.after(seq, limit=5000)
         if not rows:
             break
         seq = rows[-1].seq
@@ -300,7 +300,7 @@ def build_report(config: Config, site_id: str, from_ms: int, to_ms: int, now_ms:
         return "".join(parts)
 
     with open_store(config, readonly=True) as store:
-        all_events = store.current_events(site.id)
+        all_events = store.events.current(site.id)
         readings = _readings(store, site.id, from_ms, to_ms)
 
     def in_period(e: dict[str, Any]) -> bool:

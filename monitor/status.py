@@ -40,20 +40,22 @@ def build_status(config: Config, now_ms: int) -> dict[str, Any]:
         raise StatusError(f"state_dir: no database at {path} (has `stormwatch run` run with"
                           " this configuration?)")
     with open_store(config, readonly=True) as store:
-        recorded = store.site_statuses()
-        lag = store.meta_get("lag_ms")
+        recorded = store.state.site_statuses()
+        lag = store.state.meta_get("lag_ms")
         # The dead-letter table also keeps points InfluxDB refused; those are
         # the export's (export.dead_letters), not ingest rejects.
-        rejected = {reason: n for reason, n in store.reject_counts().items()
+        rejected = {reason: n for reason, n in store.journal.reject_counts().items()
                     if reason in INGEST_REASONS}
-        applied = max([store.applied_seq(), *(seq for _, seq, _ in recorded.values())])
-        ingest = {"accepted": store.journal_count(), "rejected": rejected,
+        applied = max([store.events.applied_seq(), *(r.applied_seq for r in recorded.values())])
+        ingest = {"accepted": store.journal.count(), "rejected": rejected,
                   "lag_s": round(int(lag) / 1000, 3) if lag is not None else None,
-                  "duplicates": store.counter("duplicates"),
-                  "journal_seq": store.journal_max_seq(), "applied_seq": applied}
-        summary = store.outbox_summary()
-        oldest = summary.pop("oldest_pending_ms")
-        notify = {**summary, "oldest_pending_at": iso(oldest) if oldest is not None else None}
+                  "duplicates": store.journal.counter("duplicates"),
+                  "journal_seq": store.journal.max_seq(), "applied_seq": applied}
+        summary = store.outbox.summary()
+        oldest = summary.oldest_pending_ms
+        notify = {"pending": summary.pending, "delivered": summary.delivered,
+                  "failed": summary.failed, "withheld": summary.withheld,
+                  "oldest_pending_at": iso(oldest) if oldest is not None else None}
         if config.influx is not None:
             export = export_status(store, now_ms)
         else:
@@ -63,8 +65,8 @@ def build_status(config: Config, now_ms: int) -> dict[str, Any]:
         if found is None:
             out["sites"][site.id] = unknown_site(site)
         else:
-            updated_ms, _, data = found
-            out["sites"][site.id] = {**at_now(data, now_ms), "recorded_at": iso(updated_ms)}
+            out["sites"][site.id] = {**at_now(found.data, now_ms),
+                                     "recorded_at": iso(found.updated_ms)}
     out["ingest"] = ingest
     out["export"] = export
     out["notify"] = notify

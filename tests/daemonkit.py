@@ -227,7 +227,7 @@ def journal_count(config_path: Path) -> int:
     if not db.exists():
         return 0
     with Store(db, readonly=True) as store:
-        return store.journal_count()
+        return store.journal.count()
 
 
 def events_of(config_path: Path, kind: str) -> list[dict[str, Any]]:
@@ -235,7 +235,7 @@ def events_of(config_path: Path, kind: str) -> list[dict[str, Any]]:
     if not db.exists():
         return []
     with Store(db, readonly=True) as store:
-        return [e for e in store.current_events() if e["type"] == kind]
+        return [e for e in store.events.current() if e["type"] == kind]
 
 
 def cli(*args: str, timeout_s: float = 60) -> subprocess.CompletedProcess[str]:

@@ -235,7 +235,7 @@ def fill_store(config: Config, items: Sequence[Reading | Inspection]) -> None:
     """Journal the items and record the engine's events, as the daemon does."""
     with Store.in_dir(config.state_dir) as store:
         for k in range(0, len(items), 1000):
-            store.commit_batch([journal_in(i, topic=None, received_ms=i.ts_ms + 200)
+            store.journal.commit([journal_in(i, topic=None, received_ms=i.ts_ms + 200)
                                 for i in items[k:k + 1000]])
         EngineHost.restore(config, store).catch_up()
 
@@ -255,8 +255,8 @@ def counts(server: Influxd, db: str) -> dict[str, int]:
 def journal_counts(config: Config) -> dict[str, int]:
     """Journal rows by measurement, and ``event``: the event ids (one series each)."""
     with Store.in_dir(config.state_dir) as store:
-        rows = store.journal_after(0, limit=1_000_000)
-        ids = {e["id"] for _, e in store.events_after(0, limit=1_000_000)}
+        rows = store.journal.after(0, limit=1_000_000)
+        ids = {r.event["id"] for r in store.events.after(0, limit=1_000_000)}
     kinds = {"rain": 0, "turbidity": 0, "sediment": 0, "inspection": 0}
     for r in rows:
         kinds[r.body["kind"] if r.kind == "reading" else r.kind] += 1
@@ -303,7 +303,7 @@ def bench(rows: int = 60_000) -> None:
                               depth_in=10.0 + i * 0.001)]
         with Store.in_dir(tmp) as store:
             for k in range(0, len(items), 5000):
-                store.commit_batch([journal_in(r, topic=None, received_ms=r.ts_ms + 100)
+                store.journal.commit([journal_in(r, topic=None, received_ms=r.ts_ms + 100)
                                     for r in items[k:k + 5000]])
             timed = _TimedWriter(V1Writer(config.influx))
             exporter = ExportSession(config, store, timed)

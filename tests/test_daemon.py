@@ -117,7 +117,7 @@ def test_inspection_while_daemon_stopped(site: Site) -> None:
     time.sleep(1.0)
     assert daemon.stop() == 0
     with Store(cfg.parent / "state" / "stormwatch.db", readonly=True) as store:
-        closes = [e for e in store.events(types=["clock_closed"]) if e["clock"] == "storm"]
+        closes = [e for e in store.events.all(types=["clock_closed"]) if e["clock"] == "storm"]
     assert len(closes) == 1
 
 
@@ -148,12 +148,12 @@ def test_sigkill_mid_burst_loses_and_repeats_nothing(site: Site) -> None:
 
     config = load_config(cfg)
     with Store(cfg.parent / "state" / "stormwatch.db", readonly=True) as store:
-        rows = store.journal_after(0, limit=100_000)
+        rows = store.journal.after(0, limit=100_000)
         readings = [r for r in rows if r.kind == "reading"]
         keys = [(r.body["sensor"], r.body["ts_ms"]) for r in readings]
         assert len(keys) == len(set(keys)) == len(messages)  # each exactly once
-        stored = store.current_events()
-        all_revisions = store.events()
+        stored = store.events.current()
+        all_revisions = store.events.all()
         host = EngineHost.restore(config, store)
         host.catch_up(record=False)
     pairs = [(e["id"], e["revision"]) for e in all_revisions]
@@ -224,7 +224,7 @@ def test_the_mqtt_process_dying_is_replaced_and_loses_nothing(site: Site) -> Non
     assert len(_children(daemon.proc.pid)) == 1
     assert daemon.stop() == 0
     with Store(cfg.parent / "state" / "stormwatch.db", readonly=True) as store:
-        rows = store.journal_after(0, limit=100_000)
+        rows = store.journal.after(0, limit=100_000)
     keys = [(r.body["sensor"], r.body["ts_ms"]) for r in rows if r.kind == "reading"]
     assert len(keys) == len(set(keys)) == len(messages)
 
@@ -285,9 +285,9 @@ def test_every_reject_reason_is_dead_lettered_and_counted(site: Site) -> None:
     assert status["ingest"]["rejected"] == {reason: 1 for reason, _, _ in bad}
     assert status["ingest"]["accepted"] == 1
     with Store(cfg.parent / "state" / "stormwatch.db", readonly=True) as store:
-        dead = store.dead_letters(limit=100)
-    by_reason = {d["reason"]: d for d in dead}
-    assert by_reason["invalid_json"]["payload"] == b"{not json"
+        dead = store.journal.dead_letters(limit=100)
+    by_reason = {d.reason: d for d in dead}
+    assert by_reason["invalid_json"].payload == b"{not json"
     assert daemon.running
     assert daemon.stop() == 0
 

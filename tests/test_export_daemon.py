@@ -65,7 +65,7 @@ def exported(cfg: Path) -> bool:
 
 def journal_by_kind(cfg: Path) -> dict[str, int]:
     with Store(cfg.parent / "state" / "stormwatch.db", readonly=True) as store:
-        rows = store.journal_after(0, limit=1_000_000)
+        rows = store.journal.after(0, limit=1_000_000)
     out: dict[str, int] = {}
     for r in rows:
         kind = r.body["kind"] if r.kind == "reading" else r.kind
@@ -81,8 +81,8 @@ def count(server: Influxd, db: str, measurement: str, field: str, where: str = "
 def check_events(server: Influxd, db: str, cfg: Path) -> None:
     """Every event id is in InfluxDB, and the current points are the authoritative set."""
     with Store(cfg.parent / "state" / "stormwatch.db", readonly=True) as store:
-        ids = {e["id"] for _, e in store.events_after(0, limit=100_000)}
-        current = store.current_events()
+        ids = {r.event["id"] for r in store.events.after(0, limit=100_000)}
+        current = store.events.current()
     assert server.count('SELECT count(distinct("id")) FROM "event"', db) == len(ids)
     assert count(server, db, "event", "revision", '"current" = true') == len(current)
 
@@ -205,11 +205,11 @@ def test_influxdb_outage_mid_burst_delays_the_export_but_no_alert_and_loses_noth
     pub.close()
     wait_until(lambda: journal_count(cfg) == len(messages), 60, "every reading journaled")
     with Store(cfg.parent / "state" / "stormwatch.db", readonly=True) as store:
-        (book,) = [b for b in store.logbook() if b["type"] == "storm_qualified"]
-        qualifying = [r for r in store.journal_after(0, limit=100_000)
+        (book,) = [b for b in store.events.logbook() if b.type == "storm_qualified"]
+        qualifying = [r for r in store.journal.after(0, limit=100_000)
                       if r.kind == "reading" and r.body["sensor"] == "rg1"
                       and r.body["ts_ms"] == parse_iso(q["qualified_at"])]
-    recorded_ms = parse_iso(book["recorded_at"])
+    recorded_ms = parse_iso(book.recorded_at)
     assert recorded_ms > stopped_ms  # it happened during the outage ...
     (reading,) = qualifying
     assert reading.received_ms is not None
@@ -242,7 +242,7 @@ def export_cursor(cfg: Path) -> int:
     if not db.exists():
         return 0
     with Store(db, readonly=True) as store:
-        return store.cursor(CURSOR)
+        return store.state.cursor(CURSOR)
 
 
 def _send_paced(pub: Publisher, messages: list[tuple[str, Any]], chunk: int,

@@ -66,8 +66,8 @@ def test_every_journal_row_once_and_a_replay_changes_nothing(
 
     # Replay everything from the start (a lost cursor, a restored backup): same points.
     with Store.in_dir(config.state_dir) as store:
-        store.set_cursors({CURSOR: 0, "influx_events": 0})
-        store.meta_set(META_SNAPSHOT, "")
+        store.state.set_cursors({CURSOR: 0, "influx_events": 0})
+        store.state.meta_set(META_SNAPSHOT, "")
         assert session(config, store).drain(60)
     assert dump(influx_server, influx_db, RAW + DERIVED) == before
     storm = influx_server.rows('SELECT max("total_in"), last("qualified") FROM "storm"',
@@ -91,13 +91,13 @@ def test_a_refused_point_is_dead_lettered_and_does_not_block_the_rest(
     with Store.in_dir(config.state_dir) as store:
         s = session(config, store)
         assert s.drain(60)
-        (letter,) = store.dead_letters()
+        (letter,) = store.journal.dead_letters()
         status_now = export_status(store, int(time.time() * 1000))
-    assert letter["reason"] == DEAD_LETTER_REASON
-    assert letter["topic"] == "influx/turbidity"
-    assert letter["payload"].startswith(b"turbidity,sensor=tb-up,site=branch-meadows ")
-    assert b"temp_c=12.5" in letter["payload"]
-    assert "field type conflict" in letter["detail"]
+    assert letter.reason == DEAD_LETTER_REASON
+    assert letter.topic == "influx/turbidity"
+    assert letter.payload.startswith(b"turbidity,sensor=tb-up,site=branch-meadows ")
+    assert b"temp_c=12.5" in letter.payload
+    assert "field type conflict" in letter.detail
     assert status_now["dead_letters"] == 1 and status_now["behind_rows"] == 0
     # Every other reading is there, and so is the refused one's neighbour.
     assert influx_server.count(
@@ -118,7 +118,7 @@ def test_an_outage_keeps_the_cursor_and_the_backlog_drains_in_order(
     with Store.in_dir(config.state_dir) as store:
         s = session(config, store)
         assert s.drain(60)
-        cursor = store.cursor(CURSOR)
+        cursor = store.state.cursor(CURSOR)
         server.stop()
         second = site_readings(now_ms - 20 * 3_600_000, 200)
         fill_store(config, second)
@@ -126,7 +126,7 @@ def test_an_outage_keeps_the_cursor_and_the_backlog_drains_in_order(
         delays = [s.step() for _ in range(3)]
         # Exponential backoff with jitter: about 1, 2, 4 s.
         assert 0.7 < delays[0] < 1.3 and 1.5 < delays[1] < 2.5 and 3 < delays[2] < 5
-        assert store.cursor(CURSOR) == cursor
+        assert store.state.cursor(CURSOR) == cursor
         status = export_status(store, int(time.time() * 1000))
         assert status["behind_rows"] == len(second)
         assert status["behind_s"] > 0 and status["error"] and status["error_since"]
@@ -179,8 +179,8 @@ def test_a_restart_resumes_from_the_replica_snapshot_with_the_same_points(
         assert broken.influx is not None
         s = session(broken, store, FailAfter(V1Writer(broken.influx), 4))
         assert not s.drain(60)
-        snapshot = store.meta_get(META_SNAPSHOT)
-        cursor = store.cursor(CURSOR)
+        snapshot = store.state.meta_get(META_SNAPSHOT)
+        cursor = store.state.cursor(CURSOR)
         assert isinstance(snapshot, str) and '"seq":' in snapshot and cursor > 0
         # The process dies here: the buffered batch and the replica are gone.
     with Store.in_dir(broken.state_dir) as store:

@@ -320,21 +320,22 @@ def test_store_methods_the_exporter_reads_with(tmp_path: Any) -> None:
     from monitor.store import JournalIn
 
     with Store(tmp_path / "s.db") as store:
-        assert store.journal_backlog(0) == (0, None)
-        store.commit_batch([JournalIn("reading", SITE, "rg1", T0 + i, {"ts_ms": T0 + i, "i": i},
+        assert store.journal.backlog(0) == (0, None)
+        store.journal.commit([JournalIn("reading", SITE, "rg1", T0 + i, {"ts_ms": T0 + i, "i": i},
                                       None, T0 + i + 7) for i in range(5)])
-        assert store.journal_backlog(2) == (3, T0 + 2 + 7)
+        assert store.journal.backlog(2) == (3, T0 + 2 + 7)
         ev = {"type": "storm_started", "site": SITE, "at": iso(T0), "id": "e1"}
-        store.record_events([ev, dict(ev, revision=1, at=iso(T0 + 1000))], 5, recorded_ms=T0)
-        store.record_events([dict(ev, id="e2")], 5, recorded_ms=T0)
-        got = store.events_after(0)
-        assert [(s, e["id"], e.get("revision", 0)) for s, e in got] == [
+        store.events.record([ev, dict(ev, revision=1, at=iso(T0 + 1000))], 5, recorded_ms=T0)
+        store.events.record([dict(ev, id="e2")], 5, recorded_ms=T0)
+        got = store.events.after(0)
+        assert [(r.seq, r.event["id"], r.event.get("revision", 0)) for r in got] == [
             (1, "e1", 0), (2, "e1", 1), (3, "e2", 0)]
-        assert store.events_after(2) == got[2:]
-        assert store.events_max_seq() == 3 and store.events_count_after(1) == 2
-        assert [e.get("revision", 0) for e in store.event_revisions("e1")] == [0, 1]
-        store.set_cursors({"a": 4, "b": 2}, {"x.y": "z"})
-        assert (store.cursor("a"), store.cursor("b"), store.meta_get("x.y")) == (4, 2, "z")
+        assert store.events.after(2) == got[2:]
+        assert store.events.max_seq() == 3 and store.events.count_after(1) == 2
+        assert [e.get("revision", 0) for e in store.events.revisions("e1")] == [0, 1]
+        store.state.set_cursors({"a": 4, "b": 2}, {"x.y": "z"})
+        state = store.state
+        assert (state.cursor("a"), state.cursor("b"), state.meta_get("x.y")) == (4, 2, "z")
         with pytest.raises(ValueError):
-            store.set_cursors({"a": 5}, {"applied_seq": 1})
-        assert store.cursor("a") == 4  # refused before anything was written
+            store.state.set_cursors({"a": 5}, {"applied_seq": 1})
+        assert store.state.cursor("a") == 4  # refused before anything was written

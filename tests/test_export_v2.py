@@ -189,8 +189,8 @@ def test_refused_points_are_found_by_splitting_and_dead_lettered(
               for line in req.body.splitlines()]
     assert len([x for x in stored if x.startswith(b"turbidity,")]) == 62
     with Store.in_dir(config.state_dir) as store:
-        letters = store.dead_letters()
-    assert sorted(d["payload"].split(b" ")[-1] for d in letters) == sorted(
+        letters = store.journal.dead_letters()
+    assert sorted(d.payload.split(b" ")[-1] for d in letters) == sorted(
         str(start + i * 60_000).encode() for i in (7, 40))
 
 
@@ -212,7 +212,8 @@ def test_a_refused_request_pauses_the_export_and_discards_nothing(
         wait = s.step()
         assert 0.5 < wait < 1.5  # backing off
         st = export_status(store, int(time.time() * 1000))
-        assert st["behind_rows"] == 1 and st["dead_letters"] == 0 and store.cursor(CURSOR) == 0
+        assert st["behind_rows"] == 1 and st["dead_letters"] == 0
+        assert store.state.cursor(CURSOR) == 0
         assert st["error"] and str(status) in st["error"]
         recorder.answer = lambda r: (204, None)
         assert s.drain(10)

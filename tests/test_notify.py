@@ -36,7 +36,7 @@ from monitor.notify.routing import (
 from monitor.notify.secrets import mask
 from monitor.notify.targets import NotifySetupError, load_targets
 from monitor.notify.worker import NotifyWorker
-from monitor.store import Store
+from monitor.store import OutboxRow, Store
 
 from .receivers import HttpReceiver, SmtpReceiver, closed_port
 
@@ -148,7 +148,7 @@ class Harness:
 
     def record(self, *events: dict[str, Any]) -> None:
         self.seq += 1
-        self.store.record_events(list(events), self.seq, recorded_ms=self.clock.ms,
+        self.store.events.record(list(events), self.seq, recorded_ms=self.clock.ms,
                                  routes=self.router)
 
     def drain(self) -> int:
@@ -157,8 +157,8 @@ class Harness:
             total += n
         return total
 
-    def rows(self) -> dict[tuple[str, str], dict[str, Any]]:
-        return {(r["alert_id"], r["tag"]): r for r in self.store.outbox()}
+    def rows(self) -> dict[tuple[str, str], OutboxRow]:
+        return {(r.alert_id, r.tag): r for r in self.store.outbox.rows()}
 
     def close(self) -> None:
         self.store.close()
@@ -404,7 +404,7 @@ def test_one_target_on_two_tags_gets_each_alert_once(
     assert post["title"].startswith("Branch Meadows Subdivision: storm 0.50 in")
     assert post["type"] == "warning" and "Alert id: storm-1:0" in post["message"]
     rows = h.rows()
-    assert {k: (r["status"], r["attempts"]) for k, r in rows.items()} == {
+    assert {k: (r.status, r.attempts) for k, r in rows.items()} == {
         ("storm-1:0", "qp"): ("delivered", 1), ("storm-1:0", "officer"): ("delivered", 1)}
     h.drain()
     assert len(http.posts) == 1
@@ -424,12 +424,12 @@ def test_retries_back_off_and_an_urgent_alert_escalates(
     for _ in range(5):
         h.drain()
         qp = h.rows()[("storm-1:0", "qp")]
-        schedule.append((qp["attempts"], qp["next_attempt_ms"] - h.clock.ms))
-        h.clock.ms = qp["next_attempt_ms"]
+        schedule.append((qp.attempts, qp.next_attempt_ms - h.clock.ms))
+        h.clock.ms = qp.next_attempt_ms
     assert schedule == [(1, 10_000), (2, 20_000), (3, 40_000), (4, 40_000), (5, 40_000)]
     qp = h.rows()[("storm-1:0", "qp")]
-    assert qp["status"] == "pending"
-    assert qp["last_error"].startswith("qp-hook: A Connection error occurred sending JSON")
+    assert qp.status == "pending"
+    assert (qp.last_error or "").startswith("qp-hook: A Connection error occurred sending JSON")
     titles = [p.body["title"] for p in http.posts]
     # The officer's own copy at once; the escalation after the third attempt, once.
     assert titles == ["Branch Meadows Subdivision: storm 0.50 in, inspect by Tue Dec 1, "
@@ -439,9 +439,9 @@ def test_retries_back_off_and_an_urgent_alert_escalates(
     escalation = http.posts[1].body["message"]
     assert "could not deliver this alert to 'qp' (3 attempts in 30 seconds)" in escalation
     assert escalation.endswith("\nAlert id: storm-1:0")
-    assert h.rows()[("storm-1:0/esc-qp", "officer")]["status"] == "delivered"
+    assert h.rows()[("storm-1:0/esc-qp", "officer")].status == "delivered"
     # The informational trap_fill to the same unreachable tag is retried, never escalated.
-    assert h.rows()[("fill-1:0", "qp")]["attempts"] == 5
+    assert h.rows()[("fill-1:0", "qp")].attempts == 5
     assert not any(a.startswith("fill-1") and t == "officer" for a, t in h.rows())
 
 
@@ -472,18 +472,18 @@ def test_a_partial_failure_resends_only_to_the_target_that_failed(
     h.record(storm())
     h.drain()
     assert (len(http.posts), len(http2.posts)) == (1, 0)
-    assert h.rows()[("storm-1:0", "qp")]["status"] == "pending"
+    assert h.rows()[("storm-1:0", "qp")].status == "pending"
     h.clock.advance(2_000)
     h.drain()
     assert (len(http.posts), len(http2.posts)) == (1, 1)
     row = h.rows()[("storm-1:0", "qp")]
-    assert (row["status"], row["attempts"]) == ("delivered", 2)
+    assert (row.status, row.attempts) == ("delivered", 2)
     # No escalation: the tag was reached on the first attempt.
     assert ("storm-1:0/esc-qp", "officer") not in h.rows()
 
 
 def test_giving_up_is_loud(tmp_path: Path, harnesses: list[Harness],
-                          caplog: pytest.LogCaptureFixture) -> None:
+                           caplog: pytest.LogCaptureFixture) -> None:
     config = make_config(tmp_path, [{"url": f"json://127.0.0.1:{closed_port()}/", "tags": ["qp"]}],
                          give_up_after_hours=1, retry_initial_s=600, escalate_to=None)
     h = harness(harnesses, config)
@@ -492,7 +492,7 @@ def test_giving_up_is_loud(tmp_path: Path, harnesses: list[Harness],
     h.clock.advance(2 * H)
     with caplog.at_level(logging.ERROR, "stormwatch.notify"):
         h.drain()
-    assert h.rows()[("fill-1:0", "qp")]["status"] == "failed"
+    assert h.rows()[("fill-1:0", "qp")].status == "failed"
     assert "ALERT NOT DELIVERED: fill-1:0 (trap_fill, branch-meadows) to qp, gave up after " \
         "2 attempt(s)" in caplog.text
 
@@ -514,12 +514,12 @@ def test_catch_up_sends_only_the_newest_notice_per_clock(
     assert [p.body["title"] for p in http.posts] == [
         "Branch Meadows Subdivision: OVERDUE storm inspection (was due Tue Dec 1, 9:15 AM EST)"]
     assert "Overdue by: 9.0 hours" in http.posts[0].body["message"]
-    withheld = {a: r["withheld"] for (a, t), r in h.rows().items() if t == "qp"}
+    withheld = {a: r.withheld for (a, t), r in h.rows().items() if t == "qp"}
     assert withheld["late-2:0"] is None
     assert withheld["late-0:0"] == ("superseded by alert late-2:0, a later notice for clock "
                                     "storm-e1")
-    assert withheld["soon-6:0"].startswith("superseded by alert late-2:0")
-    assert all(r["status"] == "delivered" for r in h.rows().values())
+    assert (withheld["soon-6:0"] or "").startswith("superseded by alert late-2:0")
+    assert all(r.status == "delivered" for r in h.rows().values())
 
 
 def test_a_recorded_inspection_silences_the_clock_notices(
@@ -534,7 +534,7 @@ def test_a_recorded_inspection_silences_the_clock_notices(
     assert [p.body["title"] for p in http.posts] == [
         "Branch Meadows Subdivision: storm inspection recorded LATE (2.0 hours after the "
         "deadline)"]
-    assert h.rows()[("late-0:0", "qp")]["withheld"] == \
+    assert h.rows()[("late-0:0", "qp")].withheld == \
         f"clock closed: inspection recorded at {iso(due + 2 * H)}"
 
 
@@ -550,7 +550,7 @@ def test_revisions_alert_only_as_corrections(tmp_path: Path, http: HttpReceiver,
     h.record(storm(revision=2, due=T0 + 24 * H + 30 * MIN))    # later: not alerted
     h.drain()
     assert len(http.posts) == 1
-    assert h.rows()[("storm-1:1", "qp")]["withheld"] == \
+    assert h.rows()[("storm-1:1", "qp")].withheld == \
         "revision 1 changes the deadline by -4 minutes; not a correction to alert"
     h.record(storm(revision=3, due=T0 + 22 * H))               # 2 hours earlier
     h.drain()
@@ -572,8 +572,8 @@ def test_a_revision_queued_behind_its_original_replaces_it(
     h.drain()
     assert [p.body["title"] for p in http.posts] == [
         "Branch Meadows Subdivision: storm 0.50 in, inspect by Tue Dec 1, 8:15 AM EST"]
-    assert h.rows()[("storm-1:0", "qp")]["withheld"] == "superseded by revision 1 (storm-1:1)"
-    assert h.rows()[("storm-2:0", "qp")]["withheld"] == \
+    assert h.rows()[("storm-1:0", "qp")].withheld == "superseded by revision 1 (storm-1:1)"
+    assert h.rows()[("storm-2:0", "qp")].withheld == \
         "retracted in revision 1: the fact no longer holds"
 
 
@@ -712,40 +712,40 @@ def test_mask_in_json_logs(restore_logging: None) -> None:
 
 def test_store_receipts_withholding_and_escalation_rows(tmp_path: Path) -> None:
     with Store(tmp_path / "s.db") as store:
-        store.record_events([storm()], 1, recorded_ms=T0, routes=lambda e: ["qp", "officer"])
-        qp, officer = (r["id"] for r in store.outbox_due(T0))
-        assert [r["created_ms"] for r in store.outbox_due(T0)] == [T0, T0]
-        store.outbox_receipt(qp, "mail-1", now_ms=T0 + 1)
-        store.outbox_receipt(qp, "mail-1", now_ms=T0 + 2)  # a repeat is harmless
-        assert store.outbox_receipts("storm-1:0") == {"mail-1"}
-        assert store.outbox_receipts("other:0") == set()
-        assert store.outbox_escalate(qp, "officer", now_ms=T0 + 5) == "storm-1:0/esc-qp"
-        assert store.outbox_escalate(qp, "officer", now_ms=T0 + 6) is None
-        esc = [r for r in store.outbox_due(T0 + 5) if r["alert_id"] == "storm-1:0/esc-qp"]
-        assert [(r["tag"], r["created_ms"], r["event"]["id"]) for r in esc] == [
+        store.events.record([storm()], 1, recorded_ms=T0, routes=lambda e: ["qp", "officer"])
+        qp, officer = (r.id for r in store.outbox.due(T0))
+        assert [r.created_ms for r in store.outbox.due(T0)] == [T0, T0]
+        store.outbox.receipt(qp, "mail-1", now_ms=T0 + 1)
+        store.outbox.receipt(qp, "mail-1", now_ms=T0 + 2)  # a repeat is harmless
+        assert store.outbox.receipts("storm-1:0") == {"mail-1"}
+        assert store.outbox.receipts("other:0") == set()
+        assert store.outbox.escalate(qp, "officer", now_ms=T0 + 5) == "storm-1:0/esc-qp"
+        assert store.outbox.escalate(qp, "officer", now_ms=T0 + 6) is None
+        esc = [r for r in store.outbox.due(T0 + 5) if r.alert_id == "storm-1:0/esc-qp"]
+        assert [(r.tag, r.created_ms, r.event["id"]) for r in esc] == [
             ("officer", T0 + 5, "storm-1")]
-        store.outbox_withhold(officer, "superseded", now_ms=T0 + 7)
+        store.outbox.withhold(officer, "superseded", now_ms=T0 + 7)
         with pytest.raises(Exception, match="not pending"):
-            store.outbox_withhold(officer, "again", now_ms=T0 + 8)
-        rows = {r["id"]: r for r in store.outbox()}
-        assert (rows[officer]["status"], rows[officer]["withheld"],
-                rows[officer]["delivered_ms"]) == ("delivered", "superseded", None)
-        alerts = store.outbox_alerts(event_id="storm-1", tag="officer")
-        assert [(a["alert_id"], a["revision"], a["withheld"]) for a in alerts] == [
+            store.outbox.withhold(officer, "again", now_ms=T0 + 8)
+        rows = {r.id: r for r in store.outbox.rows()}
+        assert (rows[officer].status, rows[officer].withheld,
+                rows[officer].delivered_ms) == ("delivered", "superseded", None)
+        alerts = store.outbox.alerts(event_id="storm-1", tag="officer")
+        assert [(a.alert_id, a.revision, a.withheld) for a in alerts] == [
             ("storm-1:0", 0, "superseded"), ("storm-1:0/esc-qp", 0, None)]
-        assert store.latest_event("storm-1") == storm()
-        assert store.latest_event("nope") is None
+        assert store.events.latest("storm-1") == storm()
+        assert store.events.latest("nope") is None
 
 
 def test_a_version_1_database_gains_the_delivery_columns(tmp_path: Path) -> None:
     import sqlite3
 
-    from monitor.store import _MIGRATIONS
+    from monitor.store.schema import MIGRATIONS
 
     db = tmp_path / "old.db"
     con = sqlite3.connect(db)
     con.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value NOT NULL) WITHOUT ROWID")
-    for statement in _MIGRATIONS[0]:
+    for statement in MIGRATIONS[0]:
         con.execute(statement)
     con.execute("INSERT INTO meta VALUES ('schema_version', 1)")
     con.execute("INSERT INTO events (id, revision, type, site, at, at_ms, body, recorded_ms)"
@@ -755,10 +755,10 @@ def test_a_version_1_database_gains_the_delivery_columns(tmp_path: Path) -> None
     con.commit()
     con.close()
     with Store(db) as store:
-        (row,) = store.outbox_due(T0)
-        assert row["created_ms"] == T0 + 9  # from the event: the column is new
-        store.outbox_receipt(row["id"], "t", now_ms=T0)
-        assert store.outbox()[0]["withheld"] is None
+        (row,) = store.outbox.due(T0)
+        assert row.created_ms == T0 + 9  # from the event: the column is new
+        store.outbox.receipt(row.id, "t", now_ms=T0)
+        assert store.outbox.rows()[0].withheld is None
 
 
 def test_no_escalation_to_the_target_that_failed(

@@ -22,7 +22,7 @@ import pytest
 
 from monitor.engine.times import parse_iso
 from monitor.notify.messages import local_time
-from monitor.store import Store
+from monitor.store import OutboxRow, Store
 
 from . import daemonkit
 from .conftest import MakeMosquitto
@@ -124,14 +124,14 @@ def storm_messages(start: int) -> list[tuple[str, dict[str, Any]]]:
 
 def nothing_pending(cfg: Path) -> bool:
     with Store(cfg.parent / "state" / "stormwatch.db", readonly=True) as store:
-        rows = store.outbox()
-    return bool(rows) and all(r["status"] != "pending" for r in rows)
+        rows = store.outbox.rows()
+    return bool(rows) and all(r.status != "pending" for r in rows)
 
 
 def escalation_settled(db: Path) -> bool:
     with Store(db, readonly=True) as store:
-        return any(r["tag"] == "officer" and "/esc-" in r["alert_id"]
-                   and r["status"] == "delivered" for r in store.outbox())
+        return any(r.tag == "officer" and "/esc-" in r.alert_id
+                   and r.status == "delivered" for r in store.outbox.rows())
 
 
 def test_a_storm_reaches_the_qp_by_mail_and_the_officer_by_hook(
@@ -244,7 +244,7 @@ def test_an_overdue_clock_reaches_qp_and_officer_once(
     assert match and abs(float(match.group(1)) - (time.time() - due / 1000) / 3600) <= 0.11
     assert "Penalty (§ 134-12D): a fine of up to $350" in overdue
     with Store(cfg.parent / "state" / "stormwatch.db", readonly=True) as store:
-        withheld = [r["withheld"] for r in store.outbox() if r["withheld"]]
+        withheld = [r.withheld for r in store.outbox.rows() if r.withheld]
     # Both reminders (qp only) were superseded by the overdue notice.
     assert len(withheld) == 2 and all(w.startswith("superseded by alert ") for w in withheld)
 
@@ -261,14 +261,15 @@ def test_mail_server_down_escalates_then_delivers_once_across_kills(
     pub.send_many(storm_messages(start))
     pub.close()
 
-    def qp_row() -> dict[str, Any] | None:
+    def qp_row() -> OutboxRow | None:
         if not db.exists():
             return None
         with Store(db, readonly=True) as store:
-            rows = [r for r in store.outbox() if r["tag"] == "qp" and "/" not in r["alert_id"]]
+            rows = [r for r in store.outbox.rows() if r.tag == "qp" and "/" not in r.alert_id]
         return rows[0] if rows else None
 
-    wait_until(lambda: (qp_row() or {}).get("attempts", 0) >= 1, 30, "a first failed attempt")
+    wait_until(lambda: (row := qp_row()) is not None and row.attempts >= 1, 30,
+               "a first failed attempt")
     daemon.kill()  # between attempts: the next one is scheduled in the store
     daemon.start()
     assert http.wait_for(lambda ps: any(p.body["title"].startswith("[ESCALATED] ")
@@ -278,8 +279,8 @@ def test_mail_server_down_escalates_then_delivers_once_across_kills(
     # by its alert id).
     wait_until(lambda: escalation_settled(db), 10, "the escalation's receipt")
     row = qp_row()
-    assert row is not None and row["status"] == "pending" and row["attempts"] >= 3
-    assert row["last_error"].startswith("qp-mail: ")
+    assert row is not None and row.status == "pending" and row.attempts >= 3
+    assert row.last_error is not None and row.last_error.startswith("qp-mail: ")
     daemon.kill()
 
     smtp.start()  # the mail server comes back; so does the daemon
@@ -304,12 +305,12 @@ def test_mail_server_down_escalates_then_delivers_once_across_kills(
     assert escalation.endswith(f"Alert id: {alert_id}")
 
     final = qp_row()
-    assert final is not None and final["status"] == "delivered" and final["attempts"] >= 4
+    assert final is not None and final.status == "delivered" and final.attempts >= 4
     with Store(db, readonly=True) as store:
-        rows = {(r["alert_id"], r["tag"]): r for r in store.outbox()}
-        errors = " ".join(str(r["last_error"]) for r in rows.values())
-    assert rows[(f"{alert_id}/esc-qp", "officer")]["status"] == "delivered"
-    assert rows[(alert_id, "officer")]["attempts"] == 1
+        rows = {(r.alert_id, r.tag): r for r in store.outbox.rows()}
+        errors = " ".join(str(r.last_error) for r in rows.values())
+    assert rows[(f"{alert_id}/esc-qp", "officer")].status == "delivered"
+    assert rows[(alert_id, "officer")].attempts == 1
     log = daemon.log_text()
     assert "ALERT ESCALATED: " in log and "delivered to qp via qp-mail" in log
     assert_no_secrets(log, errors, escalation)

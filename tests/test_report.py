@@ -58,7 +58,7 @@ def cfg(tmp_path: Path) -> Path:
     items.sort(key=lambda it: it.ts_ms)
     with open_store(config) as store:
         host = EngineHost.restore(config, store)
-        store.commit_batch([journal_in(it, topic=None, received_ms=None) for it in items])
+        store.journal.commit([journal_in(it, topic=None, received_ms=None) for it in items])
         host.catch_up()
     return path
 

@@ -81,7 +81,7 @@ def published_keys(messages: list[Message]) -> set[Key]:
 def journaled_keys(config_path: Path) -> list[Key]:
     keys: list[Key] = []
     with Store(config_path.parent / "state" / "stormwatch.db", readonly=True) as store:
-        for row in store.journal_after(0, limit=100_000):
+        for row in store.journal.after(0, limit=100_000):
             if row.kind == "inspection":
                 keys.append((row.body["site"], None, "inspection", row.body["ts_ms"]))
             elif row.kind == "reading":
@@ -92,7 +92,7 @@ def journaled_keys(config_path: Path) -> list[Key]:
 
 def reject_counts(config_path: Path) -> dict[str, int]:
     with Store(config_path.parent / "state" / "stormwatch.db", readonly=True) as store:
-        return store.reject_counts()
+        return store.journal.reject_counts()
 
 
 def publish(broker: Mosquitto, messages: list[Message]) -> None:

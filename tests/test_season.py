@@ -136,7 +136,7 @@ def test_a_failing_snapshot_is_logged_and_retried_while_ingest_goes_on(
         with sqlite3.connect(db) as conn:
             conn.execute("DROP TRIGGER refuse_snapshots")
         with Store(db, readonly=True) as store:
-            wait_until(lambda: store.latest_snapshot() is not None, 30,
+            wait_until(lambda: store.state.latest_snapshot() is not None, 30,
                        "a snapshot once the store accepts it again")
         assert daemon.stop() == 0
 
@@ -276,8 +276,8 @@ def test_thirty_days_of_the_real_daemon_with_restarts_match_replay(
     config = load_config(cfg)
     expected = [_plain(e.to_json()) for e in replay(config, csv).events()]
     with Store(tmp_path / "state" / "stormwatch.db", readonly=True) as store:
-        got = [_plain(e) for e in store.current_events()]
-        snapshot_rows = store.snapshot_size()
+        got = [_plain(e) for e in store.events.current()]
+        snapshot_rows = store.state.snapshot_size()
     assert snapshot_rows > 0
     kinds = {e["type"] for e in expected}
     # The season reached every part of the engine this test is about.
@@ -308,7 +308,7 @@ def test_status_reads_the_recorded_state_not_the_journal(tmp_path: Path) -> None
         t0 = (int(time.time()) // 60 - 120) * 60_000
         readings = [Reading(SITE, "trap1-depth", "sediment", t0 + i * 60_000, depth_in=20.0)
                     for i in range(5)]
-        store.commit_batch([journal_in(r, topic=None, received_ms=r.ts_ms) for r in readings])
+        store.journal.commit([journal_in(r, topic=None, received_ms=r.ts_ms) for r in readings])
         host.catch_up()
         host.record_status()
     with sqlite3.connect(tmp_path / "state" / "stormwatch.db") as conn:

@@ -140,8 +140,8 @@ class ExportSession:
         self.clock = clock
         self.max_backoff_s = max_backoff_s
         self.batch_size = config.influx.batch_size
-        self.cursor = store.cursor(CURSOR)
-        self.events_cursor = store.cursor(EVENTS_CURSOR)
+        self.cursor = store.state.cursor(CURSOR)
+        self.events_cursor = store.state.cursor(EVENTS_CURSOR)
         self.replica = restore_replica(config, store, self.cursor)
         self.buffer: Buffer | None = None
         self.caught_up = False
@@ -202,7 +202,7 @@ class ExportSession:
         buf = Buffer(journal_to=self.replica.position, events_to=self.events_cursor)
         exhausted = False
         while len(buf) < self.batch_size:
-            rows = self.store.journal_after(buf.journal_to, limit=ROWS_PER_READ)
+            rows = self.store.journal.after(buf.journal_to, limit=ROWS_PER_READ)
             for row in rows:
                 buf.add(self.replica.apply(row))
                 buf.journal_to = row.seq
@@ -215,12 +215,13 @@ class ExportSession:
                     break
         events_exhausted = False
         while len(buf) < self.batch_size:
-            events = self.store.events_after(buf.events_to, limit=ROWS_PER_READ)
-            for seq, event in events:
-                earlier = self.store.event_revisions(event["id"]) if event.get("revision") \
+            events = self.store.events.after(buf.events_to, limit=ROWS_PER_READ)
+            for stored in events:
+                event = stored.event
+                earlier = self.store.events.revisions(event["id"]) if event.get("revision") \
                     else []
                 buf.add(event_points(event, earlier))
-                buf.events_to = seq
+                buf.events_to = stored.seq
                 buf.rows += 1
                 if len(buf) >= self.batch_size:
                     break
@@ -243,9 +244,9 @@ class ExportSession:
 
     def _daemon_point(self, now_ms: int) -> Point:
         store = self.store
-        behind, first_ms = store.journal_backlog(self.replica.position)
-        counters = store.counters()
-        journal_seq = store.journal_max_seq()
+        behind, first_ms = store.journal.backlog(self.replica.position)
+        counters = store.journal.counters()
+        journal_seq = store.journal.max_seq()
         return Point.make("daemon", {"instance": self.config.broker.client_id}, {
             "accepted": Int(counters.get("accepted", 0)),
             "duplicates": Int(counters.get("duplicates", 0)),
@@ -253,7 +254,7 @@ class ExportSession:
             "rejected": Int(sum(v for k, v in counters.items() if k.startswith("rejected.")
                                 and k != f"rejected.{DEAD_LETTER_REASON}")),
             "journal_seq": Int(journal_seq),
-            "engine_behind_rows": Int(max(0, journal_seq - store.applied_seq())),
+            "engine_behind_rows": Int(max(0, journal_seq - store.events.applied_seq())),
             "export_behind_rows": Int(behind),
             "export_behind_s": round(max(0, now_ms - first_ms) / 1000, 3) if first_ms else 0.0,
             "export_points": Int(self.points_written),
@@ -295,7 +296,7 @@ class ExportSession:
         letters = [DeadLetterIn(f"influx/{line.split(',', 1)[0].split(' ', 1)[0]}",
                                 line.encode("utf-8"), DEAD_LETTER_REASON, message[:1000], now_ms)
                    for line, message in rejected]
-        self.store.commit_batch([], letters)
+        self.store.journal.commit([], letters)
         self.dead_letters += len(letters)
         for line, message in rejected[:3]:
             log.warning("InfluxDB refused a point; kept as a dead letter (%s): %s",
@@ -314,7 +315,7 @@ class ExportSession:
             meta[META_SNAPSHOT] = self._snapshot_text()
             self.rows_since_snapshot = 0
             self.last_snapshot = time.monotonic()
-        self.store.set_cursors({CURSOR: self.cursor, EVENTS_CURSOR: self.events_cursor}, meta)
+        self.store.state.set_cursors({CURSOR: self.cursor, EVENTS_CURSOR: self.events_cursor}, meta)
 
     def _snapshot_text(self) -> str:
         return json.dumps({"seq": self.replica.position, "engine": self.replica.engine.dump()},
@@ -323,7 +324,7 @@ class ExportSession:
     def _save_snapshot(self) -> None:
         if self.buffer is not None:
             return  # the replica is ahead of the cursor: its state is not the cursor's
-        self.store.meta_set(META_SNAPSHOT, self._snapshot_text())
+        self.store.state.meta_set(META_SNAPSHOT, self._snapshot_text())
         self.rows_since_snapshot = 0
         self.last_snapshot = time.monotonic()
 
@@ -337,11 +338,11 @@ class ExportSession:
         first = self.outage_since is None
         if first:
             self.outage_since = now
-            self.store.set_cursors({}, {META_ERROR: reason[:500],
+            self.store.state.set_cursors({}, {META_ERROR: reason[:500],
                                         META_ERROR_SINCE: round(now * 1000)})
         if first or now - self.last_lag_log >= LAG_LOG_EVERY_S:
             self.last_lag_log = now
-            behind, first_ms = self.store.journal_backlog(self.cursor)
+            behind, first_ms = self.store.journal.backlog(self.cursor)
             age = max(0.0, now - first_ms / 1000) if first_ms is not None else 0.0
             log.warning("InfluxDB write to %s failed: %s; export paused, %s journal row(s) "
                         "behind (%.0f s); retrying in %.1f s", self.writer.target, reason,
@@ -354,18 +355,18 @@ class ExportSession:
     def _recovered(self) -> None:
         if self.outage_since is None:
             return
-        behind, _ = self.store.journal_backlog(self.cursor)
+        behind, _ = self.store.journal.backlog(self.cursor)
         log.info("InfluxDB %s reachable again after %.0f s; draining %s journal row(s)",
                  self.writer.target, self.clock() - self.outage_since, behind)
         self.failures = 0
         self.outage_since = None
-        self.store.set_cursors({}, {META_ERROR: "", META_ERROR_SINCE: 0})
+        self.store.state.set_cursors({}, {META_ERROR: "", META_ERROR_SINCE: 0})
 
 
 def restore_replica(config: Config, store: Store, cursor: int) -> Replica:
     """An engine replica at exactly ``cursor``: from the best snapshot, then the journal."""
     candidates: list[tuple[int, Callable[[], dict[str, Any]], str]] = []
-    own = store.meta_get(META_SNAPSHOT)
+    own = store.state.meta_get(META_SNAPSHOT)
     if isinstance(own, str) and own:
         try:
             data = json.loads(own)
@@ -374,7 +375,7 @@ def restore_replica(config: Config, store: Store, cursor: int) -> Replica:
                                    "the exporter's"))
         except (ValueError, KeyError, TypeError):
             log.warning("the exporter's engine snapshot is unreadable; not using it")
-    daemons = store.load_engine_snapshot(ENGINE_OWNER)
+    daemons = store.state.load_snapshot(ENGINE_OWNER)
     if daemons is not None and daemons.applied_seq <= cursor:
         candidates.append((daemons.applied_seq, lambda: snapshot_data(daemons),
                            "the daemon's"))
@@ -392,7 +393,7 @@ def restore_replica(config: Config, store: Store, cursor: int) -> Replica:
         replica = Replica(config, Engine(config, window), 0, window)
     skipped = 0
     while replica.position < cursor:
-        rows = store.journal_after(replica.position, limit=5000)
+        rows = store.journal.after(replica.position, limit=5000)
         rows = [r for r in rows if r.seq <= cursor]
         if not rows:
             break
@@ -462,18 +463,18 @@ def export_status(store: Store, now_ms: int) -> dict[str, Any]:
     event revisions not yet written; ``last_write_at``; ``error`` and
     ``error_since`` while writes fail; ``dead_letters``: points InfluxDB refused.
     """
-    cursor = store.cursor(CURSOR)
-    behind, first_ms = store.journal_backlog(cursor)
-    last = store.meta_get(META_LAST_WRITE)
-    error = store.meta_get(META_ERROR)
-    since = store.meta_get(META_ERROR_SINCE)
+    cursor = store.state.cursor(CURSOR)
+    behind, first_ms = store.journal.backlog(cursor)
+    last = store.state.meta_get(META_LAST_WRITE)
+    error = store.state.meta_get(META_ERROR)
+    since = store.state.meta_get(META_ERROR_SINCE)
     return {
         "behind_rows": behind,
         "behind_s": round(max(0, now_ms - first_ms) / 1000, 1) if first_ms is not None else 0.0,
-        "behind_events": store.events_count_after(store.cursor(EVENTS_CURSOR)),
+        "behind_events": store.events.count_after(store.state.cursor(EVENTS_CURSOR)),
         "cursor": cursor,
         "last_write_at": iso(int(last)) if last else None,
         "error": str(error) if error else None,
         "error_since": iso(int(since)) if since else None,
-        "dead_letters": store.reject_counts().get(DEAD_LETTER_REASON, 0),
+        "dead_letters": store.journal.reject_counts().get(DEAD_LETTER_REASON, 0),
     }

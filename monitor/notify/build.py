@@ -40,7 +40,7 @@ def load_or_exit(config: Config) -> list[Target]:
 
 
 def build_router(config: Config) -> Router | None:
-    """The routing function for ``Store.record_events``; None when nothing is configured."""
+    """The routing function for ``EventLog.record``; None when nothing is configured."""
     if not configured(config):
         return None
     from .targets import tags_received

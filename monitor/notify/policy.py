@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from ..engine.times import MS_PER_MINUTE
-from ..store import Store
+from ..store import DueAlert, Store
 from .messages import ms_of
 
 #: DESIGN § 2: "A revision that moves a deadline earlier by more than 5 minutes
@@ -72,11 +72,11 @@ class Decision:
 SEND: Final = Decision()
 
 
-def decide(store: Store, row: Mapping[str, Any]) -> Decision:
-    """Apply the rules of the module docstring to one due outbox row (``Store.outbox_due``)."""
-    event: Mapping[str, Any] = row["event"]
-    tag = str(row["tag"])
-    latest = store.latest_event(str(event["id"]))
+def decide(store: Store, row: DueAlert) -> Decision:
+    """Apply the rules of the module docstring to one due outbox row (``Outbox.due``)."""
+    event: Mapping[str, Any] = row.event
+    tag = row.tag
+    latest = store.events.latest(str(event["id"]))
     if latest is not None and latest.get("retracted"):
         return Decision(f"retracted in revision {latest.get('revision')}: the fact no longer "
                         "holds")
@@ -91,37 +91,37 @@ def decide(store: Store, row: Mapping[str, Any]) -> Decision:
 def _clock_notice(store: Store, event: Mapping[str, Any], tag: str) -> Decision:
     site, clock_id = str(event["site"]), event.get("clock_id")
     closes: dict[str, dict[str, Any]] = {}
-    for e in store.events(site, types=["clock_closed"]):
+    for e in store.events.all(site, types=["clock_closed"]):
         if e.get("clock_id") == clock_id:
             closes[e["id"]] = e  # in storage order: the last is the latest revision
     for e in closes.values():
         if not e.get("retracted"):
             return Decision(f"clock closed: inspection recorded at {e.get('inspected_at')}")
     at = ms_of(event.get("at")) or 0
-    later = [other for other in store.outbox_alerts(site=site, types=list(CLOCK_NOTICES),
+    later = [other for other in store.outbox.alerts(site=site, types=list(CLOCK_NOTICES),
                                                     tag=tag)
-             if other["event"].get("clock_id") == clock_id and other["at_ms"] > at
-             and not other["event"].get("retracted") and other["event_id"] != event["id"]]
+             if other.event.get("clock_id") == clock_id and other.at_ms > at
+             and not other.event.get("retracted") and other.event_id != event["id"]]
     if later:  # in event time order: name the newest, the one that is sent
-        return Decision(f"superseded by alert {later[-1]['alert_id']}, a later notice for "
+        return Decision(f"superseded by alert {later[-1].alert_id}, a later notice for "
                         f"clock {clock_id}")
     return SEND
 
 
 def _revision(store: Store, event: Mapping[str, Any], tag: str) -> Decision:
     revision = int(event.get("revision", 0))
-    rows = store.outbox_alerts(event_id=str(event["id"]), tag=tag)
-    later = [r for r in rows if r["revision"] > revision]
+    rows = store.outbox.alerts(event_id=str(event["id"]), tag=tag)
+    later = [r for r in rows if r.revision > revision]
     if later:
-        return Decision(f"superseded by revision {later[-1]['revision']} "
-                        f"({later[-1]['alert_id']})")
+        return Decision(f"superseded by revision {later[-1].revision} "
+                        f"({later[-1].alert_id})")
     if revision == 0:
         return SEND
-    sent = [r for r in rows if r["revision"] < revision and r["status"] == "delivered"
-            and r["withheld"] is None]
+    sent = [r for r in rows if r.revision < revision and r.status == "delivered"
+            and r.withheld is None]
     if not sent:
         return SEND  # nothing about this storm reached the tag yet: this is news
-    previous = sent[-1]["event"]
+    previous = sent[-1].event
     old, new = ms_of(previous.get("due")), ms_of(event.get("due"))
     if new is not None and (old is None or new < old - CORRECTION_MIN_MS):
         return Decision(previous=previous)

@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 The engine thread calls ``Router.__call__(event)`` inside the transaction that
-records the event (``Store.record_events(..., routes=...)``), and one outbox
+records the event (``EventLog.record(..., routes=...)``), and one outbox
 row is written per tag it returns. So this module is pure and cheap: no I/O,
 no clock, the same answer for the same event every time (a replayed event
 must get the same rows, which ``ON CONFLICT DO NOTHING`` then ignores).
@@ -172,7 +172,7 @@ class Router:
         return ()
 
     def __call__(self, event: Mapping[str, Any]) -> list[str]:
-        """The tags to write outbox rows for (``Store.record_events(routes=...)``)."""
+        """The tags to write outbox rows for (``EventLog.record(routes=...)``)."""
         if not is_alertable(event):
             return []
         tags = dict.fromkeys(self.table_tags(event))  # ordered, without repeats

@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 The engine thread writes outbox rows in the same transaction as their events
 (DESIGN § 2) and never waits for a network. This worker, a daemon thread with
-its own SQLite connection, reads ``Store.outbox_due`` when the engine thread
+its own SQLite connection, reads ``Outbox.due`` when the engine thread
 wakes it (``wake``, right after it committed events with alerts) and at least
 every ``notify.poll_s`` seconds (retries come due with time), and, for each
 due row (one alert × one tag):
@@ -48,7 +48,7 @@ from typing import Any, Final
 
 from ..config import Config
 from ..engine.times import MS_PER_HOUR, MS_PER_MINUTE
-from ..store import Store
+from ..store import DueAlert, Store
 from . import policy, secrets
 from .messages import Alert, Escalation, render
 from .routing import is_urgent
@@ -87,7 +87,7 @@ class NotifyWorker:
         secrets.install()
         with Store.in_dir(self.config.state_dir) as store:
             while not stop.is_set():
-                rows = store.outbox_due(self.now_ms(), limit=BATCH)
+                rows = store.outbox.due(self.now_ms(), limit=BATCH)
                 for row in rows:
                     if stop.is_set():
                         return
@@ -101,7 +101,7 @@ class NotifyWorker:
 
     def drain(self, store: Store) -> int:
         """Process every row due now, once (for tests and tools); the number processed."""
-        rows = store.outbox_due(self.now_ms(), limit=10_000)
+        rows = store.outbox.due(self.now_ms(), limit=10_000)
         for row in rows:
             self.process(store, row)
         return len(rows)
@@ -111,15 +111,15 @@ class NotifyWorker:
 
     # -- one row --------------------------------------------------------------
 
-    def process(self, store: Store, row: Mapping[str, Any]) -> None:
+    def process(self, store: Store, row: DueAlert) -> None:
         """Withhold, send, or count a failed attempt of one due outbox row."""
         now = self.now_ms()
-        alert_id, tag = str(row["alert_id"]), str(row["tag"])
-        event = row["event"]
+        alert_id, tag = row.alert_id, row.tag
+        event = row.event
         try:
             decision = policy.decide(store, row)
             if decision.withheld is not None:
-                store.outbox_withhold(row["id"], decision.withheld, now_ms=now)
+                store.outbox.withhold(row.id, decision.withheld, now_ms=now)
                 log.info("alert %s (%s, %s) to %s withheld: %s", alert_id, event.get("type"),
                          event.get("site"), tag, decision.withheld)
                 return
@@ -127,7 +127,7 @@ class NotifyWorker:
             if not targets:
                 self._fail(store, row, now, f"no target receives tag {tag!r}", final=True)
                 return
-            have = store.outbox_receipts(alert_id)
+            have = store.outbox.receipts(alert_id)
             pending = [t for t in targets if t.key not in have]
             errors: list[str] = []
             message = render(self._alert(store, row, now, decision.previous))
@@ -135,13 +135,13 @@ class NotifyWorker:
                 result = target.send(message)
                 sent_ms = self.now_ms()
                 if result.ok:
-                    store.outbox_receipt(row["id"], target.key, now_ms=sent_ms)
+                    store.outbox.receipt(row.id, target.key, now_ms=sent_ms)
                     log.info("alert %s (%s, %s) delivered to %s via %s", alert_id,
                              event.get("type"), event.get("site"), tag, target.label)
                 else:
                     errors.append(f"{target.label}: {result.error}")
             if not errors:
-                store.outbox_mark(row["id"], delivered=True, now_ms=self.now_ms())
+                store.outbox.mark(row.id, delivered=True, now_ms=self.now_ms())
                 return
             reached = len(targets) > len(errors)
             self._fail(store, row, now, "; ".join(errors), reached=reached)
@@ -149,54 +149,54 @@ class NotifyWorker:
             log.exception("alert %s to %s: unexpected error; retrying later", alert_id, tag)
             self._fail(store, row, now, f"internal error: {type(exc).__name__}: {exc}")
 
-    def _alert(self, store: Store, row: Mapping[str, Any], now: int,
+    def _alert(self, store: Store, row: DueAlert, now: int,
                previous: Mapping[str, Any] | None) -> Alert:
-        event = row["event"]
-        alert_id = str(row["alert_id"])
+        event = row.event
+        alert_id = row.alert_id
         escalation = None
         origin = escalated_from(alert_id)
         if origin is not None:
             alert_id, from_tag = origin
             # The original row as it stands now (it has been retried since).
-            escalation = Escalation(from_tag, 0, int(row["created_ms"]))
-            for other in store.outbox_alerts(event_id=str(event["id"]), tag=from_tag):
-                if other["alert_id"] == alert_id:
-                    escalation = Escalation(from_tag, int(other["attempts"]),
-                                            int(other["created_ms"]), other["last_error"])
+            escalation = Escalation(from_tag, 0, row.created_ms)
+            for other in store.outbox.alerts(event_id=str(event["id"]), tag=from_tag):
+                if other.alert_id == alert_id:
+                    escalation = Escalation(from_tag, other.attempts, other.created_ms,
+                                            other.last_error)
         return Alert(alert_id, event, now, self.config.site(str(event.get("site"))),
                      self.notify.grafana_url, previous, escalation)
 
-    def _fail(self, store: Store, row: Mapping[str, Any], now: int, error: str, *,
+    def _fail(self, store: Store, row: DueAlert, now: int, error: str, *,
               final: bool = False, reached: bool = False) -> None:
         """Count a failed attempt: schedule the next, or give up; escalate if due."""
         error = secrets.mask(error)
-        alert_id, tag = str(row["alert_id"]), str(row["tag"])
-        attempts = int(row["attempts"]) + 1
-        age_ms = now - int(row["created_ms"])
+        alert_id, tag = row.alert_id, row.tag
+        attempts = row.attempts + 1
+        age_ms = now - row.created_ms
         give_up = final or age_ms >= self.notify.give_up_after_hours * MS_PER_HOUR
         if give_up:
-            store.outbox_mark(row["id"], delivered=False, now_ms=now, error=error)
+            store.outbox.mark(row.id, delivered=False, now_ms=now, error=error)
             log.error("ALERT NOT DELIVERED: %s (%s, %s) to %s, gave up after %d attempt(s): %s",
-                      alert_id, row["event"].get("type"), row["event"].get("site"), tag,
+                      alert_id, row.event.get("type"), row.event.get("site"), tag,
                       attempts, error)
         else:
             wait_s = policy.backoff_s(attempts, self.notify.retry_initial_s,
                                       self.notify.retry_max_s, self.notify.retry_jitter,
                                       self.rand)
-            store.outbox_mark(row["id"], delivered=False, now_ms=now, error=error,
+            store.outbox.mark(row.id, delivered=False, now_ms=now, error=error,
                               next_attempt_ms=now + round(wait_s * 1000))
             log.warning("alert %s (%s, %s) to %s failed (attempt %d), next in %.1f s: %s",
-                        alert_id, row["event"].get("type"), row["event"].get("site"), tag,
+                        alert_id, row.event.get("type"), row.event.get("site"), tag,
                         attempts, wait_s, error)
         if not reached:
             self._maybe_escalate(store, row, now, attempts, age_ms, error, give_up)
 
-    def _maybe_escalate(self, store: Store, row: Mapping[str, Any], now: int, attempts: int,
+    def _maybe_escalate(self, store: Store, row: DueAlert, now: int, attempts: int,
                         age_ms: int, error: str, give_up: bool) -> None:
         fallback = self.notify.escalate_to
-        tag = str(row["tag"])
-        if fallback is None or tag == fallback or escalated_from(str(row["alert_id"])) \
-                or not is_urgent(row["event"]):
+        tag = row.tag
+        if fallback is None or tag == fallback or escalated_from(row.alert_id) \
+                or not is_urgent(row.event):
             return
         if not (give_up or attempts >= self.notify.escalate_after_attempts
                 or age_ms >= self.notify.escalate_after_minutes * MS_PER_MINUTE):
@@ -206,11 +206,11 @@ class NotifyWorker:
             # No target, or only the ones that just failed (an untagged catch-all):
             # an escalation would go nowhere new. Say so instead, once per attempt.
             log.error("ALERT %s to %s cannot be escalated: no other target receives tag %r",
-                      row["alert_id"], tag, fallback)
+                      row.alert_id, tag, fallback)
             return
-        new_id = store.outbox_escalate(row["id"], fallback, now_ms=now)
+        new_id = store.outbox.escalate(row.id, fallback, now_ms=now)
         if new_id is not None:
             log.error("ALERT ESCALATED: %s (%s, %s) could not be delivered to %s after %d "
-                      "attempt(s) in %.0f min (%s); sending it to %s as %s", row["alert_id"],
-                      row["event"].get("type"), row["event"].get("site"), tag, attempts,
+                      "attempt(s) in %.0f min (%s); sending it to %s as %s", row.alert_id,
+                      row.event.get("type"), row.event.get("site"), tag, attempts,
                       age_ms / MS_PER_MINUTE, error, fallback, new_id)

@@ -1,0 +1,183 @@
+"""One SQLite connection, its transactions, the schema version and the ``meta`` table.
+
+Every part of the store (``journal``, ``events``, ``outbox``, ``state``) works
+through one ``Db``: one connection used from one thread (sqlite3's
+``check_same_thread`` enforces it), and one way to write (``write``: ``BEGIN
+IMMEDIATE`` ... ``COMMIT``, rolled back on any error) and to read several
+statements from one snapshot (``read``). A transaction that spans parts
+(``EventLog.record`` writes events, outbox rows, log book rows, site status
+and the engine cursor together) passes its connection to their ``conn``-level
+helpers.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Final
+
+from .schema import MIGRATIONS, SCHEMA_VERSION
+
+DB_NAME: Final = "stormwatch.db"
+#: How long a statement waits for another connection's lock before failing.
+#: The CLI reads while the daemon commits a batch (milliseconds), so a few
+#: seconds is generous without hanging a command on a wedged daemon.
+BUSY_TIMEOUT_MS: Final = 5000
+#: Meta keys that change only together with the rows they describe.
+RESERVED_META: Final = frozenset(
+    {"schema_version", "applied_seq", "logbook_head_seq", "logbook_head_hash"})
+
+
+class StoreError(Exception):
+    """The database cannot be used as asked (missing, newer schema, read-only)."""
+
+
+def canonical(obj: Any) -> str:
+    """The one JSON spelling of ``obj``: sorted keys, compact, UTF-8 as is.
+
+    ``allow_nan=False``: NaN/Infinity are not JSON; ingest rejects them before
+    they get here, so meeting one is a bug that must not be written to disk.
+    """
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      allow_nan=False)
+
+
+class Db:
+    """The connection. ``readonly=True`` opens the file read-only (the CLI beside a
+    running daemon): it never creates or migrates, and ``write`` raises."""
+
+    def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
+        self.path = Path(path)
+        self.readonly = readonly
+        if readonly:
+            if not self.path.is_file():
+                raise StoreError(f"{self.path}: no such database")
+            conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True,
+                                   isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # isolation_level=None: no implicit transactions; every transaction
+            # here is explicit, so its boundaries are the ones documented.
+            conn = sqlite3.connect(self.path, isolation_level=None,
+                                   timeout=BUSY_TIMEOUT_MS / 1000)
+        self.conn = conn
+        try:
+            self._configure()
+            if readonly:
+                self._check_version()
+            else:
+                self._migrate()
+        except BaseException:
+            conn.close()
+            raise
+
+    def close(self) -> None:
+        self.conn.close()
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction; rolled back if anything in it raises."""
+        if self.readonly:
+            raise StoreError(f"{self.path}: store opened read-only")
+        conn = self.conn
+        # IMMEDIATE takes the write lock now. A deferred transaction that reads
+        # first and writes later cannot wait for the lock in WAL mode (it gets
+        # SQLITE_BUSY at once, as its snapshot may be stale), so it would fail
+        # instead of waiting busy_timeout behind another writer.
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    @contextmanager
+    def read(self) -> Iterator[sqlite3.Connection]:
+        """One read transaction: several SELECTs see the same snapshot."""
+        conn = self.conn
+        conn.execute("BEGIN")
+        try:
+            yield conn
+        finally:
+            if conn.in_transaction:
+                conn.execute("COMMIT")
+
+    # -- meta: small named values ---------------------------------------------
+
+    def meta(self, key: str, default: Any = None) -> Any:
+        return get_meta(self.conn, key, default)
+
+    def set_meta(self, values: Mapping[str, int | str]) -> None:
+        """Set meta values in one transaction. The store's own keys (``RESERVED_META``)
+        are refused: they change only together with the rows they describe."""
+        for key in values:
+            if key in RESERVED_META:
+                raise ValueError(f"meta key {key!r} is maintained by the store")
+        with self.write() as conn:
+            for key, value in values.items():
+                put_meta(conn, key, value)
+
+    # -- setting up --------------------------------------------------------------
+
+    def _configure(self) -> None:
+        conn = self.conn
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA foreign_keys = ON")
+        if self.readonly:
+            conn.execute("PRAGMA query_only = ON")
+            return
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if str(mode).lower() != "wal":
+            # WAL needs shared memory; it is refused e.g. on network file systems.
+            # Without it the CLI's reads would block the daemon's commits.
+            raise StoreError(f"{self.path}: cannot use WAL journal mode (got {mode!r})")
+        # FULL, not WAL's usual NORMAL: NORMAL may lose the last commits on power
+        # loss, and those rows have already been acknowledged to the broker.
+        conn.execute("PRAGMA synchronous = FULL")
+
+    def _migrate(self) -> None:
+        with self.write() as conn:
+            # value has no declared type: it keeps ints as ints and text as text.
+            conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value NOT NULL)"
+                         " WITHOUT ROWID")
+            version = int(get_meta(conn, "schema_version", 0))
+            if version > SCHEMA_VERSION:
+                raise StoreError(f"{self.path}: schema version {version} is newer than this"
+                                 f" stormwatch understands ({SCHEMA_VERSION}); upgrade it")
+            for statements in MIGRATIONS[version:]:
+                for statement in statements:
+                    conn.execute(statement)
+            put_meta(conn, "schema_version", SCHEMA_VERSION)
+
+    def _check_version(self) -> None:
+        conn = self.conn
+        has_meta = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone()
+        version = int(get_meta(conn, "schema_version", 0)) if has_meta else 0
+        if version != SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path}: schema version {version}, this stormwatch needs {SCHEMA_VERSION};"
+                " open it once read-write (start the daemon) to create or migrate it")
+
+
+def get_meta(conn: sqlite3.Connection, key: str, default: Any = None) -> Any:
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return default if row is None else row[0]
+
+
+def put_meta(conn: sqlite3.Connection, key: str, value: int | str) -> None:
+    conn.execute("INSERT INTO meta (key, value) VALUES (?, ?)"
+                 " ON CONFLICT (key) DO UPDATE SET value = excluded.value", (key, value))
+
+
+def bump(conn: sqlite3.Connection, counts: Mapping[str, int]) -> None:
+    """Add to the running totals of ``counters`` (inside the caller's transaction)."""
+    conn.executemany(
+        "INSERT INTO counters (name, value) VALUES (?, ?)"
+        " ON CONFLICT (name) DO UPDATE SET value = value + excluded.value",
+        [(name, n) for name, n in counts.items() if n])

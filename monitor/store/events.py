@@ -1,0 +1,323 @@
+"""The record: every revision of every § 5 event, and the site log book.
+
+``events`` keeps every revision of every domain event, unique on (id,
+revision); ``logbook`` is the site log book of § 134-9A(2), an append-only
+hash chain. ``record`` writes, in ONE transaction, the events, their outbox
+rows (``outbox.add_alerts``), their log book rows, the sites' status as it
+stands after them (``state.put_status``) and the engine's journal cursor
+(``applied_seq``): after a crash either all of them exist or the engine
+replays the same journal rows and produces them again, and ``ON CONFLICT DO
+NOTHING`` on (id, revision) makes that second attempt a no-op.
+
+The log book chain: row *n* stores the canonical JSON of its content (seq,
+recorded_ms, site, type, event id, revision, event body), ``prev_hash`` = the
+hash of row *n-1* (64 zeros for row 1) and ``hash`` = SHA-256(prev_hash +
+canonical). The head (last seq and hash) is also kept in ``meta`` and new rows
+are numbered from it, so deleting rows at the end leaves a visible gap too.
+Triggers refuse UPDATE and DELETE. None of this stops someone who can rewrite
+the whole file and recompute every hash; it makes every partial edit visible
+to ``logbook_verify``. Anchoring the head hash outside the machine (printed in
+each report) is what closes that last gap.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from ..engine.times import iso, parse_iso
+from .db import Db, canonical, get_meta, put_meta
+from .outbox import add_alerts
+from .state import put_status
+
+#: The ``prev_hash`` of the first log book row.
+GENESIS_HASH: Final = "0" * 64
+LOGBOOK_TRIGGERS: Final = frozenset({"logbook_no_update", "logbook_no_delete"})
+
+
+@dataclass(frozen=True, slots=True)
+class LogbookRow:
+    """One row of the log book; ``body`` is the event as recorded."""
+
+    seq: int
+    recorded_at: str
+    site: str
+    type: str
+    event_id: str
+    revision: int
+    body: dict[str, Any]
+    prev_hash: str
+    hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvent:
+    """An event revision with its place in the ``events`` table (readers with a cursor)."""
+
+    seq: int
+    event: dict[str, Any]
+
+
+class EventLog:
+    """The ``events`` and ``logbook`` tables."""
+
+    def __init__(self, db: Db) -> None:
+        self.db = db
+
+    def record(self, events: Sequence[dict[str, Any]], applied_seq: int, *,
+               recorded_ms: int,
+                      routes: Callable[[dict[str, Any]], list[str]] | None = None,
+                      statuses: Mapping[str, str] | None = None) -> int:
+        """Store § 5 events with their outbox and log book rows and the engine cursor,
+        and the sites' status as it stands after them (``statuses``, JSON text by site).
+
+        ONE transaction. An event whose (id, revision) is already stored is
+        skipped entirely (no second outbox or log book row), so re-recording
+        after a crash between the engine and this commit is harmless. Returns
+        the number of newly stored events.
+        """
+        inserted = 0
+        with self.db.write() as conn:
+            if statuses:
+                put_status(conn, statuses, applied_seq, recorded_ms)
+            head_seq = int(get_meta(conn, "logbook_head_seq", 0))
+            head_hash = str(get_meta(conn, "logbook_head_hash", GENESIS_HASH))
+            for event in events:
+                revision = int(event.get("revision", 0))
+                body = canonical(event)
+                cur = conn.execute(
+                    "INSERT INTO events (id, revision, type, site, at, at_ms, retracted, body,"
+                    " recorded_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                    (event["id"], revision, event["type"], event["site"], event["at"],
+                     parse_iso(event["at"]), int(bool(event.get("retracted", False))), body,
+                     recorded_ms))
+                if cur.rowcount == 0:
+                    continue
+                inserted += 1
+                if routes is not None and cur.lastrowid is not None:
+                    add_alerts(conn, cur.lastrowid, f"{event['id']}:{revision}", routes(event),
+                               recorded_ms)
+                head_seq += 1
+                content = canonical(_logbook_content(
+                    head_seq, recorded_ms, event["site"], event["type"], event["id"], revision,
+                    event))
+                row_hash = _chain_hash(head_hash, content)
+                conn.execute(
+                    "INSERT INTO logbook (seq, recorded_ms, site, type, event_id, revision,"
+                    " body, canonical, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (head_seq, recorded_ms, event["site"], event["type"], event["id"], revision,
+                     body, content, head_hash, row_hash))
+                head_hash = row_hash
+            if inserted:
+                put_meta(conn, "logbook_head_seq", head_seq)
+                put_meta(conn, "logbook_head_hash", head_hash)
+            put_meta(conn, "applied_seq", applied_seq)
+        return inserted
+
+    def applied_seq(self) -> int:
+        """The journal ``seq`` the recorded events reflect; 0 when unset."""
+        return int(get_meta(self.db.conn, "applied_seq", 0))
+
+    def all(self, site: str | None = None,
+            types: Sequence[str] | None = None) -> list[dict[str, Any]]:
+        """Every stored revision of every event, in the order they were stored."""
+        sql = "SELECT body FROM events WHERE 1"
+        params: list[Any] = []
+        if site is not None:
+            sql += " AND site = ?"
+            params.append(site)
+        if types is not None:
+            sql += f" AND type IN ({', '.join('?' * len(types))})"
+            params.extend(types)
+        return [json.loads(body) for (body,) in self.db.conn.execute(sql + " ORDER BY seq", params)]
+
+    def latest(self, event_id: str) -> dict[str, Any] | None:
+        """The latest stored revision of one event id (retracted or not), or None."""
+        row = self.db.conn.execute("SELECT body FROM events WHERE id = ?"
+                                 " ORDER BY revision DESC LIMIT 1", (event_id,)).fetchone()
+        return None if row is None else dict(json.loads(row[0]))
+
+    def current(self, site: str | None = None) -> list[dict[str, Any]]:
+        """The authoritative set (DESIGN § 2): the latest revision of each id,
+        without the retracted ones, ordered by (event time, id)."""
+        sql = ("SELECT e.body FROM events AS e"
+               " JOIN (SELECT id, max(revision) AS revision FROM events GROUP BY id) AS latest"
+               " ON latest.id = e.id AND latest.revision = e.revision"
+               " WHERE e.retracted = 0")
+        params: tuple[Any, ...] = ()
+        if site is not None:
+            sql += " AND e.site = ?"
+            params = (site,)
+        return [json.loads(body) for (body,) in self.db.conn.execute(
+            sql + " ORDER BY e.at_ms, e.id", params)]
+
+    def after(self, seq: int, limit: int = 1000) -> list[StoredEvent]:
+        """Stored event revisions with ``seq`` above the given one, ascending, as (seq, event).
+
+        The events table in the order it was written: a reader with a cursor
+        (the InfluxDB exporter) sees every revision once, later revisions after
+        earlier ones.
+        """
+        return [StoredEvent(int(s), json.loads(body)) for s, body in self.db.conn.execute(
+            "SELECT seq, body FROM events WHERE seq > ? ORDER BY seq LIMIT ?", (seq, limit))]
+
+    def max_seq(self) -> int:
+        """The newest events ``seq``; 0 when no event is stored."""
+        return int(self.db.conn.execute("SELECT ifnull(max(seq), 0) FROM events").fetchone()[0])
+
+    def count_after(self, seq: int) -> int:
+        return int(self.db.conn.execute("SELECT count(*) FROM events WHERE seq > ?",
+                                      (seq,)).fetchone()[0])
+
+    def revisions(self, event_id: str) -> list[dict[str, Any]]:
+        """Every stored revision of one event id, oldest first (served by UNIQUE (id, revision))."""
+        return [json.loads(body) for (body,) in self.db.conn.execute(
+            "SELECT body FROM events WHERE id = ? ORDER BY revision", (event_id,))]
+
+    def logbook(self, site: str | None = None) -> list[LogbookRow]:
+        """Log book rows in order (§ 134-9A(2)); ``body`` is the event as recorded."""
+        sql = ("SELECT seq, recorded_ms, site, type, event_id, revision, body, prev_hash, hash"
+               " FROM logbook")
+        params: tuple[Any, ...] = ()
+        if site is not None:
+            sql += " WHERE site = ?"
+            params = (site,)
+        return [LogbookRow(seq, iso(recorded), row_site, type_, event_id, revision,
+                           json.loads(body), prev, row_hash)
+                for seq, recorded, row_site, type_, event_id, revision, body, prev, row_hash
+                in self.db.conn.execute(sql + " ORDER BY seq", params)]
+
+    def logbook_head(self) -> tuple[int, str]:
+        """(seq, hash) of the newest row as the store recorded it; (0, zeros) when empty.
+
+        Worth printing in reports: a copy of the head held elsewhere is what
+        makes even a full rewrite of the chain detectable.
+        """
+        with self.db.read() as conn:
+            return (int(get_meta(conn, "logbook_head_seq", 0)),
+                    str(get_meta(conn, "logbook_head_hash", GENESIS_HASH)))
+
+    def logbook_verify(self) -> list[str]:
+        """Check the log book chain; one readable line per problem, [] when intact.
+
+        Every row is rebuilt from its columns (not trusted from its stored
+        canonical text) and rehashed. Reported: edited rows (naming the fields
+        that differ from what was sealed), altered hashes, broken or reordered
+        links, deleted rows (gaps in seq, or rows missing before the recorded
+        head), rows appended behind the store's back, and missing triggers.
+        """
+        with self.db.read() as conn:
+            rows = conn.execute(
+                "SELECT seq, recorded_ms, site, type, event_id, revision, body, canonical,"
+                " prev_hash, hash FROM logbook ORDER BY seq").fetchall()
+            head_seq = int(get_meta(conn, "logbook_head_seq", 0))
+            head_hash = str(get_meta(conn, "logbook_head_hash", GENESIS_HASH))
+            triggers = {name for (name,) in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'logbook'")}
+        problems: list[str] = []
+        missing = sorted(LOGBOOK_TRIGGERS - triggers)
+        if missing:
+            problems.append(f"logbook: append-only trigger(s) {', '.join(missing)} missing"
+                            " (dropped?)")
+
+        # First pass: what each row's hash should be, from its own columns.
+        expected: list[str | None] = []
+        rebuilt: list[dict[str, Any] | None] = []
+        for seq, recorded, site, type_, event_id, revision, body, _, prev, _ in rows:
+            try:
+                content = _logbook_content(seq, recorded, site, type_, event_id, revision,
+                                           json.loads(body))
+                expected.append(_chain_hash(prev, canonical(content)))
+                rebuilt.append(content)
+            except (TypeError, ValueError):
+                expected.append(None)
+                rebuilt.append(None)
+        seq_of_hash: dict[str, int] = {}
+        for row, want in zip(rows, expected, strict=True):
+            seq_of_hash.setdefault(row[9], row[0])
+            if want is not None:
+                seq_of_hash.setdefault(want, row[0])
+
+        prev_seq = 0
+        prev_hashes: tuple[str | None, ...] = (GENESIS_HASH,)
+        for i, row in enumerate(rows):
+            seq, stored_canonical, prev, stored_hash = row[0], row[7], row[8], row[9]
+            label = f"logbook row {seq}"
+            # Links: a gap is reported as such; the link across it cannot be checked.
+            if seq > prev_seq + 1:
+                problems.append(f"{_rows_label(prev_seq + 1, seq - 1)}: missing (deleted)")
+            elif prev not in prev_hashes:
+                other = seq_of_hash.get(prev)
+                if other is not None and other != seq:
+                    problems.append(f"{label}: links to row {other} instead of row {prev_seq}"
+                                    " (chain reordered)")
+                elif prev_seq == 0:
+                    problems.append(f"{label}: prev_hash is not the genesis value (chain broken)")
+                else:
+                    problems.append(f"{label}: prev_hash does not match row {prev_seq}'s hash"
+                                    f" (chain broken, or row {prev_seq} rewritten)")
+            # Content: rebuilt from the columns, compared with what was sealed.
+            fields, want = rebuilt[i], expected[i]
+            if fields is None or want is None:
+                problems.append(f"{label}: edited (body is not valid JSON)")
+            elif canonical(fields) != stored_canonical:
+                problems.append(f"{label}: edited ({_changed_fields(fields, stored_canonical)}"
+                                " changed since it was sealed)")
+            elif want != stored_hash:
+                # Content and its canonical text agree but not the hash. If the
+                # next link still points at the hash the content deserves, only
+                # the hash column was touched; otherwise both were edited.
+                successor = rows[i + 1][8] if i + 1 < len(rows) else (
+                    head_hash if head_seq == seq else None)
+                if successor == want:
+                    problems.append(f"{label}: hash altered (content intact)")
+                else:
+                    problems.append(f"{label}: edited (content does not match its hash)")
+            prev_seq = seq
+            prev_hashes = (stored_hash, want)
+
+        last_seq = rows[-1][0] if rows else 0
+        if head_seq > last_seq:
+            problems.append(f"{_rows_label(last_seq + 1, head_seq)}: missing at the end"
+                            " (deleted)")
+        elif head_seq < last_seq:
+            problems.append(f"{_rows_label(head_seq + 1, last_seq)}: not written by stormwatch"
+                            f" (its recorded head is row {head_seq})")
+        elif rows and head_hash not in prev_hashes:
+            problems.append(f"logbook row {last_seq}: hash differs from the recorded head")
+        return problems
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _chain_hash(prev_hash: str, content: str) -> str:
+    return _sha256(prev_hash + content)
+
+
+def _logbook_content(seq: int, recorded_ms: int, site: str, type_: str, event_id: str,
+                     revision: int, body: Any) -> dict[str, Any]:
+    """What a log book row seals; ``logbook_verify`` rebuilds it from the columns."""
+    return {"seq": seq, "recorded_ms": recorded_ms, "site": site, "type": type_,
+            "event_id": event_id, "revision": revision, "body": body}
+
+
+def _rows_label(first: int, last: int) -> str:
+    return f"logbook row {first}" if first == last else f"logbook rows {first}-{last}"
+
+
+def _changed_fields(content: dict[str, Any], stored_canonical: str) -> str:
+    """Which sealed fields the columns no longer match, for a readable verdict."""
+    try:
+        sealed = json.loads(stored_canonical)
+    except ValueError:
+        return "canonical text"
+    if not isinstance(sealed, dict):
+        return "canonical text"
+    changed = sorted(k for k in content.keys() | sealed.keys()
+                     if content.get(k) != sealed.get(k))
+    return ", ".join(changed) if changed else "canonical text"
