@@ -1,8 +1,12 @@
 """``stormwatch report``: a compliance report with plots, as one HTML file (DESIGN § 6).
 
 Reads the database read-only: events from ``EventLog.current`` (the
-authoritative set) and the journal's readings for the plots. Every time is
-shown in the site's own time zone; plots are inline PNG (matplotlib, Agg).
+authoritative set), and for the plots the site's journal run through an
+engine with its samplers (``engine/series.py``), so a plot shows what the
+rules saw (the trap's fill after the median, the background a downstream
+reading was paired with, the storm's running total), never a recomputation
+that could contradict an alert. Every time is shown in the site's own time
+zone; plots are inline PNG (matplotlib, Agg).
 """
 
 from __future__ import annotations
@@ -11,15 +15,18 @@ import base64
 import io
 from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 from html import escape
 from pathlib import Path
 from typing import Any
 
 from .config import Config, SiteConfig
+from .engine.clocks import MEAN_GAUGE
+from .engine.core import Engine
+from .engine.series import ContrastSample, Sample, StormSample, TrapSample, attach
 from .engine.times import MS_PER_HOUR, parse_iso
-from .engine.traps import fill_fraction
-from .host import db_path, open_store
+from .host import apply_row, db_path, open_store
 from .store import Store
 
 LAW = [
@@ -94,49 +101,50 @@ def _in(value: Any) -> str:
 # --------------------------------------------------------------------------- data
 
 
-def _readings(store: Store, site_id: str, lo: int, hi: int) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+@dataclass
+class Series:
+    """What the engine saw of one site after each reading (``engine/series.py``): the
+    report plots these, so a plot shows exactly what the alerts were decided on."""
+
+    storms: dict[str, list[StormSample]] = field(default_factory=dict)
+    traps: dict[str, list[TrapSample]] = field(default_factory=dict)
+    contrast: dict[str, list[ContrastSample]] = field(default_factory=dict)
+
+
+def engine_series(config: Config, store: Store, site_id: str, lo: int, hi: int) -> Series:
+    """The site's samples with event time in ``[lo, hi)``.
+
+    The site's journal is run through an engine of its own from the start (the
+    rules carry state: a storm's running total, the median of a trap, the
+    last background), the same way the daemon ran it; the last sample of each
+    series and instant wins (a late reading corrects what came before it).
+    """
+    engine = Engine(config)
+    found: dict[tuple[str, str, int], Sample] = {}
+
+    def keep(sample: Sample) -> None:
+        if sample.site == site_id and lo <= sample.ts_ms < hi:
+            name = (sample.gauge if isinstance(sample, StormSample) else
+                    sample.trap if isinstance(sample, TrapSample) else sample.pair)
+            found[(type(sample).__name__, name, sample.ts_ms)] = sample
+
+    attach(engine, keep)
     seq = 0
-    while True:
-        rows = store.journal.after(seq, limit=5000)
-        if not rows:
-            break
+    while rows := store.journal.after(seq, limit=5000):
         seq = rows[-1].seq
         for row in rows:
-            b = row.body
-            if row.kind == "reading" and b.get("site") == site_id \
-                    and lo <= int(b.get("ts_ms", -1)) < hi:
-                out.append(b)
-    out.sort(key=lambda b: int(b["ts_ms"]))
-    return out
-
-
-def _rain_increments(site: SiteConfig, readings: list[dict[str, Any]]
-                     ) -> dict[str, list[tuple[int, float]]]:
-    """Per gauge: (ts_ms, inches fallen since the gauge's previous reading)."""
-    out: dict[str, list[tuple[int, float]]] = {}
-    for gauge in site.gauges():
-        series: list[tuple[int, float]] = []
-        last_total: int | None = None
-        seen_seq: set[int] = set()
-        for b in readings:
-            if b.get("sensor") != gauge.id or b.get("kind") != "rain":
-                continue
-            ts = int(b["ts_ms"])
-            if b.get("tips_total") is not None:
-                total = int(b["tips_total"])
-                if last_total is not None and total >= last_total:
-                    series.append((ts, (total - last_total) * gauge.in_per_tip_value))
-                last_total = total
-            elif b.get("precip_in") is not None:
-                seq = b.get("seq")
-                if seq is not None and seq in seen_seq:
-                    continue
-                if seq is not None:
-                    seen_seq.add(int(seq))
-                series.append((ts, float(b["precip_in"])))
-        if series:
-            out[gauge.id] = series
+            if row.body.get("site") == site_id:
+                apply_row(engine, row)
+        engine.drain_settled()
+    out = Series()
+    for sample in sorted(found.values(), key=lambda s: s.ts_ms):
+        if isinstance(sample, StormSample):
+            if sample.gauge != MEAN_GAUGE:
+                out.storms.setdefault(sample.gauge, []).append(sample)
+        elif isinstance(sample, TrapSample):
+            out.traps.setdefault(sample.trap, []).append(sample)
+        else:
+            out.contrast.setdefault(sample.pair, []).append(sample)
     return out
 
 
@@ -169,35 +177,31 @@ def _axes(title: str, local: _Local) -> tuple[Any, Any]:
     return fig, ax
 
 
-def _rain_plot(site: SiteConfig, incs: dict[str, list[tuple[int, float]]],
-               storms: list[dict[str, Any]], local: _Local, hi: int) -> str:
+def _rain_plot(site: SiteConfig, storms: dict[str, list[StormSample]], local: _Local) -> str:
+    """Hourly rain (mean over the gauges) and each gauge's storm running total, as the
+    storm rule counted it."""
     hourly: dict[int, list[float]] = defaultdict(list)
-    for series in incs.values():
+    for samples in storms.values():
         per: dict[int, float] = defaultdict(float)
-        for ts, inch in series:
-            per[ts // MS_PER_HOUR * MS_PER_HOUR] += inch
+        for s in samples:
+            per[s.ts_ms // MS_PER_HOUR * MS_PER_HOUR] += s.depth_in
         for hour, inch in per.items():
             hourly[hour].append(inch)
-    label = "hourly rain" + (f" (mean of {len(incs)} gauges)" if len(incs) > 1 else "")
+    label = "hourly rain" + (f" (mean of {len(storms)} gauges)" if len(storms) > 1 else "")
     fig, ax = _axes(f"{site.name or site.id}: rainfall (in)", local)
     hours = sorted(hourly)
     ax.bar([local.dt(h + MS_PER_HOUR // 2) for h in hours],
            [sum(hourly[h]) / len(hourly[h]) for h in hours],
            width=1 / 24 * 0.9, color="#4a90d9", label=label)
-    merged = sorted((ts, inch / len(incs)) for series in incs.values() for ts, inch in series)
-    for i, storm in enumerate(storms):
-        start = _ms(storm.get("started_at"))
-        if start is None:
-            continue
-        end = _ms(storm.get("ended_at")) or hi
-        xs, ys, total = [local.dt(start)], [0.0], 0.0
-        for ts, inch in merged:
-            if start <= ts <= end:
-                total += inch
-                xs.append(local.dt(ts))
-                ys.append(total)
-        ax.step(xs, ys, where="post", color="#d9534f",
-                label="storm cumulative" if i == 0 else None)
+    first = True
+    for gauge, samples in storms.items():
+        xs = [local.dt(s.ts_ms) for s in samples]
+        ys = [s.total_in if s.in_event else float("nan") for s in samples]
+        if any(s.in_event for s in samples):
+            ax.step(xs, ys, where="post", color="#d9534f",
+                    label="storm running total" + (f" ({gauge})" if len(storms) > 1 else "")
+                    if first or len(storms) > 1 else None)
+            first = False
     ax.axhline(site.rain.threshold_in, color="#d9534f", linestyle="--",
                label=f"{site.rain.threshold_in:g} in (§ 134-9A(2))")
     ax.set_ylabel("inches")
@@ -205,27 +209,15 @@ def _rain_plot(site: SiteConfig, incs: dict[str, list[tuple[int, float]]],
     return _png(fig)
 
 
-def _trap_plot(site: SiteConfig, readings: list[dict[str, Any]], local: _Local) -> str | None:
-    series: dict[str, list[tuple[int, float]]] = {}
-    for trap in site.traps:
-        sensor = site.sensor(trap.sensor)
-        points = []
-        for b in readings:
-            if b.get("sensor") != trap.sensor:
-                continue
-            depth = b.get("depth_in")
-            if depth is None and b.get("distance_in") is not None and sensor is not None \
-                    and sensor.sensor_height_in is not None:
-                depth = max(0.0, sensor.sensor_height_in - float(b["distance_in"]))
-            if depth is not None:
-                points.append((int(b["ts_ms"]), fill_fraction(trap, float(depth)) * 100))
-        if points:
-            series[trap.id] = points
-    if not series:
+def _trap_plot(site: SiteConfig, traps: dict[str, list[TrapSample]],
+               local: _Local) -> str | None:
+    """Each trap's fill of design volume after the median, as the trap alerts see it."""
+    if not traps:
         return None
     fig, ax = _axes(f"{site.name or site.id}: sediment trap fill (% of design volume)", local)
-    for tid, points in series.items():
-        ax.plot([local.dt(t) for t, _ in points], [f for _, f in points], marker=".", label=tid)
+    for tid, samples in traps.items():
+        ax.plot([local.dt(s.ts_ms) for s in samples], [s.fill_fraction * 100 for s in samples],
+                marker=".", label=tid)
     trap0 = site.traps[0]
     ax.axhline(trap0.warn_fraction * 100, color="orange", linestyle="--",
                label=f"{trap0.warn_fraction:.0%} warning")
@@ -236,26 +228,24 @@ def _trap_plot(site: SiteConfig, readings: list[dict[str, Any]], local: _Local) 
     return _png(fig)
 
 
-def _turbidity_plot(site: SiteConfig, readings: list[dict[str, Any]],
+def _turbidity_plot(site: SiteConfig, contrast: dict[str, list[ContrastSample]],
                     local: _Local) -> str | None:
-    series: dict[str, list[tuple[int, float]]] = {}
-    for pair in site.turbidity_pairs:
-        up: tuple[int, float] | None = None
-        points = []
-        for b in readings:
-            if b.get("ntu") is None:
-                continue
-            if b.get("sensor") == pair.upstream:
-                up = (int(b["ts_ms"]), float(b["ntu"]))
-            elif b.get("sensor") == pair.downstream and up is not None:
-                points.append((int(b["ts_ms"]), float(b["ntu"]) - up[1]))
-        if points:
-            series[pair.id] = points
-    if not series:
+    """Downstream minus its background, and the allowed increase, per pair; a reading
+    without a usable background is a gap (the contrast is unknown there)."""
+    if not contrast:
         return None
     fig, ax = _axes(f"{site.name or site.id}: downstream − upstream turbidity (NTU)", local)
-    for pid, points in series.items():
-        ax.plot([local.dt(t) for t, _ in points], [d for _, d in points], marker=".", label=pid)
+    for pid, samples in contrast.items():
+        xs = [local.dt(s.ts_ms) for s in samples]
+        nan = float("nan")
+        ax.plot(xs, [s.delta_ntu if s.delta_ntu is not None else nan for s in samples],
+                marker=".", label=pid)
+        ax.plot(xs, [s.limit_ntu if s.limit_ntu is not None else nan for s in samples],
+                linestyle="--", color="#d9534f", label=f"{pid} allowed increase (§ 134-8C)")
+        unknown = [x for x, s in zip(xs, samples, strict=True) if not s.background]
+        if unknown:
+            ax.plot(unknown, [0.0] * len(unknown), "x", color="#888",
+                    label=f"{pid}: no background")
     ax.axhline(0, color="#888", linewidth=0.8)
     ax.set_ylabel("NTU")
     ax.legend(loc="best")
@@ -301,7 +291,7 @@ def build_report(config: Config, site_id: str, from_ms: int, to_ms: int, now_ms:
 
     with open_store(config, readonly=True) as store:
         all_events = store.events.current(site.id)
-        readings = _readings(store, site.id, from_ms, to_ms)
+        series = engine_series(config, store, site.id, from_ms, to_ms)
 
     def in_period(e: dict[str, Any]) -> bool:
         return from_ms <= parse_iso(e["at"]) < to_ms
@@ -387,12 +377,12 @@ def build_report(config: Config, site_id: str, from_ms: int, to_ms: int, now_ms:
          "Limit Δ NTU"], rows, "No turbidity episodes in the period."))
 
     parts.append("<h2>Plots</h2>")
-    incs = _rain_increments(site, readings)
-    if incs:
-        parts.append(_rain_plot(site, incs, storms, local, to_ms))
+    if series.storms:
+        parts.append(_rain_plot(site, series.storms, local))
     else:
         parts.append("<p><em>No rain gauge readings in the period.</em></p>")
-    for plot in (_trap_plot(site, readings, local), _turbidity_plot(site, readings, local)):
+    for plot in (_trap_plot(site, series.traps, local),
+                 _turbidity_plot(site, series.contrast, local)):
         if plot is not None:
             parts.append(plot)
     parts.append("</body></html>")

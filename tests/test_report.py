@@ -15,6 +15,7 @@ from monitor.config import load_config
 from monitor.engine.inputs import Inspection, Reading
 from monitor.engine.times import MS_PER_MINUTE, parse_iso
 from monitor.host import EngineHost, journal_in, open_store
+from monitor.report import engine_series
 
 from .daemonkit import write_config
 
@@ -127,3 +128,52 @@ def test_unwritable_out_is_exit_2(cfg: Path, tmp_path: Path) -> None:
                    "--out", str(tmp_path / "missing-dir" / "r.html"))
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "--out" in proc.stderr
+
+
+def test_the_plots_show_what_the_alerts_were_decided_on(tmp_path: Path) -> None:
+    """A trap with a one-off echo and a pair whose upstream probe falls silent: the
+    report's series are the engine's own (after the median; paired only with a
+    usable background), so a plot cannot contradict an alert."""
+    path = _write_config(tmp_path)
+    config = load_config(path, env={})
+    items: list[Reading | Inspection] = []
+    depths = [20.0, 20.5, 21.0, 60.0, 21.5, 22.0, 31.0, 32.0, 33.0, 33.5, 34.0]  # 60: an echo
+    for i, depth in enumerate(depths):
+        items.append(Reading(site=SITE, sensor="trap1-depth", kind="sediment",
+                             ts_ms=START + i * 10 * MS_PER_MINUTE, depth_in=depth))
+    for m in range(0, 180, 5):
+        ts = START + m * MS_PER_MINUTE
+        if m < 60:  # the upstream probe stops after an hour
+            items.append(Reading(site=SITE, sensor="tb-up", kind="turbidity", ts_ms=ts, ntu=5.0))
+        items.append(Reading(site=SITE, sensor="tb-down", kind="turbidity", ts_ms=ts + 1000,
+                             ntu=25.0 if 30 <= m < 60 else 6.0))
+    items.sort(key=lambda it: it.ts_ms)
+    with open_store(config) as store:
+        host = EngineHost.restore(config, store)
+        store.journal.commit([journal_in(it, topic=None, received_ms=None) for it in items])
+        host.catch_up()
+        host.engine.tick(START + 4 * 60 * MS_PER_MINUTE)
+        events = [e.to_json() for e in host.engine.current_events()]
+        series = engine_series(config, store, SITE, START, START + 6 * 60 * MS_PER_MINUTE)
+
+    traps = {s.ts_ms: s for s in series.traps["trap-1"]}
+    echo_at = START + 3 * 10 * MS_PER_MINUTE
+    assert traps[echo_at].depth_in == 20.75  # the median of 20, 20.5, 21, 60, not 60
+    fill_alerts = [e for e in events if e["type"] in ("trap_fill", "trap_cleanout_required")]
+    assert fill_alerts
+    for alert in fill_alerts:
+        sample = traps[parse_iso(alert["at"])]
+        assert (sample.fill_fraction, sample.depth_in) == (
+            pytest.approx(alert["fill_fraction"], abs=1e-4), alert["depth_in"])
+
+    contrast = {s.ts_ms: s for s in series.contrast["outfall-1"]}
+    (exceeded,) = [e for e in events if e["type"] == "turbidity_contrast"
+                   and e["state"] == "exceeded"]
+    plotted = contrast[parse_iso(exceeded["at"])]
+    assert (plotted.upstream_ntu, plotted.delta_ntu, plotted.limit_ntu) == (
+        exceeded["upstream_ntu"], exceeded["delta_ntu"], exceeded["limit_ntu"])
+    # An hour after the upstream probe went quiet there is no background: the plot
+    # has a gap there, as the rule has no contrast (it raised background_missing).
+    late = [s for t, s in contrast.items() if t > START + 125 * MS_PER_MINUTE]
+    assert late and all(not s.background and s.delta_ntu is None for s in late)
+    assert any(e["type"] == "background_missing" for e in events)

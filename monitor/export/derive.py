@@ -13,21 +13,13 @@ deterministic and sans-I/O, so the replica's state after row *n* is the
 daemon engine's state after row *n*, and a crash or an outage of InfluxDB
 only delays the derived points: they are computed again from the journal.
 
-Reading the state "after a reading" must respect event time: the engine
-keeps each rule as a timeline in the readings' own time order
-(``engine/timeline.py``), and a late reading is *inserted*, changing the
-state at every later position. The timeline reports every step it takes to
-an *observer*, with the state before and after it: a reading appended at the
-end is one step; a late one re-runs the fold from a checkpoint, and the
-steps from the late reading on are reported again, so the points of that
-reading and of every later one are derived again. They have the same series
-and timestamps as before, so InfluxDB replaces them.
-
-Each rule has a ``Deriver`` that reads the points out of its fold's state:
-``before(state, reading)`` sees the state before the reading is folded (the
-turbidity pair needs it, see ``PairDeriver``), ``after(state, reading, pre)``
-the state after. Derivers read the folds' public state; the engine is not
-changed for them.
+The derived values come from the engine's own samplers (``engine/series.py``):
+each step of a gauge, trap or pair rule gives a sample of the fold's state
+after it, and ``sample_points`` writes it. A late reading re-runs its rule
+from a checkpoint; the samples of that reading and of every later one come
+again, with the same series and timestamps, so InfluxDB replaces them. The
+report's plots use the very same samples: a plot and an alert cannot
+disagree.
 
 Identity (DESIGN § 8 and the idempotence of the exporter): every point is
 keyed by measurement, tags and the event time of what it describes, in ms.
@@ -38,22 +30,18 @@ writes the same keys with corrected values; the later write wins.
 from __future__ import annotations
 
 import json
-from collections import deque
 from collections.abc import Iterable
-from typing import Any, Protocol, cast
+from typing import Any
 
 from ..config import Config
 from ..engine.core import Engine
 from ..engine.events import EVENT_FIELDS
-from ..engine.inputs import Reading
-from ..engine.rain import GaugeFold, GaugeState
+from ..engine.series import Sample, StormSample, TrapSample, attach
 from ..engine.summary import site_status
 from ..engine.times import MS_PER_MINUTE, parse_iso
-from ..engine.traps import TrapFold, TrapState, trap_state
-from ..engine.turbidity import E4_PER_MILLI, E4_PER_NTU, MILLI_PER_NTU, PairFold, PairState
 from ..host import JournalWindow, apply_row
 from ..store import JournalRow, canonical
-from .lineprotocol import FieldValue, Int, Point, raw_series, series_key
+from .lineprotocol import FieldValue, Int, Point, raw_series
 
 #: Measurement of each reading kind (DESIGN § 8; ``sensor_status`` holds the
 #: ``{site}/{sensor}/status`` messages).
@@ -188,170 +176,36 @@ def _show(value: Any) -> str:
     return str(value)
 
 
-# --------------------------------------------------------------------------- derivers
+# --------------------------------------------------------------------------- derived series
 
 
-class Deriver(Protocol):
-    """Points read from one timeline's fold state around one reading."""
-
-    def before(self, state: Any, item: Reading) -> Any:
-        """Called with the state before ``item`` is folded; the result goes to ``after``."""
-        ...
-
-    def after(self, state: Any, item: Reading, pre: Any) -> list[Point]:
-        """Called with the state after ``item`` is folded."""
-        ...
-
-
-class GaugeDeriver:
-    """``storm``: the gauge's open storm event after each rain reading.
-
-    ``depth_in`` is the rain of the reading's instant (all readings of the
-    gauge at that timestamp, so the point holds the sum when two arrive at
-    once, as for the ``mean`` gauge); ``total_in`` the event's running total;
-    ``event_24h_in`` the event's rain in the trailing 24 hours, the quantity the
-    ``event_24h`` rule compares with ``threshold_in``; ``max_24h_in`` its
-    maximum so far. Between events the totals are 0 and ``event_id`` is "".
-    """
-
-    def __init__(self, site: str, gauge: str, fold: GaugeFold) -> None:
-        self.site, self.gauge, self.fold = site, gauge, fold
-        self.series = series_key("storm", {"site": site, "gauge": gauge})
-
-    def before(self, state: GaugeState, item: Reading) -> None:
-        return None
-
-    def after(self, state: GaugeState, item: Reading, pre: Any) -> list[Point]:
-        fold, storm, ts = self.fold, state.storm, item.ts_ms
-        units = fold.units
-        depth = 0
-        if storm is not None:
-            # The window holds (ts, depth) of the event's rain in event order; the
-            # readings at this instant are the last entries.
-            for at, d in reversed(storm.window):
-                if at != ts:
-                    break
-                depth += d
+def sample_points(sample: Sample) -> list[Point]:
+    """The point of one engine sample (``engine/series.py``): ``storm``, ``trap`` or
+    ``contrast``, keyed by site and gauge, trap or pair, at the reading's time."""
+    if isinstance(sample, StormSample):
         fields: dict[str, FieldValue | None] = {
-            "depth_in": round(depth / units, _DIGITS),
-            "total_in": round(storm.total / units, _DIGITS) if storm else 0.0,
-            "event_24h_in": round(storm.window_sum / units, _DIGITS) if storm else 0.0,
-            "max_24h_in": round(storm.max24 / units, _DIGITS) if storm else 0.0,
-            "in_event": storm is not None,
-            "qualified": storm is not None and storm.qualified_at is not None,
-            "event_id": fold.event_id(storm.started_at) if storm else "",
-            "threshold_in": float(fold.rules.threshold_in),
+            "depth_in": sample.depth_in, "total_in": sample.total_in,
+            "event_24h_in": sample.event_24h_in, "max_24h_in": sample.max_24h_in,
+            "in_event": sample.in_event, "qualified": sample.qualified,
+            "event_id": sample.event_id, "threshold_in": sample.threshold_in,
         }
-        if fold.mode == "rolling_24h":
-            # The engine keeps the gauge's own trailing 24 h only in this mode.
-            fields["rolling_24h_in"] = round(state.rolling_sum / units, _DIGITS)
-        return [Point.at(self.series, fields, ts)]
-
-
-class TrapDeriver:
-    """``trap``: the smoothed fill of design volume after each sediment reading (§ 134-9A(1))."""
-
-    def __init__(self, site: str, trap: str, fold: TrapFold) -> None:
-        self.fold = fold
-        self.series = series_key("trap", {"site": site, "trap": trap})
-
-    def before(self, state: TrapState, item: Reading) -> None:
-        return None
-
-    def after(self, state: TrapState, item: Reading, pre: Any) -> list[Point]:
-        if state.last_ts != item.ts_ms or state.last_fill is None \
-                or state.last_depth_in is None:
-            return []  # a reading without a usable depth changes nothing
-        trap = self.fold.trap
-        return [Point.at(self.series, {
-            "fill_fraction": round(state.last_fill, _DIGITS),
-            "depth_in": round(state.last_depth_in, 4),
-            "state": trap_state(state.last_fill, trap),
-            "warn_fraction": float(trap.warn_fraction),
-            "cleanout_fraction": float(trap.cleanout_fraction),
-        }, item.ts_ms)]
-
-
-class PairDeriver:
-    """``contrast``: each downstream reading compared with its background (§ 134-8C).
-
-    The pair's fold keeps a downstream reading *pending* until no upstream
-    reading nearer to it can still come (an input later than its time plus
-    ``max_skew``), then evaluates it once, for good. That final evaluation is
-    made inside the step of a later reading and only the last one is kept in
-    the state, so ``before`` replays it on a copy: every pending reading this
-    step will settle is evaluated one at a time, exactly as the step does.
-    Until then ``after`` writes a provisional point for the newest pending
-    reading, evaluated with the upstream readings known so far (what
-    ``status`` shows); the final point has the same series and time and
-    replaces it. (Older pending readings keep the provisional point written
-    when they were the newest until their final one comes, a few minutes
-    later in event time.)
-
-    Fields: ``upstream_ntu``, ``downstream_ntu``, ``delta_ntu``, ``limit_ntu``
-    (the pair's rule at that background), ``allowed_ntu`` (upstream + limit,
-    the line the downstream probe must stay under), ``exceeding``, ``state``
-    (the episode: ok, pending, exceeded, clearing; ``unknown`` without a
-    background), ``background`` (whether one was found).
-    """
-
-    def __init__(self, site: str, pair: str, fold: PairFold) -> None:
-        self.fold = fold
-        self.series = series_key("contrast", {"site": site, "pair": pair})
-        self.sensors = (fold.pair.upstream, fold.pair.downstream)
-
-    def before(self, state: PairState, item: Reading) -> list[Point]:
-        if item.sensor not in self.sensors or item.ntu is None:
-            return []
-        due = [p for p in state.pending if p[0] + self.fold.skew_ms < item.ts_ms]
-        if not due:
-            return []
-        fold = self.fold
-        scratch = fold.copy(state)
-        points = []
-        for entry in due:
-            # ``advance`` evaluates the pending readings in order with the
-            # upstream readings known; one entry at a time exposes each result.
-            scratch.pending = deque([entry])
-            fold.advance(scratch, entry[0], [])
-            if scratch.last is not None:
-                points.append(self._point(scratch.last, scratch.episode))
-        return points
-
-    def after(self, state: PairState, item: Reading, pre: list[Point] | None) -> list[Point]:
-        if item.sensor not in self.sensors or item.ntu is None:
-            return []
-        points = list(pre or [])
-        if state.pending:
-            # Provisional: the newest pending reading as ``status`` shows it now.
-            scratch = self.fold.copy(state)
-            self.fold.advance(scratch, item.ts_ms, [])
-            if scratch.last is not None:
-                points.append(self._point(scratch.last, scratch.episode))
-        return points
-
-    def _point(self, last: tuple[int, int | None, int, int | None], episode: str) -> Point:
-        t, up_m, down_m, limit_e4 = last
-        fields: dict[str, FieldValue | None] = {"downstream_ntu": _ntu(down_m)}
-        if up_m is None or limit_e4 is None:
-            fields["background"] = False
-            fields["state"] = "unknown" if episode == "ok" else episode
-        else:
-            limit = round(limit_e4 / E4_PER_NTU, 4)
-            fields.update({
-                "upstream_ntu": _ntu(up_m),
-                "delta_ntu": _ntu(down_m - up_m),
-                "limit_ntu": limit,
-                "allowed_ntu": round(up_m / MILLI_PER_NTU + limit, 4),
-                "exceeding": (down_m - up_m) * E4_PER_MILLI > limit_e4,
-                "background": True,
-                "state": episode,
-            })
-        return Point.at(self.series, fields, t)
-
-
-def _ntu(milli: int) -> float:
-    return round(milli / MILLI_PER_NTU, 3)
+        if sample.rolling_24h_in is not None:
+            fields["rolling_24h_in"] = sample.rolling_24h_in
+        return [Point.make("storm", {"site": sample.site, "gauge": sample.gauge}, fields,
+                           sample.ts_ms)]
+    if isinstance(sample, TrapSample):
+        return [Point.make("trap", {"site": sample.site, "trap": sample.trap}, {
+            "fill_fraction": sample.fill_fraction, "depth_in": sample.depth_in,
+            "state": sample.state, "warn_fraction": sample.warn_fraction,
+            "cleanout_fraction": sample.cleanout_fraction}, sample.ts_ms)]
+    fields = {"downstream_ntu": sample.downstream_ntu, "background": sample.background,
+              "state": sample.state}
+    if sample.background:
+        fields.update({"upstream_ntu": sample.upstream_ntu, "delta_ntu": sample.delta_ntu,
+                       "limit_ntu": sample.limit_ntu, "allowed_ntu": sample.allowed_ntu,
+                       "exceeding": sample.exceeding})
+    return [Point.make("contrast", {"site": sample.site, "pair": sample.pair}, fields,
+                       sample.ts_ms)]
 
 
 # --------------------------------------------------------------------------- the replica
@@ -361,10 +215,10 @@ class Replica:
     """An engine fed the journal in order, and the points of each row.
 
     ``apply(row)`` applies one journal row exactly as the daemon does
-    (``daemon.apply_row``, its window onto the journal at that row) and returns
-    its raw points and the derived points it caused: each timeline with a
-    deriver reports its steps to the replica (``Observer`` of ``timeline.py``).
-    ``position`` is the seq of the last row applied.
+    (``host.apply_row``, its window onto the journal at that row) and returns
+    its raw points and the derived points it caused: the engine's samplers
+    (``engine/series.py``) report each step of its rules. ``position`` is the
+    seq of the last row applied.
     """
 
     def __init__(self, config: Config, engine: Engine, position: int = 0,
@@ -374,14 +228,7 @@ class Replica:
         self.window = window
         self.position = position
         self._points: list[Point] | None = None
-        for site_id, se in engine.sites.items():
-            for gauge, tl in se.gauges.items():
-                tl.observer = _Observe(self, GaugeDeriver(site_id, gauge,
-                                                          cast(GaugeFold, tl.fold)))
-            for trap, tl in se.traps.items():
-                tl.observer = _Observe(self, TrapDeriver(site_id, trap, cast(TrapFold, tl.fold)))
-            for pair, tl in se.pairs.items():
-                tl.observer = _Observe(self, PairDeriver(site_id, pair, cast(PairFold, tl.fold)))
+        attach(engine, self._sample)
 
     def skip(self, row: JournalRow) -> None:
         """Apply a row without deriving points (catching up to the cursor after a restore)."""
@@ -396,30 +243,16 @@ class Replica:
             self._points = None
         return points
 
+    def _sample(self, sample: Sample) -> None:
+        if self._points is not None:
+            self._points += sample_points(sample)
+
     def _apply(self, row: JournalRow) -> None:
         if self.window is not None:
             self.window.upto_seq = row.seq
         apply_row(self.engine, row)
         self.engine.drain_settled()
         self.position = row.seq
-
-
-class _Observe:
-    """A deriver as a timeline's observer, adding its points to the row being applied."""
-
-    def __init__(self, replica: Replica, deriver: Deriver) -> None:
-        self.replica = replica
-        self.deriver = deriver
-
-    def before(self, state: Any, item: Reading) -> Any:
-        if self.replica._points is None:
-            return None
-        return self.deriver.before(state, item)
-
-    def after(self, state: Any, item: Reading, pre: Any) -> None:
-        points = self.replica._points
-        if points is not None:
-            points += self.deriver.after(state, item, pre)
 
 
 # --------------------------------------------------------------------------- wall-clock points

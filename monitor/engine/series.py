@@ -1,0 +1,221 @@
+"""What the rules see after each reading, as series: the numbers plots and exports show.
+
+A plot must never contradict an alert, so the report's plots and the InfluxDB
+exporter's derived measurements do not recompute anything: they attach a
+*sampler* to each timeline (``timeline.Observer``) and take the fold's own
+state after each step (DESIGN: domain math lives in the engine only).
+
+``StormSample``     a gauge's open storm event after each rain reading: the
+                    rain of the instant, the running total, the event's rain
+                    in the trailing 24 hours (what ``event_24h`` compares), its
+                    maximum, whether it qualified;
+``TrapSample``      a trap's fill of design volume after each reading with a
+                    depth, *after* the median of ``median_of`` (what the trap
+                    alerts compare), and the smoothed depth;
+``ContrastSample``  each downstream turbidity reading and the background the
+                    rule paired it with (nearest within ``max_skew_minutes``,
+                    else the last one younger than ``background_max_age_minutes``,
+                    else none: ``background`` is False and the contrast unknown).
+
+A late reading re-runs its timeline from a checkpoint; the samplers see those
+steps again and emit samples of the same series and time with the values
+now in force: a consumer keeps the last sample per (series, time).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Union, cast
+
+from .core import Engine
+from .inputs import Reading
+from .rain import GaugeFold, GaugeState
+from .traps import TrapFold, TrapState, trap_state
+from .turbidity import E4_PER_MILLI, E4_PER_NTU, MILLI_PER_NTU, PairFold, PairState
+
+_DIGITS = 6
+
+
+@dataclass(frozen=True, slots=True)
+class StormSample:
+    site: str
+    gauge: str
+    ts_ms: int
+    depth_in: float
+    total_in: float
+    event_24h_in: float
+    max_24h_in: float
+    in_event: bool
+    qualified: bool
+    event_id: str
+    threshold_in: float
+    #: The gauge's own trailing 24 h, kept by the engine in ``rolling_24h`` mode only.
+    rolling_24h_in: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class TrapSample:
+    site: str
+    trap: str
+    ts_ms: int
+    fill_fraction: float
+    depth_in: float
+    state: str
+    warn_fraction: float
+    cleanout_fraction: float
+
+
+@dataclass(frozen=True, slots=True)
+class ContrastSample:
+    site: str
+    pair: str
+    ts_ms: int
+    downstream_ntu: float
+    #: False when no upstream reading could serve as background (contrast unknown).
+    background: bool
+    upstream_ntu: float | None
+    delta_ntu: float | None
+    limit_ntu: float | None
+    allowed_ntu: float | None
+    exceeding: bool | None
+    #: The episode (ok, pending, exceeded, clearing), or ``unknown`` without background.
+    state: str
+
+
+Sample = Union[StormSample, TrapSample, ContrastSample]  # noqa: UP007 - a runtime alias
+Sink = Callable[[Sample], None]
+
+
+class StormSampler:
+    """``StormSample`` after each reading of a gauge (or the ``mean`` gauge)."""
+
+    def __init__(self, site: str, gauge: str, fold: GaugeFold, sink: Sink) -> None:
+        self.site, self.gauge, self.fold, self.sink = site, gauge, fold, sink
+
+    def before(self, state: GaugeState, item: Reading) -> None:
+        return None
+
+    def after(self, state: GaugeState, item: Reading, pre: Any) -> None:
+        fold, storm, ts = self.fold, state.storm, item.ts_ms
+        units = fold.units
+        depth = 0
+        if storm is not None:
+            # The window holds (ts, depth) of the event's rain in event order; the
+            # readings at this instant are the last entries.
+            for at, d in reversed(storm.window):
+                if at != ts:
+                    break
+                depth += d
+        self.sink(StormSample(
+            self.site, self.gauge, ts,
+            depth_in=round(depth / units, _DIGITS),
+            total_in=round(storm.total / units, _DIGITS) if storm else 0.0,
+            event_24h_in=round(storm.window_sum / units, _DIGITS) if storm else 0.0,
+            max_24h_in=round(storm.max24 / units, _DIGITS) if storm else 0.0,
+            in_event=storm is not None,
+            qualified=storm is not None and storm.qualified_at is not None,
+            event_id=fold.event_id(storm.started_at) if storm else "",
+            threshold_in=float(fold.rules.threshold_in),
+            rolling_24h_in=(round(state.rolling_sum / units, _DIGITS)
+                            if fold.mode == "rolling_24h" else None)))
+
+
+class TrapSampler:
+    """``TrapSample`` after each reading that gives the trap a depth."""
+
+    def __init__(self, site: str, trap: str, fold: TrapFold, sink: Sink) -> None:
+        self.site, self.trap, self.fold, self.sink = site, trap, fold, sink
+
+    def before(self, state: TrapState, item: Reading) -> None:
+        return None
+
+    def after(self, state: TrapState, item: Reading, pre: Any) -> None:
+        if state.last_ts != item.ts_ms or state.last_fill is None \
+                or state.last_depth_in is None:
+            return  # a reading without a usable depth changes nothing
+        trap = self.fold.trap
+        self.sink(TrapSample(self.site, self.trap, item.ts_ms,
+                             fill_fraction=round(state.last_fill, _DIGITS),
+                             depth_in=round(state.last_depth_in, 4),
+                             state=trap_state(state.last_fill, trap),
+                             warn_fraction=float(trap.warn_fraction),
+                             cleanout_fraction=float(trap.cleanout_fraction)))
+
+
+class PairSampler:
+    """``ContrastSample`` of each downstream reading of a pair.
+
+    The pair's fold keeps a downstream reading *pending* until no upstream
+    reading nearer to it can still come (an input later than its time plus
+    ``max_skew``), then evaluates it once, for good. That final evaluation is
+    made inside the step of a later reading and only the last one is kept in
+    the state, so ``before`` replays it on a copy: every pending reading this
+    step will settle is evaluated one at a time, exactly as the step does.
+    Until then ``after`` gives a provisional sample of the newest pending
+    reading, evaluated with the upstream readings known so far (what ``status``
+    shows); the final sample has the same time and replaces it.
+    """
+
+    def __init__(self, site: str, pair: str, fold: PairFold, sink: Sink) -> None:
+        self.site, self.pair, self.fold, self.sink = site, pair, fold, sink
+        self.sensors = (fold.pair.upstream, fold.pair.downstream)
+
+    def before(self, state: PairState, item: Reading) -> list[ContrastSample]:
+        if item.sensor not in self.sensors or item.ntu is None:
+            return []
+        due = [p for p in state.pending if p[0] + self.fold.skew_ms < item.ts_ms]
+        if not due:
+            return []
+        fold = self.fold
+        scratch = fold.copy(state)
+        out = []
+        for entry in due:
+            # ``advance`` evaluates the pending readings in order with the
+            # upstream readings known; one entry at a time exposes each result.
+            scratch.pending = deque([entry])
+            fold.advance(scratch, entry[0], [])
+            if scratch.last is not None:
+                out.append(self._sample(scratch.last, scratch.episode))
+        return out
+
+    def after(self, state: PairState, item: Reading, pre: list[ContrastSample] | None) -> None:
+        if item.sensor not in self.sensors or item.ntu is None:
+            return
+        for sample in pre or []:
+            self.sink(sample)
+        if state.pending:
+            # Provisional: the newest pending reading as ``status`` shows it now.
+            scratch = self.fold.copy(state)
+            self.fold.advance(scratch, item.ts_ms, [])
+            if scratch.last is not None:
+                self.sink(self._sample(scratch.last, scratch.episode))
+
+    def _sample(self, last: tuple[int, int | None, int, int | None],
+                episode: str) -> ContrastSample:
+        t, up_m, down_m, limit_e4 = last
+        if up_m is None or limit_e4 is None:
+            return ContrastSample(self.site, self.pair, t, _ntu(down_m), False, None, None, None,
+                                  None, None, "unknown" if episode == "ok" else episode)
+        limit = round(limit_e4 / E4_PER_NTU, 4)
+        return ContrastSample(self.site, self.pair, t, _ntu(down_m), True, _ntu(up_m),
+                              _ntu(down_m - up_m), limit,
+                              round(up_m / MILLI_PER_NTU + limit, 4),
+                              (down_m - up_m) * E4_PER_MILLI > limit_e4, episode)
+
+
+def _ntu(milli: int) -> float:
+    return round(milli / MILLI_PER_NTU, 3)
+
+
+def attach(engine: Engine, sink: Sink) -> None:
+    """Put a sampler on every gauge, trap and pair timeline of ``engine``; from now on
+    each step of those rules gives ``sink`` its sample."""
+    for site_id, se in engine.sites.items():
+        for gauge, tl in se.gauges.items():
+            tl.observer = StormSampler(site_id, gauge, cast(GaugeFold, tl.fold), sink)
+        for trap, tl in se.traps.items():
+            tl.observer = TrapSampler(site_id, trap, cast(TrapFold, tl.fold), sink)
+        for pair, tl in se.pairs.items():
+            tl.observer = PairSampler(site_id, pair, cast(PairFold, tl.fold), sink)
