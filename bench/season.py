@@ -60,7 +60,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from monitor.config import Config, parse_config  # noqa: E402
+from monitor.config import Config  # noqa: E402
+from monitor.configfile import parse_config  # noqa: E402
 from monitor.daemon import Daemon  # noqa: E402
 from monitor.engine.times import MS_PER_MINUTE, parse_iso  # noqa: E402
 from monitor.host import EngineHost, open_store  # noqa: E402

@@ -64,9 +64,9 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from .config import Config, RainRules
+from .config import RainRules
 from .engine.rain import MICRO_PER_IN
-from .engine.times import MS_PER_DAY, hours_ms, iso
+from .engine.times import MS_PER_DAY, hours_ms
 
 Int64Array = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -113,7 +113,7 @@ def storm_events(readings: pd.DataFrame, rules: RainRules,
     r = _readings(readings, in_per_tip)
     obs = _observations(r)
     if obs.ts.size == 0:
-        return _empty()
+        return empty_events()
     gap_ms = hours_ms(rules.dry_gap_hours)
     if gap_ms <= 0:
         # The fold would then split rows of one instant into events sharing an id.
@@ -438,7 +438,7 @@ def _utc(ms: Int64Array) -> pd.Series:
     return pd.Series(ms.view("datetime64[ms]")).dt.tz_localize("UTC")
 
 
-def _empty() -> pd.DataFrame:
+def empty_events() -> pd.DataFrame:
     none = np.zeros(0, dtype=np.int64)
     return pd.DataFrame({
         "gauge": pd.Series([], dtype=str),
@@ -452,101 +452,3 @@ def _empty() -> pd.DataFrame:
         "q_total_in": np.zeros(0),
         "q_max_24h_in": np.zeros(0),
     })
-
-
-# ----------------------------------------------------------------------------- the command
-
-
-@dataclass
-class BacktestResult:
-    """``stormwatch backtest``: the storm events of every configured gauge in a CSV."""
-
-    events: pd.DataFrame
-    rows: int
-    skipped: dict[str, int]
-
-
-def backtest_csv(config: Config, path: str) -> BacktestResult:
-    """Read a replay CSV (DESIGN § 6) at once and find every gauge's storm events.
-
-    Rows of sensors that are not rain gauges of their site are left out
-    (turbidity, sediment and inspections are the engine's business:
-    ``stormwatch replay``). Rows a gauge cannot use are skipped and counted by
-    reason: an unknown site or sensor, a time that does not parse, neither a
-    counter nor a depth, a negative or fractional counter. Each site's
-    ``rain`` rules apply; with ``gauges: mean`` the gauges are still reported
-    one by one. Unlike ``replay``, rows are not checked against the lateness
-    bound: a backtest looks at the record as a whole.
-    """
-    frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8")
-    missing = [c for c in ("ts", "site", "sensor") if c not in frame.columns]
-    if missing:
-        raise ValueError(f"CSV header lacks column(s): {', '.join(missing)}")
-    rows = len(frame)
-    skipped: dict[str, int] = {}
-
-    def keep(mask: npt.NDArray[np.bool_] | pd.Series, reason: str) -> None:
-        nonlocal frame
-        bad = int((~np.asarray(mask, dtype=bool)).sum())
-        if bad:
-            skipped[reason] = skipped.get(reason, 0) + bad
-            frame = frame[np.asarray(mask, dtype=bool)]
-
-    known = {f"{s.id}\x1f{sensor.id}" for s in config.sites for sensor in s.sensors}
-    gauges = {f"{s.id}\x1f{g.id}" for s in config.sites for g in s.gauges()}
-    pair = frame["site"] + "\x1f" + frame["sensor"]
-    keep(pair.isin(known) | (frame["sensor"] == "inspection"), "unknown_sensor")
-    frame = frame[(frame["site"] + "\x1f" + frame["sensor"]).isin(gauges)]
-    ts = frame["ts"].str.strip()
-    seconds = pd.to_numeric(ts, errors="coerce")
-    stamps = pd.to_datetime(ts.where(seconds.isna()), utc=True, errors="coerce",
-                            format="ISO8601")
-    stamp_ms = stamps.to_numpy(dtype="datetime64[ms]").astype(np.int64)
-    ms = np.where(seconds.notna(), (seconds.fillna(0) * 1000).round(), stamp_ms)
-    frame = frame.assign(ts_ms=ms.astype(np.int64))
-    keep(seconds.notna() | stamps.notna(), "bad_timestamp")
-    columns = {c: pd.to_numeric(frame[c].replace("", np.nan), errors="coerce")
-               for c in ("tips_total", "precip_in", "seq") if c in frame.columns}
-    empty = pd.Series(np.nan, index=frame.index)
-    tips, precip = columns.get("tips_total", empty), columns.get("precip_in", empty)
-    ok = tips.notna() | (precip.notna() & (precip >= 0))
-    ok &= tips.isna() | ((tips >= 0) & (tips == np.floor(tips)))
-    keep(ok, "bad_value")
-    tips, precip = tips[frame.index], precip[frame.index]
-    out = []
-    for site in config.sites:
-        mine = frame["site"] == site.id
-        per_tip = {g.id: g.in_per_tip_value for g in site.gauges()}
-        for form, values in (("tips_total", tips), ("precip_in", precip)):
-            rows_of = mine & values.notna()
-            if not rows_of.any():
-                continue
-            data = pd.DataFrame({"ts": frame.loc[rows_of, "ts_ms"],
-                                 "gauge": frame.loc[rows_of, "sensor"].astype("category"),
-                                 form: values[rows_of]})
-            if form == "precip_in" and "seq" in columns:
-                data["seq"] = columns["seq"][frame.index][rows_of]
-            events = storm_events(data, site.rain, per_tip)
-            events.insert(0, "site", site.id)
-            out.append(events)
-    result = (pd.concat(out, ignore_index=True) if out
-              else _empty().assign(site=pd.Series([], dtype=str)))
-    return BacktestResult(result, rows, skipped)
-
-
-def event_rows(events: pd.DataFrame) -> list[dict[str, object]]:
-    """The storm table as JSON-ready rows, times as the engine writes them (``iso``)."""
-    out = []
-    for row in events.itertuples(index=False):
-        rec: dict[str, object] = {}
-        for name, value in zip(events.columns, row, strict=True):
-            if isinstance(value, pd.Timestamp):
-                rec[name] = iso(value.value // 1_000_000)
-            elif value is pd.NaT or (isinstance(value, float) and np.isnan(value)):
-                rec[name] = None
-            elif isinstance(value, np.bool_ | bool):
-                rec[name] = bool(value)
-            else:
-                rec[name] = value.item() if isinstance(value, np.generic) else value
-        out.append(rec)
-    return out

@@ -12,7 +12,8 @@ import sys
 from collections.abc import Sequence
 
 from . import __version__
-from .config import Config, ConfigError, load_config
+from .config import Config
+from .configfile import ConfigError, load_config
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -89,7 +90,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 def cmd_backtest(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from .backtest import backtest_csv, event_rows
+    from .csvio import backtest_csv, event_rows
 
     config = _load(args.config)
     try:

@@ -30,7 +30,8 @@ from paho.mqtt.enums import CallbackAPIVersion
 
 from sensors.simulator import Scenario
 
-from .config import Config, parse_config
+from .config import Config
+from .configfile import parse_config
 from .daemon import Daemon
 from .host import open_store
 

@@ -46,7 +46,8 @@ from paho.mqtt.enums import CallbackAPIVersion
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
-from .config import BrokerConfig, read_secret
+from .config import BrokerConfig
+from .configfile import read_secret
 
 log = logging.getLogger("stormwatch.ingest")
 

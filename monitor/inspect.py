@@ -18,7 +18,8 @@ from typing import Any
 import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 
-from .config import Config, read_secret
+from .config import Config
+from .configfile import read_secret
 from .engine.inputs import Inspection
 from .engine.times import iso
 from .host import EngineHost, daemon_lock, journal_in, open_store

@@ -9,7 +9,7 @@ counts, logs and dead-letters a rejection with the raw bytes (DESIGN § 3,
 "never crash, never silently drop").
 
 ``parse_message``  MQTT: size limit, topic, JSON, then the shared rules.
-``parse_row``      replay CSV: cells to numbers, then the same shared rules.
+``parse_row``      replay CSV (``csvio.py``): cells to numbers, then the same shared rules.
 
 The shared rules are data: ``FIELD_RULES`` gives each numeric payload field its
 type (integer or not), its physical range and the sensor kind it implies, and
@@ -39,14 +39,9 @@ the node-health fields (``battery_v``, ``seq``, ``rssi_dbm``, ``uptime_s``,
 ``status`` topic are ignored rather than stored as a measurement of the wrong
 message; payload fields on an ``inspection`` topic are ignored.
 
-The pydantic models at the end (``RainPayload`` ...) are the documented schema
-of § 3 (``model_json_schema()``) and validate through the very same rule
-functions. The entry points do not build them: a rejection must carry one
-specific reason code, and ``wrong_kind``, the topic and the time window need
-the configuration, so a model would add a pass that maps pydantic errors back
-to codes (a second place to keep the rules) for no gain in speed. Replay
-parses ~500k rows per site-year; ``parse_row`` takes 4-9 µs a row on a small
-2-core machine (ISO ``ts`` cells are the slower end).
+The replay CSV's rows are read in ``csvio.py`` with these same rules; the
+pydantic models of ``payloads.py`` are the documented schema of § 3
+(``model_json_schema()``) and validate through the very same rule functions.
 """
 
 from __future__ import annotations
@@ -57,9 +52,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import Annotated, Any, ClassVar, Final, Literal, cast
-
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from typing import Any, Final, Literal, cast
 
 from .config import ID_PATTERN, Config
 from .engine.inputs import Inspection, Reading, SensorKind
@@ -176,7 +169,7 @@ REQUIRED: Final[Mapping[MessageKind, tuple[tuple[str, ...], ...]]] = {
 # --------------------------------------------------------------------------- shared rules
 
 
-def _show(value: object) -> str:
+def show(value: object) -> str:
     """A value for a detail line, short enough that a hostile payload cannot flood logs."""
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
@@ -190,23 +183,23 @@ def check_value(rule: FieldRule, value: object) -> int | float | Rejection:
     # bool is an int subclass, and true/false is never a measurement.
     elif not isinstance(value, int) or isinstance(value, bool):
         return Rejection(RejectReason.bad_value,
-                         f"{rule.name}: must be a number, got {_show(value)}")
+                         f"{rule.name}: must be a number, got {show(value)}")
     if value < rule.low:
         if rule.low == 0:
             return Rejection(RejectReason.negative_value,
-                             f"{rule.name}: must not be negative, got {_show(value)}")
+                             f"{rule.name}: must not be negative, got {show(value)}")
         return Rejection(RejectReason.impossible_value,
-                         f"{rule.name}: below {rule.low:g}, got {_show(value)}")
+                         f"{rule.name}: below {rule.low:g}, got {show(value)}")
     if value > rule.high:
         return Rejection(RejectReason.impossible_value,
-                         f"{rule.name}: above {rule.high:g}, got {_show(value)}")
+                         f"{rule.name}: above {rule.high:g}, got {show(value)}")
     if not rule.integer:
         # The bounds were checked first, so any int here converts exactly enough.
         return float(value)
     if isinstance(value, float):
         if not value.is_integer():
             return Rejection(RejectReason.bad_value,
-                             f"{rule.name}: must be an integer, got {_show(value)}")
+                             f"{rule.name}: must be an integer, got {show(value)}")
         return int(value)
     return value
 
@@ -241,24 +234,24 @@ def timestamp_ms(value: object) -> int | Rejection:
             # parse_iso's "no UTC offset" and fromisoformat's messages differ in
             # shape and echo the input; one short uniform line is easier to count.
             return Rejection(RejectReason.bad_timestamp,
-                             f"ts: not ISO 8601 with an explicit offset: {_show(value)}")
+                             f"ts: not ISO 8601 with an explicit offset: {show(value)}")
         if not 0 <= ms <= MAX_TS_MS:
-            return Rejection(RejectReason.bad_timestamp, f"ts: {_show(value)} is before 1970")
+            return Rejection(RejectReason.bad_timestamp, f"ts: {show(value)} is before 1970")
         return ms
     if isinstance(value, float):
         if not math.isfinite(value):
             return Rejection(RejectReason.not_finite, "ts: must be finite")
     elif not isinstance(value, int) or isinstance(value, bool):
         return Rejection(RejectReason.bad_timestamp,
-                         f"ts: must be ISO 8601 text or Unix seconds, got {_show(value)}")
+                         f"ts: must be ISO 8601 text or Unix seconds, got {show(value)}")
     # The range test comes before the multiplication: 1e308 * 1000 is inf.
     if not 0 <= value <= MAX_TS_MS / 1000:
         return Rejection(RejectReason.bad_timestamp,
-                         f"ts: {_show(value)} s is outside 1970..9999")
+                         f"ts: {show(value)} s is outside 1970..9999")
     return value * 1000 if isinstance(value, int) else round(value * 1000)
 
 
-def _window(ts_ms: int, lateness_ms: int, ref_ms: int | None,
+def time_window(ts_ms: int, lateness_ms: int, ref_ms: int | None,
             check_future: bool) -> Rejection | None:
     """The time window of DESIGN § 3 around the reference time; boundaries are accepted."""
     if ref_ms is None:
@@ -278,7 +271,7 @@ def check_inspector(value: object) -> str | Rejection:
     if value is None:
         return Rejection(RejectReason.missing_field, "inspector: required")
     if not isinstance(value, str):
-        return Rejection(RejectReason.bad_value, f"inspector: must be text, got {_show(value)}")
+        return Rejection(RejectReason.bad_value, f"inspector: must be text, got {show(value)}")
     name = value.strip()
     if not name:
         return Rejection(RejectReason.missing_field, "inspector: required (blank)")
@@ -292,30 +285,30 @@ def check_inspection_kind(value: object) -> InspectionKind | Rejection:
     if isinstance(value, str) and value in INSPECTION_KINDS:
         return cast(InspectionKind, value)
     return Rejection(RejectReason.bad_value,
-                     f"kind: must be storm, routine or other, got {_show(value)}")
+                     f"kind: must be storm, routine or other, got {show(value)}")
 
 
 def check_text(name: str, value: object) -> str | None | Rejection:
     """An optional free-text field (``notes``, ``findings``)."""
     if value is None or isinstance(value, str):
         return value
-    return Rejection(RejectReason.bad_value, f"{name}: must be text, got {_show(value)}")
+    return Rejection(RejectReason.bad_value, f"{name}: must be text, got {show(value)}")
 
 
 # --------------------------------------------------------------------------- config index
 
 
 @dataclass(frozen=True, slots=True)
-class _Site:
+class SiteIndex:
     id: str
     lateness_ms: int
     kinds: dict[str, SensorKind]
 
 
-_cache: tuple[Config, dict[str, _Site]] | None = None
+_cache: tuple[Config, dict[str, SiteIndex]] | None = None
 
 
-def _sites(config: Config) -> dict[str, _Site]:
+def site_index(config: Config) -> dict[str, SiteIndex]:
     """Site and sensor look-ups as dicts, built once per Config object.
 
     ``Config.site()`` and ``SiteConfig.sensor()`` scan lists; at ~500k rows per
@@ -326,7 +319,7 @@ def _sites(config: Config) -> dict[str, _Site]:
     if cached is not None and cached[0] is config:
         return cached[1]
     index = {
-        site.id: _Site(site.id, round(site.lateness_days * MS_PER_DAY),
+        site.id: SiteIndex(site.id, round(site.lateness_days * MS_PER_DAY),
                        {s.id: s.kind for s in site.sensors})
         for site in config.sites
     }
@@ -338,7 +331,7 @@ def _sites(config: Config) -> dict[str, _Site]:
 # --------------------------------------------------------------------------- one code path
 
 
-def _sensor_message(site: _Site, sensor: str, kind: MessageKind, fields: Mapping[str, object],
+def sensor_message(site: SiteIndex, sensor: str, kind: MessageKind, fields: Mapping[str, object],
                     ref_ms: int | None, check_future: bool,
                     require_seq: bool = True) -> Reading | Rejection:
     """The rules of DESIGN § 3 for a reading (``kind`` = the sensor's) or a status message.
@@ -376,14 +369,14 @@ def _sensor_message(site: _Site, sensor: str, kind: MessageKind, fields: Mapping
     ts_ms = timestamp_ms(fields.get("ts"))
     if isinstance(ts_ms, Rejection):
         return ts_ms
-    late = _window(ts_ms, site.lateness_ms, ref_ms, check_future)
+    late = time_window(ts_ms, site.lateness_ms, ref_ms, check_future)
     if late is not None:
         return late
     return Reading(site=site.id, sensor=sensor, kind=kind, ts_ms=ts_ms,
                    **values)  # type: ignore[arg-type]  # keys are FIELD_RULES names
 
 
-def _inspection(site: _Site, fields: Mapping[str, object], default_ts_ms: int | None,
+def inspection_message(site: SiteIndex, fields: Mapping[str, object], default_ts_ms: int | None,
                 ref_ms: int | None, check_future: bool) -> Inspection | Rejection:
     """An inspection by the qualified professional (§ 134-9A(2); DESIGN § 3 table)."""
     inspector = check_inspector(fields.get("inspector"))
@@ -402,7 +395,7 @@ def _inspection(site: _Site, fields: Mapping[str, object], default_ts_ms: int | 
     ts_ms = timestamp_ms(raw_ts) if raw_ts is not None or default_ts_ms is None else default_ts_ms
     if isinstance(ts_ms, Rejection):
         return ts_ms
-    late = _window(ts_ms, site.lateness_ms, ref_ms, check_future)
+    late = time_window(ts_ms, site.lateness_ms, ref_ms, check_future)
     if late is not None:
         return late
     return Inspection(site=site.id, inspector=inspector, ts_ms=ts_ms, kind=kind,
@@ -453,7 +446,7 @@ def _decode(payload: bytes) -> dict[str, Any] | Rejection:
     try:
         data = json.loads(text, object_pairs_hook=_unique_keys)
     except _DuplicateKeyError as exc:
-        return Rejection(RejectReason.invalid_json, f"payload: duplicate key {_show(str(exc))}")
+        return Rejection(RejectReason.invalid_json, f"payload: duplicate key {show(str(exc))}")
     except (ValueError, RecursionError) as exc:
         # RecursionError: 4 KiB of "[" nests deeper than the interpreter allows.
         return Rejection(RejectReason.invalid_json, f"payload: {str(exc)[:80]}")
@@ -483,7 +476,7 @@ def parse_message(config: Config, topic: str, payload: bytes, *, ref_ms: int,
     if prefix:
         if not topic.startswith(prefix + "/"):
             return Rejection(RejectReason.bad_topic,
-                             f"topic: {_show(topic)} is not under {prefix}/")
+                             f"topic: {show(topic)} is not under {prefix}/")
         parts = topic[len(prefix) + 1:].split("/")
     else:
         parts = topic.split("/")
@@ -493,18 +486,18 @@ def parse_message(config: Config, topic: str, payload: bytes, *, ref_ms: int,
         site_id, sensor_id, kind_word = parts
     else:
         return Rejection(RejectReason.bad_topic,
-                         f"topic: {_show(topic)} is not {{prefix}}/site/sensor/reading|status "
+                         f"topic: {show(topic)} is not {{prefix}}/site/sensor/reading|status "
                          "or {prefix}/site/inspection")
     for name, ident in (("site", site_id), ("sensor", sensor_id)):
         if ident is not None and not _ID.match(ident):
-            return Rejection(RejectReason.bad_topic, f"topic: {name} id {_show(ident)} is invalid")
+            return Rejection(RejectReason.bad_topic, f"topic: {name} id {show(ident)} is invalid")
 
-    site = _sites(config).get(site_id)
+    site = site_index(config).get(site_id)
     if site is None:
-        return Rejection(RejectReason.unknown_site, f"site: {_show(site_id)} is not configured")
+        return Rejection(RejectReason.unknown_site, f"site: {show(site_id)} is not configured")
     if sensor_id is not None and sensor_id not in site.kinds:
         return Rejection(RejectReason.unknown_sensor,
-                         f"sensor: {_show(sensor_id)} is not configured for site {site.id}")
+                         f"sensor: {show(sensor_id)} is not configured for site {site.id}")
 
     data = _decode(payload)
     if isinstance(data, Rejection):
@@ -513,297 +506,10 @@ def parse_message(config: Config, topic: str, payload: bytes, *, ref_ms: int,
         given = data.get(name)
         if ident is not None and given is not None and given != ident:
             return Rejection(RejectReason.topic_mismatch,
-                             f"{name}: payload says {_show(given)}, topic says {ident!r}")
+                             f"{name}: payload says {show(given)}, topic says {ident!r}")
 
     if sensor_id is None:
         default_ts = received_ms if received_ms is not None else ref_ms
-        return _inspection(site, data, default_ts, ref_ms, True)
+        return inspection_message(site, data, default_ts, ref_ms, True)
     kind: MessageKind = "status" if kind_word == "status" else site.kinds[sensor_id]
-    return _sensor_message(site, sensor_id, kind, data, ref_ms, True)
-
-
-# --------------------------------------------------------------------------- replay CSV
-
-
-def _cell_number(text: str, integer: bool) -> int | float | str:
-    """A CSV cell as the number JSON would have carried; text that is none stays text.
-
-    Leaving it as text lets the shared rules reject it (``bad_value``) in the
-    same order as a JSON string would be, instead of a second set of checks here.
-    """
-    if integer:
-        try:
-            return int(text)
-        except ValueError:
-            pass
-    try:
-        number = float(text)
-    except ValueError:
-        return text
-    # "12.0" for tips_total: the exporter or a spreadsheet wrote a float column.
-    return int(number) if integer and number.is_integer() else number
-
-
-def _cell_ts(text: str) -> float | str:
-    # A cell cannot tell a number from a string: digits are Unix seconds, the
-    # rest must be ISO 8601 (which always holds '-' or 'T', so never parses).
-    try:
-        return float(text)
-    except ValueError:
-        return text
-
-
-def parse_row(config: Config, row: Mapping[str, str], *, ref_ms: int | None,
-              check_future: bool = True) -> Reading | Inspection | Rejection:
-    """One replay CSV row (DESIGN § 6) as an engine input, or why it is rejected.
-
-    Columns ``ts,site,sensor`` and any payload field names of § 3; empty cells
-    (and the ``None`` that ``csv.DictReader`` gives short rows) are absent
-    fields. The sensor kind comes from the config. A row whose sensor is
-    ``inspection`` (and not a configured sensor of that id) is an inspection;
-    it needs ``inspector`` and, there being no receipt time, ``ts``.
-
-    ``ref_ms`` is the reference time (replay: the newest reading seen); None
-    skips the future and lateness checks. ``check_future=False`` keeps only
-    the lateness check: against the newest reading *seen so far*, a reading
-    more than 5 minutes later is simply the next one after a gap.
-    """
-    site_id = (row.get("site") or "").strip()
-    sensor_id = (row.get("sensor") or "").strip()
-    if not site_id:
-        return Rejection(RejectReason.missing_field, "site: required")
-    if not sensor_id:
-        return Rejection(RejectReason.missing_field, "sensor: required")
-    site = _sites(config).get(site_id)
-    if site is None:
-        return Rejection(RejectReason.unknown_site, f"site: {_show(site_id)} is not configured")
-
-    fields: dict[str, object] = {}
-    if sensor_id == INSPECTION and INSPECTION not in site.kinds:
-        for key, text in row.items():
-            if text and (text := text.strip()):
-                fields[key] = _cell_ts(text) if key == "ts" else text
-        return _inspection(site, fields, None, ref_ms, check_future)
-
-    kind = site.kinds.get(sensor_id)
-    if kind is None:
-        return Rejection(RejectReason.unknown_sensor,
-                         f"sensor: {_show(sensor_id)} is not configured for site {site.id}")
-    for key, text in row.items():
-        if not text:
-            continue
-        rule = FIELD_RULES.get(key)
-        if rule is not None:
-            text = text.strip()
-            if text:
-                fields[key] = _cell_number(text, rule.integer)
-        elif key == "ts":
-            text = text.strip()
-            if text:
-                fields["ts"] = _cell_ts(text)
-    return _sensor_message(site, sensor_id, kind, fields, ref_ms, check_future,
-                           require_seq=False)
-
-
-class RowParser:
-    """``parse_row`` for the rows of one CSV, with a fast path for plain rows.
-
-    A replay reads millions of rows, nearly all alike: a configured sensor,
-    numbers in the columns of its kind, a time. Such a row is checked here
-    without the general path's dicts and lookups, with the same rules
-    (``FIELD_RULES``, ``missing_field``, ``timestamp_ms``, the lateness window)
-    and to the same ``Reading``; a row's time text is parsed once for every
-    row that repeats it (all gauges of one minute). Anything else (an
-    inspection, an unknown sensor, a cell that is not a plain number, a value a
-    rule refuses) goes to ``parse_row`` itself, so every rejection and its
-    reason are exactly that function's.
-    """
-
-    def __init__(self, config: Config, header: list[str]) -> None:
-        self.config = config
-        self.header = header
-        self.ts_at = header.index("ts")
-        self.site_at = header.index("site")
-        self.sensor_at = header.index("sensor")
-        self.fields = [(i, FIELD_RULES[name]) for i, name in enumerate(header)
-                       if name in FIELD_RULES]
-        self.sites = _sites(config)
-        self._ts_text: str | None = None
-        self._ts_ms: int | Rejection = 0
-
-    def parse(self, cells: list[str], *, ref_ms: int | None) -> Reading | Inspection | Rejection:
-        """One row (the cells of ``csv.reader``) as ``parse_row`` would take it, with
-        the lateness bound against ``ref_ms`` (no future check: see ``parse_row``)."""
-        fast = self._fast(cells, ref_ms)
-        if fast is not None:
-            return fast
-        row = {name: cell for name, cell in zip(self.header, cells, strict=False) if cell}
-        return parse_row(self.config, row, ref_ms=ref_ms, check_future=False)
-
-    def _fast(self, cells: list[str], ref_ms: int | None) -> Reading | Rejection | None:
-        if len(cells) != len(self.header):
-            return None
-        site = self.sites.get(cells[self.site_at])
-        if site is None:
-            return None
-        sensor = cells[self.sensor_at]
-        kind = site.kinds.get(sensor)
-        if kind is None:
-            return None
-        values: dict[str, int | float] = {}
-        for i, rule in self.fields:
-            text = cells[i]
-            if not text:
-                continue
-            if rule.implies is not None and rule.implies != kind:
-                return None
-            try:
-                value: int | float = int(text) if rule.integer else float(text)
-            except ValueError:
-                return None
-            if not (rule.low <= value <= rule.high) or value != value:
-                return None
-            values[rule.name] = value
-        if missing_field(kind, values) is not None and not (
-                kind == "rain" and "precip_in" in values):
-            return None
-        ts_text = cells[self.ts_at]
-        if ts_text != self._ts_text:
-            if not ts_text or ts_text != ts_text.strip():
-                return None
-            self._ts_text, self._ts_ms = ts_text, timestamp_ms(_cell_ts(ts_text))
-        ts_ms = self._ts_ms
-        if isinstance(ts_ms, Rejection):
-            return None
-        if ref_ms is not None and ts_ms < ref_ms - site.lateness_ms:
-            return _window(ts_ms, site.lateness_ms, ref_ms, False)
-        return Reading(site=site.id, sensor=sensor, kind=kind, ts_ms=ts_ms,
-                       **values)  # type: ignore[arg-type]  # keys are FIELD_RULES names
-
-
-# --------------------------------------------------------------------------- schema models
-
-
-def _rule_validator(name: str) -> BeforeValidator:
-    """Validate a model field with ``check_value`` so the schema cannot drift from the rules."""
-    rule = FIELD_RULES[name]
-
-    def check(value: object) -> object:
-        if value is None:
-            return None
-        checked = check_value(rule, value)
-        if isinstance(checked, Rejection):
-            raise ValueError(f"{checked.reason.value}: {checked.detail}")
-        return checked
-
-    return BeforeValidator(check)
-
-
-def _bounds(name: str) -> Any:
-    rule = FIELD_RULES[name]
-    return Field(ge=rule.low, le=rule.high, description=rule.doc)
-
-
-def _raise_on(result: object) -> object:
-    if isinstance(result, Rejection):
-        raise ValueError(f"{result.reason.value}: {result.detail}")
-    return result
-
-
-def _ts_checked(value: object) -> object:
-    _raise_on(timestamp_ms(value))
-    return value
-
-
-TipsTotal = Annotated[int, _bounds("tips_total"), _rule_validator("tips_total")]
-PrecipIn = Annotated[float, _bounds("precip_in"), _rule_validator("precip_in")]
-Ntu = Annotated[float, _bounds("ntu"), _rule_validator("ntu")]
-TempC = Annotated[float, _bounds("temp_c"), _rule_validator("temp_c")]
-DepthIn = Annotated[float, _bounds("depth_in"), _rule_validator("depth_in")]
-DistanceIn = Annotated[float, _bounds("distance_in"), _rule_validator("distance_in")]
-BatteryV = Annotated[float, _bounds("battery_v"), _rule_validator("battery_v")]
-Seq = Annotated[int, _bounds("seq"), _rule_validator("seq")]
-RssiDbm = Annotated[float, _bounds("rssi_dbm"), _rule_validator("rssi_dbm")]
-UptimeS = Annotated[float, _bounds("uptime_s"), _rule_validator("uptime_s")]
-Buffered = Annotated[int, _bounds("buffered"), _rule_validator("buffered")]
-Timestamp = Annotated[
-    int | float | str,
-    Field(description="ISO 8601 with Z or ±hh:mm, or Unix seconds"),
-    BeforeValidator(_ts_checked),
-]
-
-
-class Payload(BaseModel):
-    """Fields every sensor message may carry (DESIGN § 3); unknown keys are ignored."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True, strict=True, allow_inf_nan=False)
-
-    #: Message kind whose ``REQUIRED`` forms the model enforces.
-    message_kind: ClassVar[MessageKind] = "status"
-
-    ts: Timestamp
-    site: str | None = None
-    sensor: str | None = None
-    battery_v: BatteryV | None = None
-    seq: Seq | None = None
-
-    @model_validator(mode="after")
-    def _required(self) -> Payload:
-        values = {k: v for k, v in self.__dict__.items() if v is not None}
-        _raise_on(missing_field(self.message_kind, values))
-        return self
-
-
-class StatusPayload(Payload):
-    """``{prefix}/{site}/{sensor}/status``: node health, nothing required but ``ts``."""
-
-    rssi_dbm: RssiDbm | None = None
-    uptime_s: UptimeS | None = None
-    buffered: Buffered | None = None
-
-
-class RainPayload(Payload):
-    """A rain gauge: ``tips_total``, or ``precip_in`` with ``seq``."""
-
-    message_kind: ClassVar[MessageKind] = "rain"
-    tips_total: TipsTotal | None = None
-    precip_in: PrecipIn | None = None
-
-
-class TurbidityPayload(Payload):
-    """A turbidity probe: ``ntu`` (§ 134-8C contrast)."""
-
-    message_kind: ClassVar[MessageKind] = "turbidity"
-    ntu: Ntu | None = None
-    temp_c: TempC | None = None
-
-
-class SedimentPayload(Payload):
-    """A sediment-depth sensor: ``depth_in`` or ``distance_in`` (§ 134-9A(1))."""
-
-    message_kind: ClassVar[MessageKind] = "sediment"
-    depth_in: DepthIn | None = None
-    distance_in: DistanceIn | None = None
-
-
-class InspectionPayload(BaseModel):
-    """``{prefix}/{site}/inspection``: an inspection recorded in the field (§ 134-9A(2))."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True, strict=True)
-
-    inspector: Annotated[str, BeforeValidator(lambda v: _raise_on(check_inspector(v)))]
-    kind: InspectionKind = "routine"
-    notes: str | None = None
-    findings: str | None = None
-    site: str | None = None
-    ts: Timestamp | None = Field(default=None, description="defaults to the receipt time")
-
-
-#: The schema model of each message kind (DESIGN § 3 table).
-PAYLOAD_MODELS: Final[Mapping[str, type[BaseModel]]] = {
-    "rain": RainPayload,
-    "turbidity": TurbidityPayload,
-    "sediment": SedimentPayload,
-    "status": StatusPayload,
-    "inspection": InspectionPayload,
-}
+    return sensor_message(site, sensor_id, kind, data, ref_ms, True)

@@ -20,10 +20,11 @@ from pathlib import Path
 from typing import IO, Any
 
 from .config import Config, SiteConfig
+from .csvio import RowParser
 from .engine.core import Engine
 from .engine.events import Event, in_event_order
 from .engine.times import iso
-from .models import Rejection, RejectReason, RowParser
+from .models import Rejection, RejectReason
 
 REQUIRED_COLUMNS = ("ts", "site", "sensor")
 

@@ -40,7 +40,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from monitor.config import Config, parse_config
+from monitor.config import Config
+from monitor.configfile import parse_config
 from monitor.engine.inputs import Inspection, Reading
 from monitor.engine.times import MS_PER_MINUTE
 from monitor.export.influx import ExportSession

@@ -29,7 +29,8 @@ from monitor.acl import (
     qp_accounts,
     render_acl,
 )
-from monitor.config import Config, parse_config
+from monitor.config import Config
+from monitor.configfile import parse_config
 from tests.services import (
     MISSING_REASON,
     MOSQUITTO_PASSWD,

@@ -15,15 +15,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from monitor.config import (
-    Config,
-    ConfigError,
-    SensorConfig,
-    SiteConfig,
-    TrapConfig,
-    load_config,
-    parse_config,
-)
+from monitor.config import Config, SensorConfig, SiteConfig, TrapConfig
+from monitor.configfile import ConfigError, load_config, parse_config
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "config" / "example.yaml"
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from monitor.config import load_config
+from monitor.configfile import load_config
 from monitor.engine.core import Engine
 from monitor.engine.times import iso
 from monitor.host import EngineHost

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import yaml
 
-from monitor.config import load_config
+from monitor.configfile import load_config
 from monitor.engine.inputs import Inspection, Reading
 from monitor.store import Store
 

@@ -29,7 +29,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from monitor.config import Config, parse_config
+from monitor.config import Config
+from monitor.configfile import parse_config
 from monitor.engine.inputs import Inspection, Reading
 from monitor.export.influx import CURSOR, ExportSession, export_status
 from monitor.export.writers import make_writer

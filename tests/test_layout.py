@@ -104,3 +104,29 @@ def test_the_engine_imports_no_io() -> None:
             outside = {m for m in imported if not m.startswith("monitor.engine")
                        and m not in ("monitor", "monitor.config")}
             assert not outside, (name, outside)
+
+
+#: Modules allowed past the size limit, and why.
+LONG_MODULES = {
+    "monitor/notify/messages.py": "the alert texts of every event type, one table of wording",
+}
+MAX_MODULE_LINES = 520
+MAX_PUBLIC_METHODS = 20
+
+
+def test_modules_and_classes_stay_small() -> None:
+    """One job per module, a few per class: a newcomer reads one file to find a thing."""
+    long_ones = []
+    crowded = []
+    for path in sorted((ROOT / "monitor").rglob("*.py")):
+        name = str(path.relative_to(ROOT))
+        text = path.read_text(encoding="utf-8")
+        if text.count("\n") > MAX_MODULE_LINES and name not in LONG_MODULES:
+            long_ones.append(f"{name}: {text.count(chr(10))} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ClassDef):
+                public = [n.name for n in node.body if isinstance(n, ast.FunctionDef)
+                          and not n.name.startswith("_")]
+                if len(public) > MAX_PUBLIC_METHODS:
+                    crowded.append(f"{name}: {node.name} has {len(public)} public methods")
+    assert long_ones == [] and crowded == []

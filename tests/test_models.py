@@ -12,23 +12,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from monitor.config import Config, parse_config
+from monitor.config import Config
+from monitor.configfile import parse_config
+from monitor.csvio import RowParser, parse_row
 from monitor.engine.inputs import Inspection, Reading
 from monitor.engine.times import MS_PER_DAY, MS_PER_MINUTE, parse_iso
-from monitor.models import (
-    FIELD_RULES,
-    MAX_PAYLOAD_BYTES,
+from monitor.models import FIELD_RULES, MAX_PAYLOAD_BYTES, Rejection, RejectReason, parse_message
+from monitor.payloads import (
     PAYLOAD_MODELS,
     InspectionPayload,
     RainPayload,
-    Rejection,
-    RejectReason,
-    RowParser,
     SedimentPayload,
     StatusPayload,
     TurbidityPayload,
-    parse_message,
-    parse_row,
 )
 
 SITE = "site-a"

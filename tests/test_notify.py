@@ -19,7 +19,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from monitor.config import Config, ConfigError, parse_config
+from monitor.config import Config
+from monitor.configfile import ConfigError, parse_config
 from monitor.engine.events import EVENT_FIELDS
 from monitor.engine.times import iso, parse_iso
 from monitor.logs import configure

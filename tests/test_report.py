@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from monitor.config import load_config
+from monitor.configfile import load_config
 from monitor.engine.inputs import Inspection, Reading
 from monitor.engine.times import MS_PER_MINUTE, parse_iso
 from monitor.host import EngineHost, journal_in, open_store

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from monitor.config import load_config
+from monitor.configfile import load_config
 from monitor.engine.core import Engine
 from monitor.engine.inputs import Inspection, Reading
 from monitor.engine.times import MS_PER_DAY, MS_PER_MINUTE

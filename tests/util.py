@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from monitor.config import Config, parse_config
+from monitor.config import Config
+from monitor.configfile import parse_config
 from monitor.engine.inputs import Inspection, Reading
 from monitor.engine.times import MS_PER_MINUTE, parse_iso
 

@@ -44,6 +44,7 @@ from .events import Event, Fact, in_event_order
 from .health import HealthFold
 from .inputs import Inspection, Reading
 from .rain import GAUGE_QUALIFIED, MICRO_PER_IN, GaugeFold
+from .settle import settle
 from .timeline import Source, Timeline, bucket_of
 from .times import MS_PER_DAY, MS_PER_HOUR
 from .traps import TrapFold
@@ -377,7 +378,7 @@ class Engine:
                 final += tl.compact(horizon)
             if self.window is not None:
                 self.window.compact(se.config.id, horizon)
-            settled = clocks.settle(se.config, list(se.storm_facts.values()), se.clocks,
+            settled = settle(se.config, list(se.storm_facts.values()), se.clocks,
                                     se.inspections, se.anchor, se.floors, horizon)
             final += settled.fact_ids
             for fid in settled.storm_fact_ids:

@@ -45,7 +45,8 @@ from urllib.parse import urlencode
 
 import urllib3
 
-from ..config import InfluxConfig, read_secret
+from ..config import InfluxConfig
+from ..configfile import read_secret
 
 log = logging.getLogger("stormwatch.export")
 
