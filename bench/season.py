@@ -65,7 +65,7 @@ from monitor.configfile import parse_config  # noqa: E402
 from monitor.daemon import Daemon  # noqa: E402
 from monitor.engine.times import MS_PER_MINUTE, parse_iso  # noqa: E402
 from monitor.host import EngineHost, open_store  # noqa: E402
-from monitor.ingest import Message  # noqa: E402
+from monitor.ingest import Received  # noqa: E402
 
 START_MS = parse_iso("2026-04-01T04:00:00Z")  # local midnight in New York
 PREFIX = "stormwatch/v1"
@@ -147,7 +147,7 @@ def rain_in(storm_list: list[Storm], minute: int) -> float:
 
 
 def minute_messages(sims: list[SiteSim], minute: int, regional_in: float,
-                    rng: random.Random) -> list[Message]:
+                    rng: random.Random) -> list[Received]:
     ts_ms = START_MS + minute * MS_PER_MINUTE
     ts = ts_ms // 1000
     received = ts_ms + 500
@@ -163,13 +163,13 @@ def minute_messages(sims: list[SiteSim], minute: int, regional_in: float,
         sim.depth_in += 0.0004 + (regional_in * 0.6 if raining else 0)
         base = f"{PREFIX}/{sim.sid}"
         out += [
-            Message(f"{base}/rg1/reading", f'{{"ts":{ts},"tips_total":{sim.tips}}}'.encode(),
+            Received(f"{base}/rg1/reading", f'{{"ts":{ts},"tips_total":{sim.tips}}}'.encode(),
                     0, 0, 0, received),
-            Message(f"{base}/tb-up/reading", f'{{"ts":{ts},"ntu":{up:.2f}}}'.encode(),
+            Received(f"{base}/tb-up/reading", f'{{"ts":{ts},"ntu":{up:.2f}}}'.encode(),
                     0, 0, 0, received),
-            Message(f"{base}/tb-down/reading", f'{{"ts":{ts},"ntu":{down:.2f}}}'.encode(),
+            Received(f"{base}/tb-down/reading", f'{{"ts":{ts},"ntu":{down:.2f}}}'.encode(),
                     0, 0, 0, received),
-            Message(f"{base}/trap1-depth/reading",
+            Received(f"{base}/trap1-depth/reading",
                     f'{{"ts":{ts},"depth_in":{sim.depth_in + rng.random() * 0.2:.2f}}}'.encode(),
                     0, 0, 0, received),
         ]
@@ -186,15 +186,15 @@ def minute_messages(sims: list[SiteSim], minute: int, regional_in: float,
     return out
 
 
-def _inspection(base: str, ts: int, kind: str) -> Message:
+def _inspection(base: str, ts: int, kind: str) -> Received:
     body = json.dumps({"ts": ts, "inspector": "J. Rivera", "kind": kind}).encode()
-    return Message(f"{base}/inspection", body, 0, 0, 0, ts * 1000 + 500)
+    return Received(f"{base}/inspection", body, 0, 0, 0, ts * 1000 + 500)
 
 
 class NoBroker:
     """The acknowledgement goes nowhere: the MQTT side is ``bench/ingest.py``'s."""
 
-    def ack(self, messages: list[Message]) -> int:
+    def ack(self, messages: list[Received]) -> int:
         return len(messages)
 
 

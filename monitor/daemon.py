@@ -33,13 +33,13 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from .config import Config
 from .engine.inputs import Inspection, Reading
+from .engine.times import WallClock
 from .host import (
     LOCK_NAME,
     EngineHost,
@@ -49,10 +49,11 @@ from .host import (
     journal_in,
     open_store,
 )
-from .ingest import Ingest, Message
+from .ingest import Ingest, Received
 from .models import Rejection, parse_message
 from .mqttproc import IngestProcess
 from .store import DeadLetterIn, JournalIn, Store
+from .store.events import AlertRoutes
 from .workers import Worker, build_routes, build_workers
 
 log = logging.getLogger("stormwatch.daemon")
@@ -79,7 +80,7 @@ class SnapshotWriter:
     logged loudly and reported to the engine thread, which tries again later."""
 
     def __init__(self, config: Config, snapshots: Snapshots,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: WallClock = time.time) -> None:
         self.config = config
         self.snapshots = snapshots
         self.clock = clock
@@ -120,7 +121,7 @@ class SnapshotWriter:
 
 
 def _write_snapshot(snapshots: Snapshots, store: Store, image: SnapshotImage,
-                    clock: Callable[[], float]) -> bool:
+                    clock: WallClock) -> bool:
     started = time.monotonic()
     try:
         snapshots.write(store, image, created_ms=round(clock() * 1000))
@@ -188,14 +189,14 @@ class RejectLog:
 class Acker(Protocol):
     """What acknowledges a batch to the broker (``Ingest``)."""
 
-    def ack(self, messages: list[Message]) -> int: ...
+    def ack(self, messages: list[Received]) -> int: ...
 
 
 class Daemon:
     """``stormwatch run``: ingest, journal, engine, events, until told to stop."""
 
-    def __init__(self, config: Config, *, clock: Callable[[], float] = time.time,
-                 routes: Callable[[dict[str, Any]], list[str]] | None = None,
+    def __init__(self, config: Config, *, clock: WallClock = time.time,
+                 routes: AlertRoutes | None = None,
                  workers: list[Worker] | None = None, tick_every_s: float = TICK_EVERY_S,
                  mqtt_protocol: int | None = None, mqtt_process: bool = False,
                  stop_event: threading.Event | None = None) -> None:
@@ -210,7 +211,7 @@ class Daemon:
         self.routes = routes if routes is not None else build_routes(config)
         self.workers = workers if workers is not None else build_workers(config, clock)
         self.stop_event = stop_event if stop_event is not None else threading.Event()
-        self.queue: queue.Queue[Message] = queue.Queue(maxsize=QUEUE_SIZE)
+        self.queue: queue.Queue[Received] = queue.Queue(maxsize=QUEUE_SIZE)
         self.rejects = RejectLog()
         self.notify = SdNotify()
 
@@ -332,7 +333,7 @@ class Daemon:
             return False
         return True
 
-    def _take_batch(self, timeout: float) -> list[Message]:
+    def _take_batch(self, timeout: float) -> list[Received]:
         try:
             first = self.queue.get(timeout=timeout)
         except queue.Empty:
@@ -353,7 +354,7 @@ class Daemon:
         return batch
 
     def ingest_batch(self, store: Store, ingest: Acker, host: EngineHost,
-                     batch: list[Message]) -> None:
+                     batch: list[Received]) -> None:
         """One batch from the queue to the engine: parse, journal (rejects to the dead
         letters), acknowledge, apply, record. ``bench/season.py`` drives this too."""
         journal: list[JournalIn] = []

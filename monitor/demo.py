@@ -18,11 +18,10 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 from zoneinfo import ZoneInfo
 
 import paho.mqtt.client as mqtt
@@ -33,6 +32,23 @@ from sensors.simulator import Scenario
 from .config import Config
 from .configfile import parse_config
 from .daemon import Daemon
+from .engine.events import (
+    BatteryLow,
+    ClockClosed,
+    Event,
+    InspectionDueSoon,
+    InspectionOverdue,
+    InspectionRecorded,
+    SensorRecovered,
+    SensorStale,
+    StormEnded,
+    StormQualified,
+    StormStarted,
+    TrapCleanoutRequired,
+    TrapFill,
+    TurbidityContrast,
+)
+from .engine.times import parse_iso
 from .host import open_store
 
 SITE = "demo-meadows"
@@ -144,42 +160,45 @@ def demo_config(port: int, state_dir: Path) -> Config:
     }, env={})
 
 
-def describe(event: dict[str, Any], zone: ZoneInfo) -> str:
+def describe(event: Event, zone: ZoneInfo) -> str:
     """One line of the demo's timeline for an event."""
-    def local(text: str | None) -> str:
-        if not text:
+    def local(when: str | int | None) -> str:
+        if when is None:
             return "-"
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(zone).strftime(
-            "%a %H:%M")
+        ms = when if isinstance(when, int) else parse_iso(when)
+        return datetime.fromtimestamp(ms / 1000, tz=zone).strftime("%a %H:%M")
 
-    kind = event["type"]
-    formats: dict[str, Callable[[dict[str, Any]], str]] = {
-        "storm_started": lambda e: f"rain on {e['gauge']}",
-        "storm_qualified": lambda e: f"{e['total_in']:.2f} in: inspect by {local(e['due'])} "
-                                     "(§ 134-9A(2))",
-        "storm_ended": lambda e: f"{e['total_in']:.2f} in in all",
-        "turbidity_contrast": lambda e: f"{e['pair']} {e['state']}: +{e['delta_ntu']:g} NTU "
-                                        f"(limit {e['limit_ntu']:g}) (§ 134-8C)",
-        "trap_fill": lambda e: f"{e['trap']} at {e['fill_fraction']:.0%} of design volume",
-        "trap_cleanout_required": lambda e: f"{e['trap']} at {e['fill_fraction']:.0%}: "
-                                            "clean out (§ 134-9A(1))",
-        "inspection_due_soon": lambda e: f"{e['clock']} inspection due {local(e['due'])}, "
-                                         f"{e['hours_left']:g} h left",
-        "inspection_overdue": lambda e: f"{e['clock']} inspection OVERDUE since "
-                                        f"{local(e['due'])}",
-        "inspection_recorded": lambda e: f"by {e['inspector']}",
-        "sensor_stale": lambda e: f"{e['sensor']} silent since {local(e['last_seen'])}",
-        "sensor_recovered": lambda e: f"{e['sensor']} reporting again",
-        "battery_low": lambda e: f"{e['sensor']} at {e.get('battery_v', '?')} V",
-        "clock_closed": lambda e: f"{e['clock']} clock {e['outcome']}",
-    }
-    details = formats.get(kind, _no_details)
-    rev = f" (revision {event['revision']})" if event.get("revision") else ""
-    return f"  [{local(event['at'])}] {kind:<24} {details(event)}{rev}"
-
-
-def _no_details(event: dict[str, Any]) -> str:
-    return ""
+    details = ""
+    match event.body:
+        case StormStarted(gauge=gauge):
+            details = f"rain on {gauge}"
+        case StormQualified(total_in=total, due=due):
+            details = f"{total:.2f} in: inspect by {local(due)} (§ 134-9A(2))"
+        case StormEnded(total_in=total):
+            details = f"{total:.2f} in in all"
+        case TurbidityContrast() as e:
+            details = (f"{e.pair} {e.state}: +{e.delta_ntu:g} NTU (limit {e.limit_ntu:g}) "
+                       "(§ 134-8C)")
+        case TrapFill(trap=trap, fill_fraction=fill):
+            details = f"{trap} at {fill:.0%} of design volume"
+        case TrapCleanoutRequired(trap=trap, fill_fraction=fill):
+            details = f"{trap} at {fill:.0%}: clean out (§ 134-9A(1))"
+        case InspectionDueSoon(clock=clock, due=due, hours_left=left):
+            details = f"{clock} inspection due {local(due)}, {left:g} h left"
+        case InspectionOverdue(clock=clock, due=due):
+            details = f"{clock} inspection OVERDUE since {local(due)}"
+        case InspectionRecorded(inspector=inspector):
+            details = f"by {inspector}"
+        case SensorStale(sensor=sensor, last_seen=seen):
+            details = f"{sensor} silent since {local(seen)}"
+        case SensorRecovered(sensor=sensor):
+            details = f"{sensor} reporting again"
+        case BatteryLow(sensor=sensor, battery_v=volts):
+            details = f"{sensor} at {volts} V"
+        case ClockClosed(clock=clock, outcome=outcome):
+            details = f"{clock} clock {outcome}"
+    rev = f" (revision {event.revision})" if event.revision else ""
+    return f"  [{local(event.at_ms)}] {event.type:<24} {details}{rev}"
 
 
 def run_demo(out: IO[str] = sys.stdout, *, speed: float = 1800.0, keep: bool = False,
@@ -249,8 +268,8 @@ def _storm_due(state: Path) -> float | None:
     cfg_state = state
     with open_store(_state_only(cfg_state), readonly=True) as store:
         for e in store.events.current(SITE):
-            if e["type"] == "storm_qualified" and e.get("due"):
-                return datetime.fromisoformat(e["due"].replace("Z", "+00:00")).timestamp()
+            if isinstance(e.body, StormQualified) and e.body.due:
+                return parse_iso(e.body.due) / 1000
     return None
 
 
@@ -260,7 +279,7 @@ def _print_new(state: Path, printed: int, zone: ZoneInfo, out: IO[str]) -> int:
     with open_store(_state_only(state), readonly=True) as store:
         events = store.events.all()
     for e in events[printed:]:
-        if e.get("retracted"):
+        if e.retracted:
             continue
         print(describe(e, zone), file=out, flush=True)
     return len(events)

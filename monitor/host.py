@@ -30,7 +30,9 @@ from .engine.core import Engine
 from .engine.events import Event
 from .engine.inputs import Inspection, Reading
 from .engine.summary import site_summary
+from .engine.times import WallClock, iso
 from .store import EngineSnapshot, JournalIn, JournalRow, Store
+from .store.events import AlertRoutes
 
 log = logging.getLogger("stormwatch.daemon")
 
@@ -207,8 +209,8 @@ class EngineHost:
     rows_since_snapshot: int = 0
     #: Receipt-to-engine delay of the newest applied row (for ``status --json``).
     lag_ms: int | None = None
-    routes: Callable[[dict[str, Any]], list[str]] | None = None
-    clock: Callable[[], float] = time.time
+    routes: AlertRoutes | None = None
+    clock: WallClock = time.time
     #: Called after events with alerts were recorded (wakes the delivery worker).
     on_alerts: Callable[[], None] | None = None
     #: The site status text last recorded, per site, and the sites with input since.
@@ -216,8 +218,8 @@ class EngineHost:
     dirty_sites: set[str] = field(default_factory=set)
 
     @classmethod
-    def restore(cls, config: Config, store: Store, *, clock: Callable[[], float] = time.time,
-                routes: Callable[[dict[str, Any]], list[str]] | None = None) -> EngineHost:
+    def restore(cls, config: Config, store: Store, *, clock: WallClock = time.time,
+                routes: AlertRoutes | None = None) -> EngineHost:
         window = JournalWindow(store)
         engine, seq, snapshots = restore_engine(config, store, window, ENGINE_OWNER)
         return cls(config, store, engine, window, snapshots, seq, routes=routes, clock=clock)
@@ -276,7 +278,7 @@ class EngineHost:
         statuses = self._status_changes(None if status else {e.fact.site for e in events})
         if not events and not statuses:
             return 0
-        new = self.store.events.record([e.to_json() for e in events], self.applied_seq,
+        new = self.store.events.record(events, self.applied_seq,
                                        recorded_ms=self.now_ms(), routes=self.routes,
                                        statuses=statuses)
         self.status_written.update(statuses)
@@ -341,10 +343,11 @@ class EngineHost:
 
 
 def _log_event(event: Event) -> None:
-    e = event.to_json()
-    extra = {k: v for k, v in e.items() if k not in ("type", "site", "at", "id", "revision")}
-    log.info("event %s site=%s at=%s rev=%s %s", e["type"], e["site"], e["at"], e["revision"],
-             json.dumps(extra, separators=(",", ":"), default=str))
+    extra = event.body.to_json()
+    if event.retracted:
+        extra["retracted"] = True
+    log.info("event %s site=%s at=%s rev=%s %s", event.type, event.site, iso(event.at_ms),
+             event.revision, json.dumps(extra, separators=(",", ":"), default=str))
 
 
 # --------------------------------------------------------------------------- lock

@@ -37,7 +37,7 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +48,7 @@ from paho.mqtt.properties import Properties
 
 from .config import BrokerConfig
 from .configfile import read_secret
+from .engine.times import WallClock
 
 log = logging.getLogger("stormwatch.ingest")
 
@@ -72,7 +73,7 @@ def site_filters(prefix: str, sites: Iterable[str]) -> list[str]:
 
 
 @dataclass(frozen=True, slots=True)
-class Message:
+class Received:
     """One received MQTT message, as the engine thread needs it."""
 
     topic: str
@@ -89,8 +90,8 @@ class Ingest:
     ``sites`` are the configured site ids; ``broker.subscribe: sites`` needs them.
     """
 
-    def __init__(self, broker: BrokerConfig, out: queue.Queue[Message], *,
-                 sites: Sequence[str] = (), clock: Callable[[], float] = time.time,
+    def __init__(self, broker: BrokerConfig, out: queue.Queue[Received], *,
+                 sites: Sequence[str] = (), clock: WallClock = time.time,
                  protocol: int | None = None,
                  connected: threading.Event | None = None) -> None:
         self.broker = broker
@@ -176,7 +177,7 @@ class Ingest:
 
     # ------------------------------------------------------------------ acks
 
-    def ack(self, messages: list[Message]) -> int:
+    def ack(self, messages: list[Received]) -> int:
         """Acknowledge messages of the current connection; return how many were sent."""
         return self.ack_ids([(m.mid, m.qos, m.generation) for m in messages])
 
@@ -243,7 +244,7 @@ class Ingest:
             log.warning("disconnected from broker (%s); reconnecting", reason)
 
     def _on_message(self, client: mqtt.Client, userdata: Any, msg: mqtt.MQTTMessage) -> None:
-        message = Message(msg.topic, bytes(msg.payload), msg.mid, msg.qos, self.generation,
+        message = Received(msg.topic, bytes(msg.payload), msg.mid, msg.qos, self.generation,
                           round(self.clock() * 1000))
         # Blocking put: when the engine thread is behind, stop reading the socket.
         while True:

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
 
 import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 
 from .config import Config
 from .configfile import read_secret
+from .engine.events import ClockClosed, InspectionRecorded
 from .engine.inputs import Inspection
 from .engine.times import iso
 from .host import EngineHost, daemon_lock, journal_in, open_store
@@ -90,12 +90,12 @@ def _publish(config: Config, insp: Inspection) -> bool:
         client.loop_stop()
 
 
-def _recorded(config: Config, insp: Inspection) -> dict[str, Any] | None:
+def _recorded(config: Config, insp: Inspection) -> InspectionRecorded | None:
     with open_store(config, readonly=True) as store:
         for e in store.events.current(insp.site):
-            if e["type"] == "inspection_recorded" and e["inspected_at"] == iso(insp.ts_ms) \
-                    and e["inspector"] == insp.inspector:
-                return dict(e)
+            if isinstance(e.body, InspectionRecorded) and e.at_ms == insp.ts_ms \
+                    and e.body.inspector == insp.inspector:
+                return e.body
     return None
 
 
@@ -104,13 +104,13 @@ def _report(config: Config, insp: Inspection, via: str) -> str:
     head = f"Inspection by {insp.inspector} at {iso(insp.ts_ms)} {via}."
     if rec is None:
         return head
-    if not rec["closes"]:
+    if not rec.closes:
         return head + " It closed no open clock."
     with open_store(config, readonly=True) as store:
-        closed = {e["clock_id"]: e for e in store.events.current(insp.site)
-                  if e["type"] == "clock_closed"}
+        closed = {e.body.clock_id: e.body for e in store.events.current(insp.site)
+                  if isinstance(e.body, ClockClosed)}
     parts = []
-    for cid in rec["closes"]:
+    for cid in rec.closes:
         c = closed.get(cid)
-        parts.append(f"{cid} ({c['outcome']}, due {c['due']})" if c else cid)
+        parts.append(f"{cid} ({c.outcome}, due {c.due})" if c else cid)
     return head + " Closed: " + "; ".join(parts) + "."

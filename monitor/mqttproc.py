@@ -41,12 +41,13 @@ import multiprocessing
 import queue
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from typing import Any
 
 from .config import BrokerConfig
-from .ingest import Ingest, Message
+from .engine.times import WallClock
+from .ingest import Ingest, Received
 from .logs import configure
 
 log = logging.getLogger("stormwatch.ingest")
@@ -62,8 +63,8 @@ RESTART_AFTER_S = 1.0
 class IngestProcess:
     """``Ingest`` in a child process; see the module docstring."""
 
-    def __init__(self, broker: BrokerConfig, out: queue.Queue[Message], *,
-                 sites: Sequence[str] = (), clock: Callable[[], float] = time.time,
+    def __init__(self, broker: BrokerConfig, out: queue.Queue[Received], *,
+                 sites: Sequence[str] = (), clock: WallClock = time.time,
                  protocol: int | None = None, connected: threading.Event | None = None,
                  log_format: str = "text", log_level: int = logging.INFO) -> None:
         self.broker = broker
@@ -106,7 +107,7 @@ class IngestProcess:
         if self._reader is not None:
             self._reader.join(timeout=5)
 
-    def ack(self, messages: list[Message]) -> int:
+    def ack(self, messages: list[Received]) -> int:
         """Acknowledge messages the journal holds now; the child sends the PUBACKs."""
         acks = [(m.mid, m.qos, m.generation) for m in messages if m.qos > 0]
         if acks:
@@ -130,7 +131,7 @@ class IngestProcess:
             if kind == "msgs":
                 received = round(self.clock() * 1000)
                 for topic, payload, mid, qos, generation in rest[0]:
-                    message = Message(topic, payload, mid, qos, generation, received)
+                    message = Received(topic, payload, mid, qos, generation, received)
                     while True:
                         try:
                             self.out.put(message, timeout=1.0)
@@ -161,7 +162,7 @@ def _child(broker_data: dict[str, Any], sites: list[str], protocol: int | None,
     """The child's main: ``Ingest`` feeding the pipe, commands from the pipe."""
     configure(log_format, log_level)
     broker = BrokerConfig.model_validate(broker_data)
-    inbox: queue.Queue[Message] = queue.Queue(maxsize=CHILD_QUEUE)
+    inbox: queue.Queue[Received] = queue.Queue(maxsize=CHILD_QUEUE)
     ingest = Ingest(broker, inbox, sites=sites, protocol=protocol)
     ingest.generation = generation
     lock = threading.Lock()

@@ -17,13 +17,31 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from .config import Config, SiteConfig
 from .csvio import RowParser
 from .engine.core import Engine
-from .engine.events import Event, in_event_order
-from .engine.times import iso
+from .engine.events import (
+    BackgroundMissing,
+    BatteryLow,
+    ClockClosed,
+    CounterReset,
+    Event,
+    InspectionOverdue,
+    Pegged,
+    SensorRecovered,
+    SensorStale,
+    StormEnded,
+    StormQualified,
+    StormStarted,
+    TrapCleaned,
+    TrapCleanoutRequired,
+    TrapFill,
+    TurbidityContrast,
+    in_event_order,
+)
+from .engine.times import parse_iso
 from .models import Rejection, RejectReason
 
 REQUIRED_COLUMNS = ("ts", "site", "sensor")
@@ -111,75 +129,74 @@ def _reject(result: ReplayResult, reason: str, detail: str) -> None:
 # --------------------------------------------------------------------------- table
 
 
-def _local(site: SiteConfig, iso_text: str | None) -> str:
-    if not iso_text:
+#: The sensor-health types the table counts.
+HEALTH_TYPES = frozenset(cls.TYPE for cls in (SensorStale, SensorRecovered, BatteryLow,
+                                              CounterReset, BackgroundMissing, Pegged))
+
+
+def _local(site: SiteConfig, when: str | int | None) -> str:
+    if when is None or when == "":
         return "-"
-    dt = datetime.fromisoformat(iso_text.replace("Z", "+00:00")).astimezone(site.zone)
-    return dt.strftime("%Y-%m-%d %H:%M %Z")
+    ms = when if isinstance(when, int) else parse_iso(when)
+    return datetime.fromtimestamp(ms / 1000, tz=site.zone).strftime("%Y-%m-%d %H:%M %Z")
 
 
 def format_table(config: Config, result: ReplayResult) -> str:
     """A readable summary per site: storms, clocks, traps, turbidity, sensor health."""
-    events = [e.to_json() for e in result.events()]
+    events = result.events()
     lines: list[str] = []
     for site in config.sites:
-        mine = [e for e in events if e["site"] == site.id]
-        by_type: dict[str, list[dict[str, Any]]] = {}
-        for e in mine:
-            by_type.setdefault(e["type"], []).append(e)
+        mine = [e for e in events if e.site == site.id]
         title = f"Site {site.id}" + (f" — {site.name}" if site.name else "")
         lines += [title, "=" * len(title),
                   f"condition {site.condition}; times in {site.timezone}; "
                   f"storm rule {site.rain.mode}, {site.rain.threshold_in:.2f} in, "
                   f"dry gap {site.rain.dry_gap_hours:g} h", ""]
-        qualified = {e["event_id"]: e for e in by_type.get("storm_qualified", [])}
-        ended = {e["event_id"]: e for e in by_type.get("storm_ended", [])}
-        storms = by_type.get("storm_started", [])
+        bodies = [e.body for e in mine]
+        qualified = {b.event_id: b for b in bodies if isinstance(b, StormQualified)}
+        ended = {b.event_id: b for b in bodies if isinstance(b, StormEnded)}
+        storms = [b for b in bodies if isinstance(b, StormStarted)]
         lines.append(f"Storms ({len(storms)}, {len(qualified)} qualifying)")
         if storms:
             lines.append(f"  {'gauge':<8} {'started':<22} {'ended':<22} {'total':>8} "
                          f"{'max 24h':>8}  {'qualified at':<22} {'inspect by':<22}")
         for s in storms:
-            end = ended.get(s["event_id"], {})
-            q = qualified.get(s["event_id"], {})
-            total = f"{end['total_in']:.2f} in" if end else "open"
-            max24 = f"{end['max_24h_in']:.2f} in" if end else ""
-            lines.append(f"  {s['gauge']:<8} {_local(site, s['started_at']):<22} "
-                         f"{_local(site, end.get('ended_at')):<22} {total:>8} {max24:>8}  "
-                         f"{_local(site, q.get('qualified_at')):<22} "
-                         f"{_local(site, q.get('due')):<22}")
+            end, q = ended.get(s.event_id), qualified.get(s.event_id)
+            total = f"{end.total_in:.2f} in" if end else "open"
+            max24 = f"{end.max_24h_in:.2f} in" if end else ""
+            lines.append(f"  {s.gauge:<8} {_local(site, s.started_at):<22} "
+                         f"{_local(site, end.ended_at if end else None):<22} {total:>8} "
+                         f"{max24:>8}  {_local(site, q.qualified_at if q else None):<22} "
+                         f"{_local(site, q.due if q else None):<22}")
         lines.append("")
-        clocks_closed = by_type.get("clock_closed", [])
-        overdue = by_type.get("inspection_overdue", [])
+        clocks_closed = [b for b in bodies if isinstance(b, ClockClosed)]
+        overdue = [b for b in bodies if isinstance(b, InspectionOverdue)]
         open_clocks = [c for c in result.engine.clocks(site.id) if c.closed_at is None]
         lines.append(f"Inspection clocks ({len(clocks_closed)} closed, {len(open_clocks)} open,"
                      f" {len(overdue)} overdue notices)")
         for c in clocks_closed:
-            lines.append(f"  {c['clock']:<8} {c['clock_id']:<36} due {_local(site, c['due'])}"
-                         f"  inspected {_local(site, c['inspected_at'])}  {c['outcome']}")
+            lines.append(f"  {c.clock:<8} {c.clock_id:<36} due {_local(site, c.due)}"
+                         f"  inspected {_local(site, c.inspected_at)}  {c.outcome}")
         for oc in open_clocks:
-            due = _local(site, iso(oc.due) if oc.due is not None else None)
-            lines.append(f"  {oc.clock:<8} {oc.clock_id:<36} due {due}  OPEN")
+            lines.append(f"  {oc.clock:<8} {oc.clock_id:<36} due {_local(site, oc.due)}  OPEN")
         lines.append("")
-        trap_events = [e for t in ("trap_fill", "trap_cleanout_required", "trap_cleaned")
-                       for e in by_type.get(t, [])]
-        lines.append(f"Sediment traps ({len(trap_events)} events)")
-        for e in sorted(trap_events, key=lambda e: e["at"]):
-            what = (f"fill {e['fill_before']:.0%} -> {e['fill_after']:.0%}"
-                    if e["type"] == "trap_cleaned"
-                    else f"fill {e['fill_fraction']:.0%} at {e['depth_in']:.1f} in")
-            lines.append(f"  {_local(site, e['at']):<22} {e['trap']:<10} {e['type']:<24} {what}")
+        traps = [(e.at_ms, e.type, e.body) for e in mine
+                 if isinstance(e.body, TrapFill | TrapCleanoutRequired | TrapCleaned)]
+        lines.append(f"Sediment traps ({len(traps)} events)")
+        for at_ms, kind, b in traps:
+            what = (f"fill {b.fill_before:.0%} -> {b.fill_after:.0%}"
+                    if isinstance(b, TrapCleaned)
+                    else f"fill {b.fill_fraction:.0%} at {b.depth_in:.1f} in")
+            lines.append(f"  {_local(site, at_ms):<22} {b.trap:<10} {kind:<24} {what}")
         lines.append("")
-        contrast = by_type.get("turbidity_contrast", [])
+        contrast = [(e.at_ms, e.body) for e in mine if isinstance(e.body, TurbidityContrast)]
         lines.append(f"Turbidity contrast ({len(contrast)} events)")
-        for e in contrast:
-            lines.append(f"  {_local(site, e['at']):<22} {e['pair']:<10} {e['state']:<9} "
-                         f"since {_local(site, e['started_at'])}  down {e['downstream_ntu']:g}"
-                         f" NTU, up {e['upstream_ntu']:g} NTU, limit +{e['limit_ntu']:g} NTU")
+        for at_ms, t in contrast:
+            lines.append(f"  {_local(site, at_ms):<22} {t.pair:<10} {t.state:<9} "
+                         f"since {_local(site, t.started_at)}  down {t.downstream_ntu:g}"
+                         f" NTU, up {t.upstream_ntu:g} NTU, limit +{t.limit_ntu:g} NTU")
         lines.append("")
-        health = Counter(e["type"] for e in mine if e["type"] in (
-            "sensor_stale", "sensor_recovered", "battery_low", "counter_reset",
-            "background_missing", "pegged"))
+        health = Counter(e.type for e in mine if e.type in HEALTH_TYPES)
         lines.append("Sensor health: " + (", ".join(f"{k} {v}" for k, v in sorted(health.items()))
                                           or "no findings"))
         lines.append("")

@@ -24,6 +24,19 @@ from typing import Any
 from .config import Config, SiteConfig
 from .engine.clocks import MEAN_GAUGE
 from .engine.core import Engine
+from .engine.events import (
+    ClockClosed,
+    Event,
+    InspectionRecorded,
+    SensorStale,
+    StormEnded,
+    StormQualified,
+    StormStarted,
+    TrapCleaned,
+    TrapCleanoutRequired,
+    TrapFill,
+    TurbidityContrast,
+)
 from .engine.series import ContrastSample, Sample, StormSample, TrapSample, attach
 from .engine.times import MS_PER_HOUR, parse_iso
 from .host import apply_row, db_path, open_store
@@ -255,15 +268,38 @@ def _turbidity_plot(site: SiteConfig, contrast: dict[str, list[ContrastSample]],
 # --------------------------------------------------------------------------- report
 
 
-def _storms(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    by_id: dict[str, dict[str, Any]] = {}
+@dataclass(slots=True)
+class _Storm:
+    """A storm event as its events tell it (the later event's value wins)."""
+
+    started_at: str | None = None
+    ended_at: str | None = None
+    qualified_at: str | None = None
+    total_in: float | None = None
+    max_24h_in: float | None = None
+    due: str | None = None
+    clock_id: str | None = None
+    informational: bool = False
+    qualified: bool = False
+
+
+def _storms(events: Iterable[Event]) -> list[_Storm]:
+    by_id: dict[str, _Storm] = {}
     for e in events:
-        if e["type"] in ("storm_started", "storm_qualified", "storm_ended"):
-            s = by_id.setdefault(e["event_id"], {})
-            s.update({k: v for k, v in e.items() if k not in ("type", "at", "id", "revision")})
-            if e["type"] == "storm_qualified":
-                s["qualified"] = True
-    return sorted(by_id.values(), key=lambda s: s.get("started_at", ""))
+        b = e.body
+        if not isinstance(b, StormStarted | StormQualified | StormEnded):
+            continue
+        s = by_id.setdefault(b.event_id, _Storm())
+        s.started_at = b.started_at
+        if isinstance(b, StormQualified):
+            s.qualified_at, s.total_in, s.max_24h_in = b.qualified_at, b.total_in, b.max_24h_in
+            s.due, s.qualified = b.due, True
+            s.clock_id = b.clock_id or s.clock_id
+            s.informational = bool(b.informational) or s.informational
+        elif isinstance(b, StormEnded):
+            s.ended_at, s.total_in, s.max_24h_in = b.ended_at, b.total_in, b.max_24h_in
+            s.qualified = b.qualified
+    return sorted(by_id.values(), key=lambda s: s.started_at or "")
 
 
 def build_report(config: Config, site_id: str, from_ms: int, to_ms: int, now_ms: int) -> str:
@@ -293,85 +329,87 @@ def build_report(config: Config, site_id: str, from_ms: int, to_ms: int, now_ms:
         all_events = store.events.current(site.id)
         series = engine_series(config, store, site.id, from_ms, to_ms)
 
-    def in_period(e: dict[str, Any]) -> bool:
-        return from_ms <= parse_iso(e["at"]) < to_ms
+    def in_period(e: Event) -> bool:
+        return from_ms <= e.at_ms < to_ms
 
     events = [e for e in all_events if in_period(e)]
     storms = []
     for s in _storms(all_events):
-        start, end = _ms(s.get("started_at")), _ms(s.get("ended_at"))
+        start, end = _ms(s.started_at), _ms(s.ended_at)
         if start is not None and start < to_ms and (end is None or end >= from_ms):
             storms.append(s)
-    closed = {e["clock_id"]: e for e in all_events if e["type"] == "clock_closed"}
-    of = defaultdict(list)
-    for e in events:
-        of[e["type"]].append(e)
+    closed = {e.body.clock_id: e.body for e in all_events if isinstance(e.body, ClockClosed)}
+    mine = [e.body for e in events]
 
     storm_out: list[str] = []
     for s in storms:
-        if not s.get("qualified"):
+        if not s.qualified:
             storm_out.append("not qualified")
-        elif s.get("informational") or not s.get("clock_id"):
+        elif s.informational or not s.clock_id:
             storm_out.append("informational")
-        elif s["clock_id"] in closed:
-            storm_out.append(str(closed[s["clock_id"]]["outcome"]))
+        elif s.clock_id in closed:
+            storm_out.append(closed[s.clock_id].outcome)
         else:
-            due = _ms(s.get("due"))
+            due = _ms(s.due)
             storm_out.append("overdue" if due is not None and now_ms >= due else "open")
-    routine = [e["outcome"] for e in of["clock_closed"] if e["clock"] == "routine"]
+    routine = [b.outcome for b in mine if isinstance(b, ClockClosed) and b.clock == "routine"]
+    contrasts = [(e.at_ms, e.body) for e in events if isinstance(e.body, TurbidityContrast)]
     summary = [
-        ("Storms", f"{len(storms)} ({sum(1 for s in storms if s.get('qualified'))} qualified, "
+        ("Storms", f"{len(storms)} ({sum(1 for s in storms if s.qualified)} qualified, "
                    f"≥ {site.rain.threshold_in:g} in)"),
         ("Storm inspections", f"{storm_out.count('met')} met, {storm_out.count('late')} late, "
                               f"{storm_out.count('open') + storm_out.count('overdue')} open "
                               f"({storm_out.count('overdue')} overdue)"),
         ("Routine inspections", f"{routine.count('met')} met, {routine.count('late')} late"),
-        ("Trap clean-out demands", str(len(of["trap_cleanout_required"]))),
+        ("Trap clean-out demands",
+         str(sum(1 for b in mine if isinstance(b, TrapCleanoutRequired)))),
         ("Turbidity exceedances",
-         str(sum(1 for e in of["turbidity_contrast"] if e.get("state") == "exceeded"))),
-        ("Stale-sensor episodes", str(len(of["sensor_stale"]))),
+         str(sum(1 for _, t in contrasts if t.state == "exceeded"))),
+        ("Stale-sensor episodes", str(sum(1 for b in mine if isinstance(b, SensorStale)))),
     ]
     parts.append("<h2>Summary</h2>" + _table(
         ["Item", "Count"], [[escape(k), escape(v)] for k, v in summary], ""))
 
     rows = []
     for s, outcome in zip(storms, storm_out, strict=True):
-        inspected = closed.get(s.get("clock_id") or "", {}).get("inspected_at")
-        rows.append([escape(local(s.get("started_at"))), escape(local(s.get("ended_at"))),
-                     escape(_in(s.get("total_in"))), escape(_in(s.get("max_24h_in"))),
-                     escape(local(s.get("qualified_at"))), escape(local(s.get("due"))),
+        closing = closed.get(s.clock_id or "")
+        inspected = closing.inspected_at if closing is not None else None
+        rows.append([escape(local(s.started_at)), escape(local(s.ended_at)),
+                     escape(_in(s.total_in)), escape(_in(s.max_24h_in)),
+                     escape(local(s.qualified_at)), escape(local(s.due)),
                      escape(local(inspected)), _outcome(outcome)])
     parts.append("<h2>Storms</h2>" + _table(
         ["Start", "End", "Total", "Max 24 h", "Qualified at", "Inspection due", "Inspected at",
          "Outcome"], rows, "No storms in the period."))
 
     rows = []
-    for e in of["inspection_recorded"]:
-        clocks = [f"{c} ({closed[c]['outcome']})" if c in closed else c for c in e["closes"]]
-        rows.append([escape(local(e["inspected_at"])), escape(str(e["inspector"])),
-                     escape(str(e["kind"])), escape(str(e.get("notes") or "")),
-                     escape(", ".join(clocks) or "—")])
+    for b in mine:
+        if isinstance(b, InspectionRecorded):
+            clocks = [f"{c} ({closed[c].outcome})" if c in closed else c for c in b.closes]
+            rows.append([escape(local(b.inspected_at)), escape(b.inspector), escape(b.kind),
+                         escape(b.notes or ""), escape(", ".join(clocks) or "—")])
     parts.append("<h2>Inspections</h2>" + _table(
         ["Time", "Inspector", "Kind", "Notes", "Clocks closed"], rows,
         "No inspections recorded in the period."))
 
     rows = []
     for e in events:
-        if e["type"] in ("trap_fill", "trap_cleanout_required", "trap_cleaned"):
-            fill = (f"{e['fill_fraction']:.0%}" if "fill_fraction" in e
-                    else f"{e['fill_before']:.0%} → {e['fill_after']:.0%}")
-            rows.append([escape(local(e["at"])), escape(str(e["trap"])),
-                         escape(e["type"].replace("_", " ")), escape(fill)])
+        b = e.body
+        if isinstance(b, TrapFill | TrapCleanoutRequired | TrapCleaned):
+            fill = (f"{b.fill_before:.0%} → {b.fill_after:.0%}" if isinstance(b, TrapCleaned)
+                    else f"{b.fill_fraction:.0%}")
+            rows.append([escape(local(e.at_ms)), escape(b.trap),
+                         escape(e.type.replace("_", " ")), escape(fill)])
     parts.append("<h2>Sediment traps</h2>" + _table(
         ["Time", "Trap", "Event", "Fill (of design volume)"], rows,
         "No trap events in the period."))
 
     rows = []
-    for e in of["turbidity_contrast"]:
-        rows.append([escape(local(e["at"])), escape(str(e["pair"])), _outcome(str(e["state"])),
-                     escape(local(e.get("started_at"))), escape(f"{e['upstream_ntu']:g}"),
-                     escape(f"{e['downstream_ntu']:g}"), escape(f"{e['delta_ntu']:g}"),
-                     escape(f"{e['limit_ntu']:g}")])
+    for at_ms, t in contrasts:
+        rows.append([escape(local(at_ms)), escape(t.pair), _outcome(t.state),
+                     escape(local(t.started_at)), escape(f"{t.upstream_ntu:g}"),
+                     escape(f"{t.downstream_ntu:g}"), escape(f"{t.delta_ntu:g}"),
+                     escape(f"{t.limit_ntu:g}")])
     parts.append("<h2>Turbidity episodes</h2>" + _table(
         ["Time", "Pair", "State", "Episode start", "Upstream NTU", "Downstream NTU", "Δ NTU",
          "Limit Δ NTU"], rows, "No turbidity episodes in the period."))

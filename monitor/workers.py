@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 from .config import Config
+from .engine.times import WallClock
 from .export.influx import InfluxExporter
 from .notify.build import build_router, build_worker
-
-Clock = Callable[[], float]
-Routes = Callable[[dict[str, Any]], list[str]]
+from .store.events import AlertRoutes
 
 
 class Worker(Protocol):
@@ -31,7 +29,7 @@ class Worker(Protocol):
         ...
 
 
-def build_workers(config: Config, clock: Clock = time.time) -> list[Worker]:
+def build_workers(config: Config, clock: WallClock = time.time) -> list[Worker]:
     """Every sink this configuration asks for."""
     workers: list[Worker] = []
     notifier = build_worker(config, clock)
@@ -42,7 +40,7 @@ def build_workers(config: Config, clock: Clock = time.time) -> list[Worker]:
     return workers
 
 
-def build_routes(config: Config) -> Routes | None:
+def build_routes(config: Config) -> AlertRoutes | None:
     """Which alert tags an event goes to (outbox rows are written with the event)."""
     router = build_router(config)
     if router is not None:

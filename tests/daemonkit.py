@@ -235,7 +235,7 @@ def events_of(config_path: Path, kind: str) -> list[dict[str, Any]]:
     if not db.exists():
         return []
     with Store(db, readonly=True) as store:
-        return [e for e in store.events.current() if e["type"] == kind]
+        return [e.to_json() for e in store.events.current() if e.type == kind]
 
 
 def cli(*args: str, timeout_s: float = 60) -> subprocess.CompletedProcess[str]:

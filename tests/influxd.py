@@ -257,7 +257,7 @@ def journal_counts(config: Config) -> dict[str, int]:
     """Journal rows by measurement, and ``event``: the event ids (one series each)."""
     with Store.in_dir(config.state_dir) as store:
         rows = store.journal.after(0, limit=1_000_000)
-        ids = {r.event["id"] for r in store.events.after(0, limit=1_000_000)}
+        ids = {r.event.id for r in store.events.after(0, limit=1_000_000)}
     kinds = {"rain": 0, "turbidity": 0, "sediment": 0, "inspection": 0}
     for r in rows:
         kinds[r.body["kind"] if r.kind == "reading" else r.kind] += 1

@@ -117,7 +117,8 @@ def test_inspection_while_daemon_stopped(site: Site) -> None:
     time.sleep(1.0)
     assert daemon.stop() == 0
     with Store(cfg.parent / "state" / "stormwatch.db", readonly=True) as store:
-        closes = [e for e in store.events.all(types=["clock_closed"]) if e["clock"] == "storm"]
+        closes = [e for e in store.events.all(types=["clock_closed"])
+                  if e.to_json()["clock"] == "storm"]
     assert len(closes) == 1
 
 
@@ -152,8 +153,8 @@ def test_sigkill_mid_burst_loses_and_repeats_nothing(site: Site) -> None:
         readings = [r for r in rows if r.kind == "reading"]
         keys = [(r.body["sensor"], r.body["ts_ms"]) for r in readings]
         assert len(keys) == len(set(keys)) == len(messages)  # each exactly once
-        stored = store.events.current()
-        all_revisions = store.events.all()
+        stored = [e.to_json() for e in store.events.current()]
+        all_revisions = [e.to_json() for e in store.events.all()]
         host = EngineHost.restore(config, store)
         host.catch_up(record=False)
     pairs = [(e["id"], e["revision"]) for e in all_revisions]

@@ -81,7 +81,7 @@ def count(server: Influxd, db: str, measurement: str, field: str, where: str = "
 def check_events(server: Influxd, db: str, cfg: Path) -> None:
     """Every event id is in InfluxDB, and the current points are the authoritative set."""
     with Store(cfg.parent / "state" / "stormwatch.db", readonly=True) as store:
-        ids = {r.event["id"] for r in store.events.after(0, limit=100_000)}
+        ids = {r.event.id for r in store.events.after(0, limit=100_000)}
         current = store.events.current()
     assert server.count('SELECT count(distinct("id")) FROM "event"', db) == len(ids)
     assert count(server, db, "event", "revision", '"current" = true') == len(current)

@@ -14,6 +14,7 @@ import pytest
 
 from monitor.config import Config
 from monitor.engine.core import Engine
+from monitor.engine.events import Event, Fact, StormQualified, StormStarted
 from monitor.engine.inputs import Inspection, Reading
 from monitor.engine.times import MS_PER_HOUR, MS_PER_MINUTE, compact, iso
 from monitor.export.derive import Replica, event_points, minute_points, raw_points
@@ -88,20 +89,23 @@ def test_inspections_are_points_and_ticks_are_not() -> None:
 
 
 def test_event_revisions_replace_their_point_and_retire_a_moved_one() -> None:
-    first = {"type": "storm_qualified", "site": SITE, "at": iso(T0), "id": "abc", "revision": 0,
-             "gauge": "rg1", "total_in": 0.5}
+    # A site without inspection clocks: no clock_id, so the subject is the gauge alone.
+    storm = StormQualified(gauge="rg1", event_id="rg1-1", started_at=iso(T0 - 3_600_000),
+                           qualified_at=iso(T0), total_in=0.5, max_24h_in=0.5, due=None,
+                           threshold_in=0.5, mode="event_24h", informational=True)
+    first = Event(Fact(SITE, T0, "abc", storm))
     (p0,) = event_points(first)
     assert p0.series == f"event,gauge=rg1,site={SITE},type=storm_qualified"
     assert p0.fields["current"] is True and p0.fields["revision"] == 0
     assert p0.fields["id"] == "abc"
     assert p0.fields["title"] == "storm qualified (rg1)"
     # A late reading made the storm qualify 10 minutes earlier: revision 1 at a new time.
-    moved = dict(first, at=iso(T0 - 10 * MS_PER_MINUTE), revision=1)
+    moved = Event(Fact(SITE, T0 - 10 * MS_PER_MINUTE, "abc", storm), revision=1)
     p1, old = event_points(moved, [first, moved])
     assert p1.ts_ms == T0 - 10 * MS_PER_MINUTE and p1.fields["current"] is True
     assert old.identity == p0.identity
     assert old.fields == {"current": False, "superseded_by": 1}
-    retracted = dict(moved, revision=2, retracted=True)
+    retracted = Event(moved.fact, revision=2, retracted=True)
     (p2, old2) = event_points(retracted, [first, moved, retracted])
     assert p2.fields["current"] is False and p2.fields["retracted"] is True
     assert old2.ts_ms == T0
@@ -324,15 +328,17 @@ def test_store_methods_the_exporter_reads_with(tmp_path: Any) -> None:
         store.journal.commit([JournalIn("reading", SITE, "rg1", T0 + i, {"ts_ms": T0 + i, "i": i},
                                       None, T0 + i + 7) for i in range(5)])
         assert store.journal.backlog(2) == (3, T0 + 2 + 7)
-        ev = {"type": "storm_started", "site": SITE, "at": iso(T0), "id": "e1"}
-        store.events.record([ev, dict(ev, revision=1, at=iso(T0 + 1000))], 5, recorded_ms=T0)
-        store.events.record([dict(ev, id="e2")], 5, recorded_ms=T0)
+        body = StormStarted(gauge="rg1", event_id="rg1-1", started_at=iso(T0))
+        ev = Event(Fact(SITE, T0, "e1", body))
+        store.events.record([ev, Event(Fact(SITE, T0 + 1000, "e1", body), revision=1)], 5,
+                            recorded_ms=T0)
+        store.events.record([Event(Fact(SITE, T0, "e2", body))], 5, recorded_ms=T0)
         got = store.events.after(0)
-        assert [(r.seq, r.event["id"], r.event.get("revision", 0)) for r in got] == [
+        assert [(r.seq, r.event.id, r.event.revision) for r in got] == [
             (1, "e1", 0), (2, "e1", 1), (3, "e2", 0)]
         assert store.events.after(2) == got[2:]
         assert store.events.max_seq() == 3 and store.events.count_after(1) == 2
-        assert [e.get("revision", 0) for e in store.events.revisions("e1")] == [0, 1]
+        assert [e.revision for e in store.events.revisions("e1")] == [0, 1]
         store.state.set_cursors({"a": 4, "b": 2}, {"x.y": "z"})
         state = store.state
         assert (state.cursor("a"), state.cursor("b"), state.meta_get("x.y")) == (4, 2, "z")

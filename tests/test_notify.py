@@ -10,6 +10,7 @@ sleeping; the daemon end to end is in test_notify_daemon.py.
 from __future__ import annotations
 
 import io
+import json
 import logging
 import re
 from collections.abc import Iterator
@@ -21,7 +22,7 @@ import pytest
 
 from monitor.config import Config
 from monitor.configfile import ConfigError, parse_config
-from monitor.engine.events import EVENT_FIELDS
+from monitor.engine.events import EVENT_FIELDS, Event, Fact, GaugeQualified
 from monitor.engine.times import iso, parse_iso
 from monitor.logs import configure
 from monitor.notify.build import build_router
@@ -40,6 +41,7 @@ from monitor.notify.worker import NotifyWorker
 from monitor.store import OutboxRow, Store
 
 from .receivers import HttpReceiver, SmtpReceiver, closed_port
+from .util import changed, event
 
 SITE = "branch-meadows"
 T0 = parse_iso("2026-11-30T14:15:00Z")  # Mon Nov 30, 2026 9:15 AM EST
@@ -77,24 +79,21 @@ def make_config(tmp_path: Path, targets: list[dict[str, Any]], *,
                          "sites": sites or [SITE_DOC]}, env=env or {})
 
 
-def ev(type_: str, id_: str, at_ms: int, revision: int = 0, *, site: str = SITE,
-       **fields: Any) -> dict[str, Any]:
-    return {"type": type_, "site": site, "at": iso(at_ms), "id": id_, "revision": revision,
-            **fields}
+ev = event
 
 
 def storm(id_: str = "storm-1", at: int = T0, revision: int = 0, due: int | None = None,
-          **fields: Any) -> dict[str, Any]:
+          **fields: Any) -> Event:
     return ev("storm_qualified", id_, at, revision, gauge="rg1", event_id="e1",
               started_at=iso(at - 4 * H), qualified_at=iso(at), total_in=0.5, max_24h_in=0.5,
               due=iso(due if due is not None else at + 24 * H), threshold_in=0.5,
               mode="event_24h", clock_id="storm-e1", **fields)
 
 
-def notice(kind: str, id_: str, at: int, *, due: int = T0 + 24 * H,
-           clock_id: str = "storm-e1", **fields: Any) -> dict[str, Any]:
+def notice(kind: str, id_: str, at: int, revision: int = 0, *, due: int = T0 + 24 * H,
+           clock_id: str = "storm-e1", **fields: Any) -> Event:
     extra = {"hours_left": 6.0} if kind == "inspection_due_soon" else {"hours_late": 0.0}
-    return ev(kind, id_, at, clock_id=clock_id, clock="storm", due=iso(due),
+    return ev(kind, id_, at, revision, clock_id=clock_id, clock="storm", due=iso(due),
               **{**extra, **fields})
 
 
@@ -147,7 +146,7 @@ class Harness:
         self.worker = NotifyWorker(config, clock, rand=lambda: 0.0)
         self.seq = 0
 
-    def record(self, *events: dict[str, Any]) -> None:
+    def record(self, *events: Event) -> None:
         self.seq += 1
         self.store.events.record(list(events), self.seq, recorded_ms=self.clock.ms,
                                  routes=self.router)
@@ -210,7 +209,7 @@ def test_every_design_5_event_type_has_a_decided_default_route() -> None:
     (ev("sensor_stale", "a", T0, sensor="rg1"), ["ops"], False),
     (ev("battery_low", "a", T0, sensor="rg1"), ["ops"], False),
 ])
-def test_default_routes_and_urgency(event: dict[str, Any], tags: list[str],
+def test_default_routes_and_urgency(event: Event, tags: list[str],
                                     urgent: bool) -> None:
     assert Router()(event) == tags
     assert is_urgent(event) is urgent
@@ -226,19 +225,21 @@ def test_a_site_override_replaces_the_route_for_its_site_only(tmp_path: Path) ->
     assert router is not None
     fill = ev("trap_fill", "f", T0, trap="trap-1")
     assert router(fill) == ["ops"]                                   # site override
-    assert router({**fill, "site": "mill-road-lot"}) == ["officer"]  # global override
+    assert router(changed(fill, site="mill-road-lot")) == ["officer"]  # global override
     assert router(storm()) == []                                     # [] = log book only
-    assert router({**storm(), "site": "mill-road-lot"}) == ["qp", "officer"]   # default
+    assert router(changed(storm(), site="mill-road-lot")) == ["qp", "officer"]  # default
     late = ev("clock_closed", "c", T0, outcome="late")
     assert router(late) == ["officer"]
     # A global route for the type covers its variants too.
-    assert router({**late, "site": "mill-road-lot"}) == ["qp"]
+    assert router(changed(late, site="mill-road-lot")) == ["qp"]
 
 
 def test_what_is_never_routed() -> None:
     router = Router()
-    assert router({**storm(), "retracted": True, "revision": 1}) == []
-    assert router(ev("_gauge_qualified", "g", T0)) == []
+    assert router(changed(storm(), retracted=True, revision=1)) == []
+    gauge = GaugeQualified(gauge="rg1", event_id="e1", started_at=iso(T0), qualified_at=iso(T0),
+                           total_in=0.5, max_24h_in=0.5, last_rain=iso(T0))
+    assert router(Event(Fact(SITE, T0, "g", gauge))) == []
     # Revisions: only the storm, whose deadline a late reading can move (DESIGN § 2).
     assert router(ev("trap_fill", "f", T0, revision=1, trap="trap-1")) == []
     assert router(notice("inspection_overdue", "o", T0, revision=1)) == []
@@ -275,9 +276,9 @@ def test_route_names_are_checked_in_the_configuration() -> None:
 # --------------------------------------------------------------------------- texts
 
 
-def alert(event: dict[str, Any], now: int = T0 + 45 * MIN, **kw: Any) -> Alert:
+def alert(event: Event, now: int = T0 + 45 * MIN, **kw: Any) -> Alert:
     config = parse_config({"sites": [SITE_DOC]}, env={})
-    return Alert(f"{event['id']}:{event['revision']}", event, now, config.sites[0], **kw)
+    return Alert(f"{event.id}:{event.revision}", event, now, config.sites[0], **kw)
 
 
 def test_storm_alert_text_exactly() -> None:
@@ -354,10 +355,8 @@ def test_amounts_carry_their_units() -> None:
 
 
 def test_every_event_type_renders_with_site_and_alert_id() -> None:
-    for kind, fields in EVENT_FIELDS.items():
-        body: dict[str, Any] = {name: None for name in fields}
-        event = ev(kind, "x", T0, **body)
-        m = render(alert(event))
+    for kind in EVENT_FIELDS:
+        m = render(alert(ev(kind, "x", T0)))
         assert m.title.startswith("Branch Meadows Subdivision: "), kind
         assert "Alert id: x:0" in m.text and "1 Meadow Lane" in m.text, kind
 
@@ -569,7 +568,7 @@ def test_a_revision_queued_behind_its_original_replaces_it(
     h = harness(harnesses, config)
     h.record(storm(due=T0 + 24 * H))
     h.record(storm(revision=1, due=T0 + 23 * H))
-    h.record(storm("storm-2"), {**storm("storm-2"), "revision": 1, "retracted": True})
+    h.record(storm("storm-2"), changed(storm("storm-2"), revision=1, retracted=True))
     h.drain()
     assert [p.body["title"] for p in http.posts] == [
         "Branch Meadows Subdivision: storm 0.50 in, inspect by Tue Dec 1, 8:15 AM EST"]
@@ -583,7 +582,7 @@ def test_a_deadline_that_becomes_known_is_sent(tmp_path: Path, http: HttpReceive
     config = make_config(tmp_path, [{"url": json_url(http), "tags": ["qp"]}],
                          routes={"storm_qualified": ["qp"]})
     h = harness(harnesses, config)
-    h.record({**storm(), "due": None})   # clock_start: event_end, still raining
+    h.record(changed(storm(), due=None))   # clock_start: event_end, still raining
     h.drain()
     h.record(storm(revision=1, due=T0 + 30 * H))
     h.drain()
@@ -723,7 +722,7 @@ def test_store_receipts_withholding_and_escalation_rows(tmp_path: Path) -> None:
         assert store.outbox.escalate(qp, "officer", now_ms=T0 + 5) == "storm-1:0/esc-qp"
         assert store.outbox.escalate(qp, "officer", now_ms=T0 + 6) is None
         esc = [r for r in store.outbox.due(T0 + 5) if r.alert_id == "storm-1:0/esc-qp"]
-        assert [(r.tag, r.created_ms, r.event["id"]) for r in esc] == [
+        assert [(r.tag, r.created_ms, r.event.id) for r in esc] == [
             ("officer", T0 + 5, "storm-1")]
         store.outbox.withhold(officer, "superseded", now_ms=T0 + 7)
         with pytest.raises(Exception, match="not pending"):
@@ -749,8 +748,9 @@ def test_a_version_1_database_gains_the_delivery_columns(tmp_path: Path) -> None
     for statement in MIGRATIONS[0]:
         con.execute(statement)
     con.execute("INSERT INTO meta VALUES ('schema_version', 1)")
+    body = json.dumps(ev("trap_fill", "e", T0).to_json())
     con.execute("INSERT INTO events (id, revision, type, site, at, at_ms, body, recorded_ms)"
-                " VALUES ('e', 0, 'trap_fill', ?, ?, ?, '{}', ?)", (SITE, iso(T0), T0, T0 + 9))
+                " VALUES ('e', 0, 'trap_fill', ?, ?, ?, ?, ?)", (SITE, iso(T0), T0, body, T0 + 9))
     con.execute("INSERT INTO outbox (event_seq, alert_id, tag, next_attempt_ms)"
                 " VALUES (1, 'e:0', 'qp', ?)", (T0,))
     con.commit()

@@ -276,7 +276,7 @@ def test_thirty_days_of_the_real_daemon_with_restarts_match_replay(
     config = load_config(cfg)
     expected = [_plain(e.to_json()) for e in replay(config, csv).events()]
     with Store(tmp_path / "state" / "stormwatch.db", readonly=True) as store:
-        got = [_plain(e) for e in store.events.current()]
+        got = [_plain(e.to_json()) for e in store.events.current()]
         snapshot_rows = store.state.snapshot_size()
     assert snapshot_rows > 0
     kinds = {e["type"] for e in expected}

@@ -20,8 +20,18 @@ from typing import Any, cast
 
 import pytest
 
-from monitor.engine.events import Event, Fact
+from monitor.engine.events import (
+    Body,
+    Event,
+    Fact,
+    SensorStale,
+    StormQualified,
+    StormStarted,
+    TrapCleanoutRequired,
+    TrapFill,
+)
 from monitor.engine.inputs import Inspection, Reading
+from monitor.engine.times import iso
 from monitor.store import (
     DB_NAME,
     GENESIS_HASH,
@@ -61,20 +71,39 @@ def tick(now_ms: int) -> JournalIn:
     return JournalIn("tick", None, None, now_ms, {"now_ms": now_ms})
 
 
-def event(type_: str, id_: str, at_ms: int, revision: int = 0, *, site: str = SITE,
-          retracted: bool = False, **fields: Any) -> dict[str, Any]:
+def event(body: Body, id_: str, at_ms: int, revision: int = 0, *, site: str = SITE,
+          retracted: bool = False) -> Event:
     """A § 5 event exactly as the engine publishes it."""
-    return Event(Fact(type_, site, at_ms, id_, fields), revision, retracted).to_json()
+    return Event(Fact(site, at_ms, id_, body), revision, retracted)
 
 
-def qualified(id_: str = "storm-1", at_ms: int = T0, revision: int = 0) -> dict[str, Any]:
-    return event("storm_qualified", id_, at_ms, revision, gauge="rg1", event_id=id_,
-                 total_in=0.62, max_24h_in=0.62)
+def qualified(id_: str = "storm-1", at_ms: int = T0, revision: int = 0) -> Event:
+    return event(StormQualified(gauge="rg1", event_id=id_, started_at=iso(T0 - 60 * MIN),
+                                qualified_at=iso(at_ms), total_in=0.62, max_24h_in=0.62,
+                                due=iso(at_ms + 24 * 60 * MIN), threshold_in=0.5,
+                                mode="event_24h", clock_id=f"storm-{id_}"),
+                 id_, at_ms, revision)
 
 
-def routes(ev: dict[str, Any]) -> list[str]:
+def started(id_: str, at_ms: int, revision: int = 0, retracted: bool = False) -> Event:
+    return event(StormStarted(gauge="rg1", event_id=id_, started_at=iso(at_ms)), id_, at_ms,
+                 revision, retracted=retracted)
+
+
+def stale(id_: str, at_ms: int, sensor: str, site: str = SITE) -> Event:
+    return event(SensorStale(sensor=sensor, last_seen=iso(at_ms - 60 * MIN),
+                             stale_after_minutes=30.0), id_, at_ms, site=site)
+
+
+def trap_fill(id_: str, at_ms: int, trap: str, fill: float, depth_in: float,
+              site: str = SITE) -> Event:
+    return event(TrapFill(trap=trap, fill_fraction=fill, depth_in=depth_in, sensor="trap1-depth",
+                          threshold=0.4), id_, at_ms, site=site)
+
+
+def routes(ev: Event) -> list[str]:
     return {"storm_qualified": ["qp", "officer"], "trap_cleanout_required": ["qp"]}.get(
-        ev["type"], [])
+        ev.type, [])
 
 
 @pytest.fixture
@@ -258,9 +287,9 @@ def test_meta_values_and_cursors(db: Path, store: Store) -> None:
 
 def test_record_events_is_idempotent(db: Path, store: Store) -> None:
     evs = [qualified("storm-1"),
-           event("trap_cleanout_required", "trap-1", T0 + MIN, trap="trap-1",
-                 fill_fraction=0.5, depth_in=20.0),
-           event("sensor_stale", "stale-1", T0 + 2 * MIN, sensor="rg1", last_seen="x")]
+           event(TrapCleanoutRequired(trap="trap-1", fill_fraction=0.5, depth_in=20.0,
+                                      sensor="trap1-depth", threshold=0.5), "trap-1", T0 + MIN),
+           stale("stale-1", T0 + 2 * MIN, "rg1")]
     assert store.events.record(evs, applied_seq=7, recorded_ms=T0 + 5, routes=routes) == 3
     assert store.events.applied_seq() == 7
     # The same (id, revision) again, e.g. re-derived after a crash: nothing new.
@@ -294,7 +323,7 @@ def test_outbox_summary_counts_by_status(store: Store) -> None:
 
 
 def test_record_events_without_routes_and_filters(store: Store) -> None:
-    other = event("sensor_stale", "s-2", T0, site="other-site", sensor="tb-up", last_seen="x")
+    other = stale("s-2", T0, "tb-up", site="other-site")
     store.events.record([qualified(), other], applied_seq=1, recorded_ms=T0)
     assert store.outbox.rows() == []
     assert store.events.all(site="other-site") == [other]
@@ -304,7 +333,7 @@ def test_record_events_without_routes_and_filters(store: Store) -> None:
 
 
 def test_record_events_rolls_back_as_a_whole(store: Store) -> None:
-    def broken(ev: dict[str, Any]) -> list[str]:
+    def broken(ev: Event) -> list[str]:
         raise RuntimeError("routing table broken")
 
     with pytest.raises(RuntimeError):
@@ -317,20 +346,19 @@ def test_current_events_latest_revision_without_retracted(store: Store) -> None:
     half_second = T0 + 500  # iso() writes ms only when non-zero: text order != time order
     store.events.record([
         qualified("a", T0 + 10 * MIN),
-        event("storm_started", "b", T0 + 20 * MIN, gauge="rg1", event_id="b"),
-        event("storm_started", "c", half_second, gauge="rg1", event_id="c"),
-        event("trap_fill", "d", T0, trap="trap-1", fill_fraction=0.41, depth_in=15.0),
-        event("trap_fill", "e", T0, site="other-site", trap="t", fill_fraction=0.4, depth_in=1),
+        started("b", T0 + 20 * MIN),
+        started("c", half_second),
+        trap_fill("d", T0, "trap-1", 0.41, 15.0),
+        trap_fill("e", T0, "t", 0.4, 1.0, site="other-site"),
     ], applied_seq=1, recorded_ms=T0)
     store.events.record([
         qualified("a", T0 + 5 * MIN, revision=1),  # a late reading moved it earlier
-        event("storm_started", "b", T0 + 20 * MIN, 1, retracted=True, gauge="rg1",
-              event_id="b"),
+        started("b", T0 + 20 * MIN, 1, retracted=True),
     ], applied_seq=2, recorded_ms=T0 + 1)
     current = store.events.current(SITE)
-    assert [(e["id"], e["revision"]) for e in current] == [("d", 0), ("c", 0), ("a", 1)]
-    assert current[1]["at"] == "2026-05-01T12:00:00.500Z"
-    assert {e["id"] for e in store.events.current()} == {"a", "c", "d", "e"}
+    assert [(e.id, e.revision) for e in current] == [("d", 0), ("c", 0), ("a", 1)]
+    assert current[1].to_json()["at"] == "2026-05-01T12:00:00.500Z"
+    assert {e.id for e in store.events.current()} == {"a", "c", "d", "e"}
     assert len(store.events.all()) == 7  # every revision is kept
 
 
@@ -399,7 +427,7 @@ def test_logbook_rows_and_intact_chain(store: Store) -> None:
     assert [r.prev_hash for r in rows[1:]] == [r.hash for r in rows[:-1]]
     assert dataclasses.replace(rows[0], prev_hash="", hash="") == LogbookRow(
         1, "2026-05-01T12:00:00.001Z", SITE, "storm_qualified", "storm-1", 0,
-        qualified("storm-1"), "", "")
+        qualified("storm-1").to_json(), "", "")
     assert store.events.logbook_head() == (3, rows[-1].hash)
     assert store.events.logbook_verify() == []
 

@@ -2,10 +2,33 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from monitor.config import Config
 from monitor.configfile import parse_config
+from monitor.engine.events import (
+    BackgroundMissing,
+    BatteryLow,
+    Body,
+    ClockClosed,
+    CounterReset,
+    Event,
+    Fact,
+    InspectionDueSoon,
+    InspectionOverdue,
+    InspectionRecorded,
+    Pegged,
+    SensorRecovered,
+    SensorStale,
+    StormEnded,
+    StormQualified,
+    StormStarted,
+    TrapCleaned,
+    TrapCleanoutRequired,
+    TrapFill,
+    TurbidityContrast,
+)
 from monitor.engine.inputs import Inspection, Reading
 from monitor.engine.times import MS_PER_MINUTE, parse_iso
 
@@ -68,3 +91,56 @@ def inspection(at_ms: int, inspector: str = "J. Rivera, CPESC", kind: str = "sto
 
 def of_type(events: list[Any], kind: str) -> list[dict[str, Any]]:
     return [e.to_json() for e in events if e.type == kind]
+
+
+# --------------------------------------------------------------------------- events
+
+#: A complete example body of every § 5 type (the values of an ordinary site).
+SAMPLE_BODIES: dict[str, Body] = {body.TYPE: body for body in (
+    StormStarted(gauge="rg1", event_id="e1", started_at="2026-11-30T10:15:00Z"),
+    StormQualified(gauge="rg1", event_id="e1", started_at="2026-11-30T10:15:00Z",
+                   qualified_at="2026-11-30T14:15:00Z", total_in=0.5, max_24h_in=0.5,
+                   due="2026-12-01T14:15:00Z", threshold_in=0.5, mode="event_24h",
+                   clock_id="storm-e1"),
+    StormEnded(gauge="rg1", event_id="e1", started_at="2026-11-30T10:15:00Z",
+               ended_at="2026-11-30T16:15:00Z", total_in=0.8, max_24h_in=0.8, qualified=True),
+    InspectionRecorded(inspector="J. Rivera, CPESC", kind="storm",
+                       inspected_at="2026-12-01T10:00:00Z", closes=("storm-e1",)),
+    InspectionDueSoon(clock_id="storm-e1", clock="storm", due="2026-12-01T14:15:00Z",
+                      hours_left=6.0),
+    InspectionOverdue(clock_id="storm-e1", clock="storm", due="2026-12-01T14:15:00Z",
+                      hours_late=0.0),
+    ClockClosed(clock_id="storm-e1", clock="storm", due="2026-12-01T14:15:00Z",
+                inspected_at="2026-12-01T10:00:00Z", outcome="met"),
+    TrapFill(trap="trap-1", fill_fraction=0.41, depth_in=20.0, sensor="trap1-depth",
+             threshold=0.4),
+    TrapCleanoutRequired(trap="trap-1", fill_fraction=0.5, depth_in=24.0, sensor="trap1-depth",
+                         threshold=0.5),
+    TrapCleaned(trap="trap-1", fill_before=0.5, fill_after=0.05, sensor="trap1-depth"),
+    TurbidityContrast(pair="outfall-1", state="exceeded", started_at="2026-11-30T14:05:00Z",
+                      upstream_ntu=10.0, downstream_ntu=40.0, delta_ntu=30.0, limit_ntu=5.0,
+                      upstream_at="2026-11-30T14:14:00Z"),
+    SensorStale(sensor="rg1", last_seen="2026-11-30T12:00:00Z", stale_after_minutes=60.0),
+    SensorRecovered(sensor="rg1", last_seen="2026-11-30T15:00:00Z",
+                    stale_since="2026-11-30T13:00:00Z"),
+    BatteryLow(sensor="rg1", battery_v=3.41, battery_low_v=3.5),
+    CounterReset(sensor="rg1", tips_before=1234, tips_after=0),
+    BackgroundMissing(sensor="tb-up", pair="outfall-1", downstream_ntu=25.0),
+    Pegged(sensor="tb-down", pair="outfall-1", ntu=1000.0, max_ntu=1000.0),
+)}
+
+
+def event(type_: str, id_: str, at_ms: int, revision: int = 0, *, site: str = SITE,
+          retracted: bool = False, **fields: Any) -> Event:
+    """A published event of ``type_``: its sample body with ``fields`` replaced."""
+    body = dataclasses.replace(SAMPLE_BODIES[type_], **fields)
+    return Event(Fact(site, at_ms, id_, body), revision, retracted)
+
+
+def changed(e: Event, *, site: str | None = None, revision: int | None = None,
+          retracted: bool | None = None, **fields: Any) -> Event:
+    """``e`` with its site, revision, retraction or body fields changed."""
+    fact = Fact(site if site is not None else e.site, e.at_ms, e.id,
+                dataclasses.replace(e.body, **fields))
+    return Event(fact, e.revision if revision is None else revision,
+                 e.retracted if retracted is None else retracted)

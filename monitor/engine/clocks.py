@@ -47,9 +47,20 @@ from datetime import datetime, time
 from typing import Any
 
 from ..config import SiteConfig
-from .events import Fact, make_id
+from .events import (
+    Body,
+    ClockClosed,
+    Fact,
+    GaugeQualified,
+    InspectionDueSoon,
+    InspectionOverdue,
+    InspectionRecorded,
+    StormEnded,
+    StormQualified,
+    StormStarted,
+    make_id,
+)
 from .inputs import Inspection
-from .rain import GAUGE_QUALIFIED
 from .times import MS_PER_DAY, hours_ms, iso
 
 MEAN_GAUGE = "mean"
@@ -149,21 +160,21 @@ def gauge_storms(facts: list[Fact]) -> list[GaugeStorm]:
     """Rebuild gauge storm events from the rain folds' facts."""
     by_event: dict[tuple[str, str], dict[str, Any]] = {}
     for fact in facts:
-        if fact.type not in ("storm_started", GAUGE_QUALIFIED, "storm_ended"):
+        body = fact.body
+        if not isinstance(body, StormStarted | GaugeQualified | StormEnded):
             continue
-        f = fact.fields
-        rec = by_event.setdefault((f["gauge"], f["event_id"]), {
-            "gauge": f["gauge"], "event_id": f["event_id"], "started_at": None,
+        rec = by_event.setdefault((body.gauge, body.event_id), {
+            "gauge": body.gauge, "event_id": body.event_id, "started_at": None,
             "ended_at": None, "qualified_at": None, "q_total_in": 0.0, "q_max_24h_in": 0.0,
             "ids": [],
         })
         rec["ids"].append(fact.id)
-        if fact.type == "storm_started":
+        if isinstance(body, StormStarted):
             rec["started_at"] = fact.at_ms
-        elif fact.type == GAUGE_QUALIFIED:
+        elif isinstance(body, GaugeQualified):
             rec["qualified_at"] = fact.at_ms
-            rec["q_total_in"] = f["total_in"]
-            rec["q_max_24h_in"] = f["max_24h_in"]
+            rec["q_total_in"] = body.total_in
+            rec["q_max_24h_in"] = body.max_24h_in
         else:
             rec["ended_at"] = fact.at_ms
     storms = []
@@ -257,20 +268,18 @@ def compute(site: SiteConfig, gauge_facts: list[Fact], inspections: list[Inspect
             ended = [s.ended_at for s in group]
             start = None if any(e is None for e in ended) else max(e for e in ended if e)
         due = start + within if start is not None and site.clocks_apply else None
-        fields: dict[str, Any] = {
-            "gauge": rep.gauge, "event_id": rep.event_id, "started_at": iso(rep.started_at),
-            "qualified_at": iso(rep.qualified_at), "total_in": rep.q_total_in,
-            "max_24h_in": rep.q_max_24h_in, "due": iso(due) if due is not None else None,
-            "threshold_in": rules.threshold_in, "mode": rules.mode,
-        }
         if site.clocks_apply:
-            fields["clock_id"] = clock_id
             result.clocks.append(Clock(clock_id, "storm", rep.qualified_at, start, due,
                                        storm=rep))
-        else:
-            fields["informational"] = True
-        fact = Fact("storm_qualified", site.id, rep.qualified_at,
-                    make_id("storm_qualified", site.id, rep.gauge, rep.started_at), fields)
+        fact = Fact(site.id, rep.qualified_at,
+                    make_id("storm_qualified", site.id, rep.gauge, rep.started_at),
+                    StormQualified(
+                        gauge=rep.gauge, event_id=rep.event_id, started_at=iso(rep.started_at),
+                        qualified_at=iso(rep.qualified_at), total_in=rep.q_total_in,
+                        max_24h_in=rep.q_max_24h_in, due=iso(due) if due is not None else None,
+                        threshold_in=rules.threshold_in, mode=rules.mode,
+                        clock_id=clock_id if site.clocks_apply else None,
+                        informational=None if site.clocks_apply else True))
         other[fact.id] = fact
 
     if site.clocks_apply:
@@ -288,12 +297,12 @@ def compute(site: SiteConfig, gauge_facts: list[Fact], inspections: list[Inspect
                 (floors or {}).get(clock.clock_id))
 
     for insp in inspections:
-        fact = Fact("inspection_recorded", site.id, insp.ts_ms,
+        fact = Fact(site.id, insp.ts_ms,
                     make_id("inspection_recorded", site.id, insp.ts_ms, insp.inspector),
-                    {"inspector": insp.inspector, "kind": insp.kind,
-                     "inspected_at": iso(insp.ts_ms), "closes": sorted(closes[id(insp)]),
-                     **({"notes": insp.notes} if insp.notes else {}),
-                     **({"findings": insp.findings} if insp.findings else {})})
+                    InspectionRecorded(
+                        inspector=insp.inspector, kind=insp.kind, inspected_at=iso(insp.ts_ms),
+                        closes=tuple(sorted(closes[id(insp)])), notes=insp.notes or None,
+                        findings=insp.findings or None))
         other[fact.id] = fact
 
     # Merge into the previous facts dict; note what changed.
@@ -359,13 +368,12 @@ def _clock_facts(site: SiteConfig, clock: Clock, now_ms: int | None, prev: Clock
         return cf
     rules = site.rain
     due = clock.due
-    base = {"clock_id": clock.clock_id, "clock": clock.clock, "due": iso(due)}
+    cid, kind, due_iso = clock.clock_id, clock.clock, iso(due)
     now = now_ms if now_ms is not None else -(2**62)
     closed = clock.closed_at if clock.closed_at is not None else 2**62
 
-    def add(kind: str, at: int, fid: str, extra: dict[str, Any]) -> None:
-        fact = Fact(kind, site.id, at, fid, {**base, **extra})
-        cf.facts[fid] = fresh[fid] = fact
+    def add(at: int, fid: str, body: Body) -> None:
+        cf.facts[fid] = fresh[fid] = Fact(site.id, at, fid, body)
 
     for hours in rules.remind_before_hours:
         at = due - hours_ms(hours)
@@ -374,19 +382,22 @@ def _clock_facts(site: SiteConfig, clock: Clock, now_ms: int | None, prev: Clock
         if clock.opened_at <= at <= now and at < closed:
             fid = make_id("inspection_due_soon", site.id, clock.clock_id, hours)
             if fid not in cf.facts:
-                add("inspection_due_soon", at, fid, {"hours_left": hours})
+                add(at, fid, InspectionDueSoon(
+                    clock_id=cid, clock=kind, due=due_iso, hours_left=hours))
     repeat = hours_ms(rules.overdue_repeat_hours)
     k = cf.next_overdue
     at = due + k * repeat
     while at <= now and at < closed:
-        add("inspection_overdue", at, make_id("inspection_overdue", site.id, clock.clock_id, k),
-            {"hours_late": round(k * rules.overdue_repeat_hours, 3)})
+        add(at, make_id("inspection_overdue", site.id, clock.clock_id, k),
+            InspectionOverdue(clock_id=cid, clock=kind, due=due_iso,
+                              hours_late=round(k * rules.overdue_repeat_hours, 3)))
         k += 1
         at = due + k * repeat
     cf.next_overdue = k
     if clock.closed_at is not None and clock.closed_at <= now:
         fid = make_id("clock_closed", site.id, clock.clock_id)
         if fid not in cf.facts:
-            add("clock_closed", clock.closed_at, fid,
-                {"inspected_at": iso(clock.closed_at), "outcome": clock.outcome})
+            add(clock.closed_at, fid, ClockClosed(
+                clock_id=cid, clock=kind, due=due_iso, inspected_at=iso(clock.closed_at),
+                outcome="met" if clock.closed_at <= due else "late"))
     return cf

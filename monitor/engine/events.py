@@ -1,51 +1,278 @@
-"""Domain events: the one vocabulary of DESIGN § 5.
+"""Domain events: the one vocabulary of DESIGN § 5, as types.
 
-A ``Fact`` is what the rules conclude (type, site, event time, stable id and
-the type's own fields). An ``Event`` is a fact as published: with the
-``revision`` it has reached. When late data changes a fact, the engine
-publishes the same id again with ``revision + 1``; when late data shows a fact
-never held (a storm start that moved earlier gets a new id), the old id is
-published once more with ``retracted: true``. The latest revision is
-authoritative.
+Each § 5 event type is a frozen dataclass of its own fields (a *body*:
+``StormQualified``, ``TrapCleanoutRequired`` ...), built by the rule that
+concludes it, so a misspelt or missing field is a type error where the event
+is made, and consumers read attributes. ``EVENT_TYPES`` maps each type name to
+its class; ``EVENT_FIELDS`` (the fields of each type) is read off the classes.
+A body's JSON has every field without a default (the contract's, null
+included) and the optional ones only when set.
+
+A ``Fact`` is what the rules conclude (site, event time, stable id and the
+body). An ``Event`` is a fact as published: with the ``revision`` it has
+reached. When late data changes a fact, the engine publishes the same id
+again with ``revision + 1``; when late data shows a fact never held (a storm
+start that moved earlier gets a new id), the old id is published once more
+with ``retracted: true``. The latest revision is authoritative.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
 
 from .times import iso, parse_iso
 
-#: Every event type and its own fields (DESIGN § 5); ``extra`` fields may follow.
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Body:
+    """The own fields of one event type (its ``TYPE``)."""
+
+    TYPE: ClassVar[str] = ""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if value is None and f.default is not dataclasses.MISSING:
+                continue  # an optional field that is not set
+            out[f.name] = list(value) if isinstance(value, tuple) else value
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Body:
+        """The body of ``data`` (an event's JSON); unknown keys are ignored."""
+        kwargs = {}
+        for f in dataclasses.fields(cls):
+            if f.name in data:
+                value = data[f.name]
+                kwargs[f.name] = tuple(value) if isinstance(value, list) else value
+        return cls(**kwargs)
+
+
+# --------------------------------------------------------------------------- storms
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StormStarted(Body):
+    TYPE: ClassVar[str] = "storm_started"
+    gauge: str
+    event_id: str
+    started_at: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StormQualified(Body):
+    """§ 134-9A(2): a storm event reached the threshold; ``due`` is the inspection's
+    deadline (null until the storm ends for ``clock_start: event_end``, and for a
+    site the clocks do not apply to, which is ``informational``)."""
+
+    TYPE: ClassVar[str] = "storm_qualified"
+    gauge: str
+    event_id: str
+    started_at: str
+    qualified_at: str
+    total_in: float
+    max_24h_in: float
+    due: str | None
+    threshold_in: float
+    mode: str
+    clock_id: str | None = None
+    informational: bool | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StormEnded(Body):
+    TYPE: ClassVar[str] = "storm_ended"
+    gauge: str
+    event_id: str
+    started_at: str
+    ended_at: str
+    total_in: float
+    max_24h_in: float
+    qualified: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GaugeQualified(Body):
+    """A gauge's own storm event qualified (internal: the clocks decide what the site's
+    storm is, and publish ``storm_qualified``)."""
+
+    TYPE: ClassVar[str] = "_gauge_qualified"
+    gauge: str
+    event_id: str
+    started_at: str
+    qualified_at: str
+    total_in: float
+    max_24h_in: float
+    last_rain: str
+
+
+# --------------------------------------------------------------------------- inspections
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InspectionRecorded(Body):
+    TYPE: ClassVar[str] = "inspection_recorded"
+    inspector: str
+    kind: str
+    inspected_at: str
+    closes: tuple[str, ...]
+    notes: str | None = None
+    findings: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InspectionDueSoon(Body):
+    TYPE: ClassVar[str] = "inspection_due_soon"
+    clock_id: str
+    clock: str
+    due: str
+    hours_left: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InspectionOverdue(Body):
+    TYPE: ClassVar[str] = "inspection_overdue"
+    clock_id: str
+    clock: str
+    due: str
+    hours_late: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClockClosed(Body):
+    TYPE: ClassVar[str] = "clock_closed"
+    clock_id: str
+    clock: str
+    due: str
+    inspected_at: str
+    outcome: Literal["met", "late"]
+
+
+# --------------------------------------------------------------------------- traps
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrapFill(Body):
+    """§ 134-9A(1): the fill of design capacity reached the warning level."""
+
+    TYPE: ClassVar[str] = "trap_fill"
+    trap: str
+    fill_fraction: float
+    depth_in: float
+    sensor: str
+    threshold: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrapCleanoutRequired(Body):
+    """§ 134-9A(1): the fill reached the clean-out level (50 % by default)."""
+
+    TYPE: ClassVar[str] = "trap_cleanout_required"
+    trap: str
+    fill_fraction: float
+    depth_in: float
+    sensor: str
+    threshold: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrapCleaned(Body):
+    TYPE: ClassVar[str] = "trap_cleaned"
+    trap: str
+    fill_before: float
+    fill_after: float
+    sensor: str
+
+
+# --------------------------------------------------------------------------- turbidity
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurbidityContrast(Body):
+    """§ 134-8C: the contrast with background was ``exceeded`` long enough, or ``cleared``."""
+
+    TYPE: ClassVar[str] = "turbidity_contrast"
+    pair: str
+    state: Literal["exceeded", "cleared"]
+    started_at: str
+    upstream_ntu: float
+    downstream_ntu: float
+    delta_ntu: float
+    limit_ntu: float
+    upstream_at: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BackgroundMissing(Body):
+    TYPE: ClassVar[str] = "background_missing"
+    sensor: str
+    pair: str
+    downstream_ntu: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Pegged(Body):
+    TYPE: ClassVar[str] = "pegged"
+    sensor: str
+    pair: str
+    ntu: float
+    max_ntu: float
+
+
+# --------------------------------------------------------------------------- sensors
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SensorStale(Body):
+    TYPE: ClassVar[str] = "sensor_stale"
+    sensor: str
+    last_seen: str
+    stale_after_minutes: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SensorRecovered(Body):
+    TYPE: ClassVar[str] = "sensor_recovered"
+    sensor: str
+    last_seen: str
+    stale_since: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BatteryLow(Body):
+    TYPE: ClassVar[str] = "battery_low"
+    sensor: str
+    battery_v: float
+    battery_low_v: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CounterReset(Body):
+    TYPE: ClassVar[str] = "counter_reset"
+    sensor: str
+    tips_before: int
+    tips_after: int
+
+
+#: Every published event type by name, in the order that breaks ties at one
+#: instant (causes before consequences).
+EVENT_TYPES: dict[str, type[Body]] = {cls.TYPE: cls for cls in (
+    StormStarted, StormQualified, StormEnded, InspectionRecorded, InspectionDueSoon,
+    InspectionOverdue, ClockClosed, TrapFill, TrapCleanoutRequired, TrapCleaned,
+    TurbidityContrast, SensorStale, SensorRecovered, BatteryLow, CounterReset,
+    BackgroundMissing, Pegged)}
+#: Each event type's fields (DESIGN § 5 and what the rules add), read off the types.
 EVENT_FIELDS: dict[str, tuple[str, ...]] = {
-    "storm_started": ("gauge", "event_id", "started_at"),
-    "storm_qualified": (
-        "gauge", "event_id", "started_at", "qualified_at", "total_in", "max_24h_in", "due",
-    ),
-    "storm_ended": (
-        "gauge", "event_id", "started_at", "ended_at", "total_in", "max_24h_in", "qualified",
-    ),
-    "inspection_recorded": ("inspector", "kind", "inspected_at", "closes"),
-    "inspection_due_soon": ("clock_id", "clock", "due", "hours_left"),
-    "inspection_overdue": ("clock_id", "clock", "due", "hours_late"),
-    "clock_closed": ("clock_id", "clock", "due", "inspected_at", "outcome"),
-    "trap_fill": ("trap", "fill_fraction", "depth_in"),
-    "trap_cleanout_required": ("trap", "fill_fraction", "depth_in"),
-    "trap_cleaned": ("trap", "fill_before", "fill_after"),
-    "turbidity_contrast": (
-        "pair", "state", "started_at", "upstream_ntu", "downstream_ntu", "delta_ntu", "limit_ntu",
-    ),
-    "sensor_stale": ("sensor", "last_seen"),
-    "sensor_recovered": ("sensor", "last_seen"),
-    "battery_low": ("sensor",),
-    "counter_reset": ("sensor",),
-    "background_missing": ("sensor",),
-    "pegged": ("sensor",),
-}
+    name: tuple(f.name for f in dataclasses.fields(cls)) for name, cls in EVENT_TYPES.items()}
+_INTERNAL: dict[str, type[Body]] = {GaugeQualified.TYPE: GaugeQualified}
 
 #: Tie-break for events at the same instant: causes before consequences.
-TYPE_ORDER = {name: i for i, name in enumerate(EVENT_FIELDS)}
+TYPE_ORDER = {name: i for i, name in enumerate(EVENT_TYPES)}
 
 
 def make_id(*parts: object) -> str:
@@ -56,26 +283,38 @@ def make_id(*parts: object) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Fact:
-    """A concluded domain fact. ``fields`` holds JSON-ready values only."""
+    """A concluded domain fact: where, when, its stable id, and its typed body."""
 
-    type: str
     site: str
     at_ms: int
     id: str
-    fields: dict[str, Any] = field(default_factory=dict, hash=False)
+    body: Body
+
+    @property
+    def type(self) -> str:
+        return self.body.TYPE
+
+    @property
+    def fields(self) -> dict[str, Any]:
+        """The body as JSON-ready data (for writers that treat every type alike)."""
+        return self.body.to_json()
 
     def sort_key(self) -> tuple[int, int, str]:
         return (self.at_ms, TYPE_ORDER.get(self.type, 99), self.id)
 
     def to_json(self) -> dict[str, Any]:
         return {"type": self.type, "site": self.site, "at": iso(self.at_ms), "id": self.id,
-                **self.fields}
+                **self.body.to_json()}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Fact:
-        rest = {k: v for k, v in data.items()
-                if k not in ("type", "site", "at", "id", "revision", "retracted")}
-        return cls(data["type"], data["site"], parse_iso(data["at"]), data["id"], rest)
+    def from_json(cls, data: Mapping[str, Any]) -> Fact:
+        """The fact of an event's JSON (``KeyError``/``TypeError`` when it is not one)."""
+        kind = str(data["type"])
+        body_type = EVENT_TYPES.get(kind) or _INTERNAL.get(kind)
+        if body_type is None:
+            raise KeyError(f"unknown event type {kind!r}")
+        return cls(str(data["site"]), parse_iso(data["at"]), str(data["id"]),
+                   body_type.from_json(data))
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +334,10 @@ class Event:
         return self.fact.id
 
     @property
+    def site(self) -> str:
+        return self.fact.site
+
+    @property
     def at_ms(self) -> int:
         return self.fact.at_ms
 
@@ -105,8 +348,12 @@ class Event:
             out["retracted"] = True
         return out
 
+    @property
+    def body(self) -> Body:
+        return self.fact.body
+
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Event:
+    def from_json(cls, data: Mapping[str, Any]) -> Event:
         return cls(Fact.from_json(data), int(data.get("revision", 0)),
                    bool(data.get("retracted", False)))
 

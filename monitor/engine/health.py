@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config import SensorConfig
-from .events import Fact, make_id
+from .events import BatteryLow, Fact, SensorRecovered, SensorStale, make_id
 from .inputs import Reading
 from .times import iso, minutes_ms
 
@@ -66,10 +66,9 @@ class HealthFold:
         last = state.last_seen
         if last is not None and ts - last > self.stale_ms:
             out.append(self._stale(last))
-            out.append(Fact("sensor_recovered", self.site, ts,
-                            make_id("sensor_recovered", self.site, self.sensor, ts),
-                            {"sensor": self.sensor, "last_seen": iso(ts),
-                             "stale_since": iso(last + self.stale_ms)}))
+            out.append(Fact(self.site, ts, make_id("sensor_recovered", self.site, self.sensor, ts),
+                            SensorRecovered(sensor=self.sensor, last_seen=iso(ts),
+                                            stale_since=iso(last + self.stale_ms))))
         state.last_seen = ts
         if item.battery_v is not None:
             state.battery_v = item.battery_v
@@ -92,10 +91,10 @@ class HealthFold:
         return is_stale(state.last_seen, self.stale_ms, now_ms)
 
     def _stale(self, last_seen: int) -> Fact:
-        return Fact("sensor_stale", self.site, last_seen + self.stale_ms,
+        return Fact(self.site, last_seen + self.stale_ms,
                     make_id("sensor_stale", self.site, self.sensor, last_seen),
-                    {"sensor": self.sensor, "last_seen": iso(last_seen),
-                     "stale_after_minutes": self.stale_ms / 60_000})
+                    SensorStale(sensor=self.sensor, last_seen=iso(last_seen),
+                                stale_after_minutes=self.stale_ms / 60_000))
 
     def _battery(self, state: HealthState, ts: int, volts: float, out: list[Fact]) -> None:
         limit = self.battery_low_v
@@ -103,9 +102,8 @@ class HealthFold:
             return
         if not state.battery_low and volts < limit:
             state.battery_low = True
-            out.append(Fact("battery_low", self.site, ts,
-                            make_id("battery_low", self.site, self.sensor, ts),
-                            {"sensor": self.sensor, "battery_v": round(volts, 3),
-                             "battery_low_v": limit}))
+            out.append(Fact(self.site, ts, make_id("battery_low", self.site, self.sensor, ts),
+                            BatteryLow(sensor=self.sensor, battery_v=round(volts, 3),
+                                       battery_low_v=limit)))
         elif state.battery_low and volts >= limit + BATTERY_REARM_V:
             state.battery_low = False

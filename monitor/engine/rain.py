@@ -33,14 +33,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import RainRules
-from .events import Fact, make_id
+from .events import (
+    Body,
+    CounterReset,
+    Fact,
+    GaugeQualified,
+    StormEnded,
+    StormStarted,
+    make_id,
+)
 from .inputs import Reading
 from .times import MS_PER_DAY, compact, hours_ms, iso
 
 MICRO_PER_IN = 1_000_000
 
 #: Internal fact (not published) that tells the site layer a gauge's event qualified.
-GAUGE_QUALIFIED = "_gauge_qualified"
+GAUGE_QUALIFIED = GaugeQualified.TYPE
 
 
 @dataclass(slots=True)
@@ -115,7 +123,8 @@ class GaugeFold:
         storm = state.storm
         if storm is None:
             storm = state.storm = StormState(started_at=ts, last_rain=ts)
-            out.append(self._fact("storm_started", storm, ts, {}))
+            out.append(self._fact(storm, ts, StormStarted(
+                gauge=self.gauge, event_id=self.event_id(ts), started_at=iso(ts))))
         storm.last_rain = ts
         storm.total += depth
         storm.window.append((ts, depth))
@@ -179,21 +188,20 @@ class GaugeFold:
         if tips < 0:
             tips = item.tips_total
             if self.emit_resets:
-                out.append(Fact("counter_reset", self.site, item.ts_ms,
+                out.append(Fact(self.site, item.ts_ms,
                                 make_id("counter_reset", self.site, item.sensor, item.ts_ms),
-                                {"sensor": item.sensor, "tips_before": previous,
-                                 "tips_after": item.tips_total}))
+                                CounterReset(sensor=item.sensor, tips_before=previous,
+                                             tips_after=item.tips_total)))
         return tips * self.per_tip[item.sensor]
 
     def _close_if_dry(self, state: GaugeState, now_ms: int, out: list[Fact]) -> None:
         storm = state.storm
         if storm is not None and now_ms - storm.last_rain >= self.gap_ms:
-            out.append(self._fact("storm_ended", storm, storm.last_rain, {
-                "ended_at": iso(storm.last_rain),
-                "total_in": self._inches(storm.total),
-                "max_24h_in": self._inches(storm.max24),
-                "qualified": storm.qualified_at is not None,
-            }))
+            out.append(self._fact(storm, storm.last_rain, StormEnded(
+                gauge=self.gauge, event_id=self.event_id(storm.started_at),
+                started_at=iso(storm.started_at), ended_at=iso(storm.last_rain),
+                total_in=self._inches(storm.total), max_24h_in=self._inches(storm.max24),
+                qualified=storm.qualified_at is not None)))
             state.storm = None
 
     def _expire(self, state: GaugeState, ts: int) -> None:
@@ -230,12 +238,11 @@ class GaugeFold:
         else:
             storm.q_max24 = storm.window_sum
         storm.q_total = storm.total
-        out.append(self._fact(GAUGE_QUALIFIED, storm, ts, {
-            "qualified_at": iso(ts),
-            "total_in": self._inches(storm.q_total),
-            "max_24h_in": self._inches(storm.q_max24),
-            "last_rain": iso(storm.last_rain),
-        }))
+        out.append(self._fact(storm, ts, GaugeQualified(
+            gauge=self.gauge, event_id=self.event_id(storm.started_at),
+            started_at=iso(storm.started_at), qualified_at=iso(ts),
+            total_in=self._inches(storm.q_total), max_24h_in=self._inches(storm.q_max24),
+            last_rain=iso(storm.last_rain))))
 
     # ---------------------------------------------------------------- output
 
@@ -245,10 +252,6 @@ class GaugeFold:
     def _inches(self, units: int) -> float:
         return round(units / self.units, 6)
 
-    def _fact(self, kind: str, storm: StormState, at: int, extra: dict[str, Any]) -> Fact:
-        return Fact(kind, self.site, at, make_id(kind, self.site, self.gauge, storm.started_at), {
-            "gauge": self.gauge,
-            "event_id": self.event_id(storm.started_at),
-            "started_at": iso(storm.started_at),
-            **extra,
-        })
+    def _fact(self, storm: StormState, at: int, body: Body) -> Fact:
+        return Fact(self.site, at, make_id(body.TYPE, self.site, self.gauge, storm.started_at),
+                    body)

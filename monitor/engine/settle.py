@@ -28,7 +28,7 @@ from .clocks import (
     gauge_storms,
     group_storms,
 )
-from .events import Fact, make_id
+from .events import Fact, InspectionDueSoon, InspectionOverdue, make_id
 from .inputs import Inspection
 from .times import hours_ms, parse_iso
 
@@ -138,11 +138,11 @@ def settle(site: SiteConfig, gauge_facts: list[Fact], result: SiteClocks,
         for fid in early:
             fact = cf.facts.pop(fid)
             settled_ids.add(fid)
-            if fact.type == "inspection_due_soon":
-                reminders.add(float(fact.fields["hours_left"]))
-            else:
-                due = parse_iso(fact.fields["due"])
-                k = max(k, (fact.at_ms - due) // repeat + 1)
+            body = fact.body
+            if isinstance(body, InspectionDueSoon):
+                reminders.add(float(body.hours_left))
+            elif isinstance(body, InspectionOverdue):
+                k = max(k, (fact.at_ms - parse_iso(body.due)) // repeat + 1)
         cf.floor = out.floors[cid] = ClockFloor(k, frozenset(reminders))
 
     present = [fid for fid in settled_ids if fid in result.facts]

@@ -6,7 +6,12 @@ in the rules ("at least 6 hours", "within 24 hours") is then exact too.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timezone
+
+#: The wall clock the shell is given (seconds since the epoch, like ``time.time``),
+#: injected so tests and the demo can run time faster. The engine never calls one.
+WallClock = Callable[[], float]
 
 MS_PER_MINUTE = 60_000
 MS_PER_HOUR = 3_600_000

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 from ..config import SensorConfig, TrapConfig
-from .events import Fact, make_id
+from .events import Fact, TrapCleaned, TrapCleanoutRequired, TrapFill, make_id
 from .inputs import Reading
 from .times import MS_PER_DAY
 
@@ -227,10 +227,10 @@ class TrapFold:
             state.cleanout_armed = True
         if state.warn_armed and fill >= self.warn:
             state.warn_armed = False
-            out.append(self._level_fact("trap_fill", ts, fill, depth_in, self.warn))
+            out.append(self._level_fact(TrapFill, ts, fill, depth_in, self.warn))
         if state.cleanout_armed and fill >= self.cleanout:
             state.cleanout_armed = False
-            out.append(self._level_fact("trap_cleanout_required", ts, fill, depth_in,
+            out.append(self._level_fact(TrapCleanoutRequired, ts, fill, depth_in,
                                         self.cleanout))
         self._track_cleaning(state, ts, fill, out)
 
@@ -290,25 +290,18 @@ class TrapFold:
         peaks.append((ts, fill))
         before = peaks[0][1]
         if round(before - fill, _DIGITS) >= CLEANED_DROP:
-            out.append(Fact("trap_cleaned", self.site, ts,
-                            make_id("trap_cleaned", self.site, self.trap.id, ts), {
-                                "trap": self.trap.id,
-                                "fill_before": round(before, 4),
-                                "fill_after": round(fill, 4),
-                                "sensor": self.sensor.id,
-                            }))
+            out.append(Fact(self.site, ts, make_id("trap_cleaned", self.site, self.trap.id, ts),
+                            TrapCleaned(trap=self.trap.id, fill_before=round(before, 4),
+                                        fill_after=round(fill, 4), sensor=self.sensor.id)))
             peaks.clear()
             peaks.append((ts, fill))
 
-    def _level_fact(self, kind: str, ts: int, fill: float, depth_in: float,
-                    threshold: float) -> Fact:
-        return Fact(kind, self.site, ts, make_id(kind, self.site, self.trap.id, ts), {
-            "trap": self.trap.id,
-            "fill_fraction": round(fill, 4),
-            "depth_in": round(depth_in, 3),
-            "sensor": self.sensor.id,
-            "threshold": threshold,
-        })
+    def _level_fact(self, kind: type[TrapFill | TrapCleanoutRequired], ts: int, fill: float,
+                    depth_in: float, threshold: float) -> Fact:
+        return Fact(self.site, ts, make_id(kind.TYPE, self.site, self.trap.id, ts),
+                    kind(trap=self.trap.id, fill_fraction=round(fill, 4),
+                         depth_in=round(depth_in, 3), sensor=self.sensor.id,
+                         threshold=threshold))
 
 
 def _median(values: deque[int]) -> float:

@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..config import SensorConfig, TurbidityPair
-from .events import Fact, make_id
+from .events import BackgroundMissing, Fact, Pegged, TurbidityContrast, make_id
 from .inputs import Reading
 from .times import iso, minutes_ms
 
@@ -311,9 +311,8 @@ class PairFold:
             state.last = (t, None, down_m, None)
             if not state.missing:
                 state.missing = True
-                out.append(self._probe_fact("background_missing", self.upstream.id, t, {
-                    "downstream_ntu": _ntu(down_m),
-                }))
+                out.append(self._probe_fact(self.upstream.id, t, BackgroundMissing(
+                    sensor=self.upstream.id, pair=self.pair.id, downstream_ntu=_ntu(down_m))))
             return
         state.missing = False
         up_at, up_m = background
@@ -331,7 +330,7 @@ class PairFold:
         elif after == "clearing" and before == "exceeded":
             state.clearing_since = t
         # The timed moves; checked on entry too, so a zero duration fires at once.
-        emit: str | None = None
+        emit: Literal["exceeded", "cleared"] | None = None
         if after == "pending" and state.started is not None \
                 and t - state.started >= self.sustain_ms:
             after, emit = "exceeded", "exceeded"
@@ -342,17 +341,14 @@ class PairFold:
         if emit is None or state.started is None:
             return
         started = state.started
-        out.append(Fact("turbidity_contrast", self.site, t,
-                        make_id("turbidity_contrast", self.site, self.pair.id, emit, started), {
-                            "pair": self.pair.id,
-                            "state": emit,
-                            "started_at": iso(started),
-                            "upstream_ntu": _ntu(up_m),
-                            "downstream_ntu": _ntu(down_m),
-                            "delta_ntu": _ntu(down_m - up_m),
-                            "limit_ntu": round(limit_e4 / E4_PER_NTU, 3),
-                            "upstream_at": iso(up_at),
-                        }))
+        out.append(Fact(self.site, t,
+                        make_id("turbidity_contrast", self.site, self.pair.id, emit, started),
+                        TurbidityContrast(pair=self.pair.id, state=emit,
+                                          started_at=iso(started), upstream_ntu=_ntu(up_m),
+                                          downstream_ntu=_ntu(down_m),
+                                          delta_ntu=_ntu(down_m - up_m),
+                                          limit_ntu=round(limit_e4 / E4_PER_NTU, 3),
+                                          upstream_at=iso(up_at))))
         if after == "ok":
             state.started = state.clearing_since = None
 
@@ -363,14 +359,13 @@ class PairFold:
         pegged = ntu_m >= max_m
         was = state.up_pegged if role == UP else state.down_pegged
         if pegged and not was:
-            out.append(self._probe_fact("pegged", sensor.id, ts, {
-                "ntu": _ntu(ntu_m), "max_ntu": sensor.max_ntu_value,
-            }))
+            out.append(self._probe_fact(sensor.id, ts, Pegged(
+                sensor=sensor.id, pair=self.pair.id, ntu=_ntu(ntu_m),
+                max_ntu=sensor.max_ntu_value)))
         if role == UP:
             state.up_pegged = pegged
         else:
             state.down_pegged = pegged
 
-    def _probe_fact(self, kind: str, sensor: str, ts: int, extra: dict[str, Any]) -> Fact:
-        return Fact(kind, self.site, ts, make_id(kind, self.site, self.pair.id, sensor, ts),
-                    {"sensor": sensor, "pair": self.pair.id, **extra})
+    def _probe_fact(self, sensor: str, ts: int, body: BackgroundMissing | Pegged) -> Fact:
+        return Fact(self.site, ts, make_id(body.TYPE, self.site, self.pair.id, sensor, ts), body)

@@ -35,7 +35,7 @@ from typing import Any
 
 from ..config import Config
 from ..engine.core import Engine
-from ..engine.events import EVENT_FIELDS
+from ..engine.events import Event
 from ..engine.series import Sample, StormSample, TrapSample, attach
 from ..engine.summary import site_status
 from ..engine.times import MS_PER_MINUTE, parse_iso
@@ -102,7 +102,7 @@ def _text(value: Any) -> str | None:
 EVENT_SUBJECTS = ("gauge", "trap", "pair", "sensor", "clock_id", "inspector")
 
 
-def event_points(event: dict[str, Any], earlier: Iterable[dict[str, Any]] = ()) -> list[Point]:
+def event_points(event: Event, earlier: Iterable[Event] = ()) -> list[Point]:
     """The ``event`` points of one stored event revision (DESIGN § 5, for annotations).
 
     Series: site, type and the event's subject (``EVENT_SUBJECTS``: the gauge,
@@ -121,52 +121,50 @@ def event_points(event: dict[str, Any], earlier: Iterable[dict[str, Any]] = ()) 
     on ``current`` show only the authoritative one. A retraction is
     ``current=false, retracted=true``.
     """
-    at = parse_iso(event["at"])
     tags = _event_tags(event)
-    revision = int(event.get("revision", 0))
-    retracted = bool(event.get("retracted", False))
     title, text = describe(event)
     points = [Point.make("event", tags, {
-        "id": str(event["id"]),
-        "revision": Int(revision),
-        "current": not retracted,
-        "retracted": retracted,
+        "id": event.id,
+        "revision": Int(event.revision),
+        "current": not event.retracted,
+        "retracted": event.retracted,
         "title": title,
         "text": text,
-        "json": canonical(event),
-    }, at)]
-    here = Point.make("event", tags, {}, at).identity
+        "json": canonical(event.to_json()),
+    }, event.at_ms)]
+    here = Point.make("event", tags, {}, event.at_ms).identity
     retired: dict[tuple[str, int], Point] = {}
     for e in earlier:
-        if int(e.get("revision", 0)) >= revision:
+        if e.revision >= event.revision:
             continue
         old = Point.make("event", _event_tags(e), {"current": False,
-                                                   "superseded_by": Int(revision)},
-                         parse_iso(e["at"]))
+                                                   "superseded_by": Int(event.revision)},
+                         e.at_ms)
         if old.identity != here:
             retired[old.identity] = old
     return points + list(retired.values())
 
 
-def _event_tags(event: dict[str, Any]) -> dict[str, str]:
-    tags = {"site": str(event["site"]), "type": str(event["type"])}
-    tags.update({k: str(event[k]) for k in EVENT_SUBJECTS if event.get(k) is not None})
+def _event_tags(event: Event) -> dict[str, str]:
+    # Every type alike: the subject is whichever of its fields names one.
+    body = event.body.to_json()
+    tags = {"site": event.site, "type": event.type}
+    tags.update({k: str(body[k]) for k in EVENT_SUBJECTS if body.get(k) is not None})
     return tags
 
 
-def describe(event: dict[str, Any]) -> tuple[str, str]:
+def describe(event: Event) -> tuple[str, str]:
     """A short title and a one-line text for an annotation."""
-    kind = str(event["type"])
-    subject = next((str(event[k]) for k in ("gauge", "trap", "pair", "sensor", "clock",
-                                            "inspector") if event.get(k) is not None), None)
-    title = kind.replace("_", " ") + (f" ({subject})" if subject else "")
-    if event.get("retracted"):
+    body = event.body.to_json()
+    subject = next((str(body[k]) for k in ("gauge", "trap", "pair", "sensor", "clock",
+                                           "inspector") if body.get(k) is not None), None)
+    title = event.type.replace("_", " ") + (f" ({subject})" if subject else "")
+    if event.retracted:
         title += " [retracted]"
-    own = EVENT_FIELDS.get(kind, ())
-    parts = [f"{k}={_show(event[k])}" for k in own
-             if k in event and k not in ("gauge", "trap", "pair", "sensor", "inspector")]
-    if int(event.get("revision", 0)):
-        parts.append(f"revision {event['revision']}")
+    parts = [f"{k}={_show(v)}" for k, v in body.items()
+             if k not in ("gauge", "trap", "pair", "sensor", "inspector")]
+    if event.revision:
+        parts.append(f"revision {event.revision}")
     return title, "; ".join(parts) or title
 
 

@@ -64,7 +64,7 @@ from typing import Any
 
 from ..config import Config
 from ..engine.core import Engine
-from ..engine.times import MS_PER_MINUTE, iso
+from ..engine.times import MS_PER_MINUTE, WallClock, iso
 from ..host import ENGINE_OWNER, JournalWindow, snapshot_data
 from ..store import DeadLetterIn, Store
 from .derive import Replica, event_points, minute_points
@@ -95,7 +95,6 @@ SNAPSHOT_EVERY_S = 600.0
 #: On shutdown, keep draining at most this long (the daemon joins workers for 10 s).
 FINISH_S = 5.0
 
-Clock = Callable[[], float]
 
 
 @dataclass
@@ -131,7 +130,7 @@ class ExportSession:
     """
 
     def __init__(self, config: Config, store: Store, writer: Writer, *,
-                 clock: Clock = time.time, max_backoff_s: float = MAX_BACKOFF_S) -> None:
+                 clock: WallClock = time.time, max_backoff_s: float = MAX_BACKOFF_S) -> None:
         if config.influx is None:
             raise ValueError("the configuration has no influx section")
         self.config = config
@@ -218,8 +217,7 @@ class ExportSession:
             events = self.store.events.after(buf.events_to, limit=ROWS_PER_READ)
             for stored in events:
                 event = stored.event
-                earlier = self.store.events.revisions(event["id"]) if event.get("revision") \
-                    else []
+                earlier = self.store.events.revisions(event.id) if event.revision else []
                 buf.add(event_points(event, earlier))
                 buf.events_to = stored.seq
                 buf.rows += 1
@@ -413,7 +411,7 @@ class InfluxExporter:
 
     name = "export-influx"
 
-    def __init__(self, config: Config, clock: Clock = time.time,
+    def __init__(self, config: Config, clock: WallClock = time.time,
                  writer_factory: Callable[[], Writer] | None = None) -> None:
         if config.influx is None:
             raise ValueError("the configuration has no influx section")

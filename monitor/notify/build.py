@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..config import Config
+from ..engine.times import WallClock
 from .routing import Router
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ def build_router(config: Config) -> Router | None:
     return router
 
 
-def build_worker(config: Config, clock: Callable[[], float] = time.time) -> NotifyWorker | None:
+def build_worker(config: Config, clock: WallClock = time.time) -> NotifyWorker | None:
     """The outbox delivery worker; None (and a warning) when no target is configured."""
     if not configured(config):
         log.warning("notify: no targets configured (notify.targets, notify.config_file): "

@@ -24,7 +24,6 @@ converts from); ``targets.py`` picks the one each service takes best.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
@@ -32,6 +31,26 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from zoneinfo import ZoneInfo
 
 from ..config import SiteConfig
+from ..engine.events import (
+    BackgroundMissing,
+    BatteryLow,
+    ClockClosed,
+    CounterReset,
+    Event,
+    InspectionDueSoon,
+    InspectionOverdue,
+    InspectionRecorded,
+    Pegged,
+    SensorRecovered,
+    SensorStale,
+    StormEnded,
+    StormQualified,
+    StormStarted,
+    TrapCleaned,
+    TrapCleanoutRequired,
+    TrapFill,
+    TurbidityContrast,
+)
 from ..engine.times import MS_PER_HOUR, parse_iso
 
 # The chapter's words, quoted where they apply (seed text of Chapter 134).
@@ -97,11 +116,11 @@ class Alert:
     """
 
     alert_id: str
-    event: Mapping[str, Any]
+    event: Event
     now_ms: int
     site: SiteConfig | None = None
     grafana_url: str | None = None
-    previous: Mapping[str, Any] | None = None
+    previous: Event | None = None
     escalation: Escalation | None = None
 
 
@@ -203,34 +222,33 @@ def grafana_link(base: str, site_id: str, at_ms: int, now_ms: int) -> str:
 
 
 class _Ctx:
-    """The event's fields and the site, with the helpers every type uses."""
+    """The event and the site, with the helpers every type uses."""
 
     def __init__(self, alert: Alert) -> None:
         self.alert = alert
-        self.e = alert.event
+        self.event = alert.event
         self.site = alert.site
         self.zone = alert.site.zone if alert.site is not None else ZoneInfo("UTC")
         self.now = alert.now_ms
-        self.at = ms_of(self.e.get("at")) or alert.now_ms
+        self.at = alert.event.at_ms
 
-    def local(self, value: Any, *, year: bool = True) -> str:
+    def local(self, value: int | str | None, *, year: bool = True) -> str:
         ms = value if isinstance(value, int) else ms_of(value)
         return local_time(ms, self.zone, year=year) if ms is not None else "unknown"
 
-    def clock_name(self) -> str:
-        if self.e.get("clock") == "routine":
+    def clock_name(self, clock: str) -> str:
+        if clock == "routine":
             days = self.site.routine_inspection_days if self.site is not None else 7.0
             return f"{days:g}-day routine inspection"
         return "storm inspection"
 
-    def sensor_kind(self) -> str | None:
-        sensor = self.site.sensor(str(self.e.get("sensor"))) if self.site is not None else None
+    def sensor_kind(self, sensor_id: str) -> str | None:
+        sensor = self.site.sensor(sensor_id) if self.site is not None else None
         return sensor.kind if sensor is not None else None
 
     def record_hint(self, kind: str) -> str:
-        site = self.e.get("site")
         return (f"have the qualified professional inspect the erosion and sediment controls and "
-                f"record it in the site log book (stormwatch inspect --site {site} "
+                f"record it in the site log book (stormwatch inspect --site {self.event.site} "
                 f"--inspector NAME --kind {kind}).")
 
 
@@ -246,88 +264,78 @@ def _duty_8c() -> Line:
     return Line("Chapter 134 § 134-8C", f"\"{QUOTE_134_8C}\"", quote=True)
 
 
-def _storm_qualified(c: _Ctx) -> Content:
-    e = c.e
-    rain = (f"{inches(e.get('total_in', 0))} this storm, {inches(e.get('max_24h_in', 0))} "
-            f"within 24 hours (threshold {inches(e.get('threshold_in', 0.5))}), gauge "
-            f"{e.get('gauge')}")
-    facts = [Line("Rain", rain), Line("Qualified at", c.local(e.get("qualified_at")))]
-    due = ms_of(e.get("due"))
-    if e.get("informational"):
+def _storm_qualified(c: _Ctx, e: StormQualified) -> Content:
+    rain = (f"{inches(e.total_in)} this storm, {inches(e.max_24h_in)} within 24 hours "
+            f"(threshold {inches(e.threshold_in)}), gauge {e.gauge}")
+    facts = [Line("Rain", rain), Line("Qualified at", c.local(e.qualified_at))]
+    due = ms_of(e.due)
+    if e.informational:
         return Content(
-            f"storm {inches(e.get('total_in', 0))} (informational)",
+            f"storm {inches(e.total_in)} (informational)",
             "A storm event reached the inspection threshold. This site does not meet "
             "Condition A, B or C of § 134-7B(2), so no inspection deadline applies; the "
             "storm is recorded in the log book.", facts, INFO)
     if due is None:
         facts.append(Line("Inspection due", "24 hours after the rain stops; you will get the "
                           "deadline when the storm has ended"))
-        return Content(f"storm {inches(e.get('total_in', 0))}: inspection clock starts when "
+        return Content(f"storm {inches(e.total_in)}: inspection clock starts when "
                        "the rain stops", "A storm event qualifies for a storm inspection.",
                        facts, WARNING, [_duty_9a2(), Line("To do", c.record_hint("storm"))])
     facts.append(Line("Inspection due", f"{c.local(due)} ({hours_left(due, c.now)})"))
     return Content(
-        f"storm {inches(e.get('total_in', 0))}, inspect by {c.local(due, year=False)}",
+        f"storm {inches(e.total_in)}, inspect by {c.local(due, year=False)}",
         "A storm event qualified: a storm inspection is due within 24 hours.",
         facts, WARNING, [_duty_9a2(), Line("To do", c.record_hint("storm"))])
 
 
-def _storm_started(c: _Ctx) -> Content:
-    return Content(f"rain started on {c.e.get('gauge')}",
-                   f"Rain started at {c.local(c.e.get('started_at'))} on gauge "
-                   f"{c.e.get('gauge')}.")
+def _storm_started(c: _Ctx, e: StormStarted) -> Content:
+    return Content(f"rain started on {e.gauge}",
+                   f"Rain started at {c.local(e.started_at)} on gauge {e.gauge}.")
 
 
-def _storm_ended(c: _Ctx) -> Content:
-    e = c.e
-    qualified = "qualified" if e.get("qualified") else "did not qualify"
-    return Content(f"storm ended, {inches(e.get('total_in', 0))}",
-                   f"The storm event on gauge {e.get('gauge')} ended at "
-                   f"{c.local(e.get('ended_at'))}; it {qualified} for an inspection.",
-                   [Line("Rain", f"{inches(e.get('total_in', 0))} in all, "
-                         f"{inches(e.get('max_24h_in', 0))} at most within 24 hours")])
+def _storm_ended(c: _Ctx, e: StormEnded) -> Content:
+    qualified = "qualified" if e.qualified else "did not qualify"
+    return Content(f"storm ended, {inches(e.total_in)}",
+                   f"The storm event on gauge {e.gauge} ended at "
+                   f"{c.local(e.ended_at)}; it {qualified} for an inspection.",
+                   [Line("Rain", f"{inches(e.total_in)} in all, "
+                         f"{inches(e.max_24h_in)} at most within 24 hours")])
 
 
-def _due_soon(c: _Ctx) -> Content:
-    due = ms_of(c.e.get("due"))
-    name = c.clock_name()
-    if due is None:
-        return Content(f"{name} due soon", f"Reminder: the {name} is due soon.")
+def _due_soon(c: _Ctx, e: InspectionDueSoon) -> Content:
+    due = parse_iso(e.due)
+    name = c.clock_name(e.clock)
     left = max(0, due - c.now)
     return Content(
         f"{name} due in {hours(left).replace(' hours', ' h')}, by {c.local(due, year=False)}",
         f"Reminder: the {name} is due {c.local(due)} and has not been recorded yet.",
         [Line("Inspection due", f"{c.local(due)} ({hours_left(due, c.now)})"),
-         Line("Clock", str(c.e.get("clock_id")))],
+         Line("Clock", e.clock_id)],
         WARNING,
-        [_duty_9a2(), Line("To do", c.record_hint(str(c.e.get("clock", "storm"))))])
+        [_duty_9a2(), Line("To do", c.record_hint(e.clock))])
 
 
-def _overdue(c: _Ctx) -> Content:
-    due = ms_of(c.e.get("due"))
-    name = c.clock_name()
-    due_text = c.local(due) if due is not None else "unknown"
-    facts = [Line("Was due", due_text)]
-    if due is not None:
-        facts.append(Line("Overdue by", hours(max(0, c.now - due))))
-    facts.append(Line("Clock", str(c.e.get("clock_id"))))
+def _overdue(c: _Ctx, e: InspectionOverdue) -> Content:
+    due = parse_iso(e.due)
+    name = c.clock_name(e.clock)
+    due_text = c.local(due)
+    facts = [Line("Was due", due_text), Line("Overdue by", hours(max(0, c.now - due))),
+             Line("Clock", e.clock_id)]
     repeat = c.site.rain.overdue_repeat_hours if c.site is not None else 4.0
     return Content(
-        f"OVERDUE {name} (was due {c.local(due, year=False) if due else 'earlier'})",
+        f"OVERDUE {name} (was due {c.local(due, year=False)})",
         f"The {name} was due {due_text} and no inspection has been recorded. This notice "
         f"repeats every {repeat:g} hours until one is.",
         facts, FAILURE,
         [_duty_9a2(), Line("Penalty (§ 134-12D)", PENALTY_134_12D),
-         Line("To do", c.record_hint(str(c.e.get("clock", "storm"))))])
+         Line("To do", c.record_hint(e.clock))])
 
 
-def _clock_closed(c: _Ctx) -> Content:
-    e = c.e
-    name = c.clock_name()
-    due = ms_of(e.get("due"))
-    inspected = ms_of(e.get("inspected_at"))
+def _clock_closed(c: _Ctx, e: ClockClosed) -> Content:
+    name = c.clock_name(e.clock)
+    due, inspected = parse_iso(e.due), parse_iso(e.inspected_at)
     facts = [Line("Inspected", c.local(inspected)), Line("Was due", c.local(due))]
-    if e.get("outcome") == "late" and due is not None and inspected is not None:
+    if e.outcome == "late":
         return Content(f"{name} recorded LATE ({hours(inspected - due)} after the deadline)",
                        f"The {name} was recorded after its deadline.", facts, WARNING,
                        [_duty_9a2()])
@@ -335,73 +343,64 @@ def _clock_closed(c: _Ctx) -> Content:
                    facts, SUCCESS)
 
 
-def _inspection_recorded(c: _Ctx) -> Content:
-    e = c.e
-    facts = [Line("Inspected", c.local(e.get("inspected_at"))),
-             Line("Kind", str(e.get("kind")))]
-    closes = e.get("closes") or []
-    if closes:
-        facts.append(Line("Closes", ", ".join(str(x) for x in closes)))
-    if e.get("notes"):
-        facts.append(Line("Notes", str(e["notes"])))
-    return Content(f"inspection recorded by {e.get('inspector')}",
-                   f"An inspection by {e.get('inspector')} was recorded in the log book.",
+def _inspection_recorded(c: _Ctx, e: InspectionRecorded) -> Content:
+    facts = [Line("Inspected", c.local(e.inspected_at)), Line("Kind", e.kind)]
+    if e.closes:
+        facts.append(Line("Closes", ", ".join(e.closes)))
+    if e.notes:
+        facts.append(Line("Notes", e.notes))
+    return Content(f"inspection recorded by {e.inspector}",
+                   f"An inspection by {e.inspector} was recorded in the log book.",
                    facts, SUCCESS)
 
 
-def _trap_facts(c: _Ctx) -> list[Line]:
-    e = c.e
-    return [Line("Fill", f"{percent(e.get('fill_fraction', 0))} of design capacity "
-                 f"(sediment {inches(e.get('depth_in', 0))} deep)"),
+def _trap_facts(c: _Ctx, e: TrapFill | TrapCleanoutRequired) -> list[Line]:
+    return [Line("Fill", f"{percent(e.fill_fraction)} of design capacity "
+                 f"(sediment {inches(e.depth_in)} deep)"),
             Line("Measured at", c.local(c.at))]
 
 
-def _trap_fill(c: _Ctx) -> Content:
-    e = c.e
+def _trap_fill(c: _Ctx, e: TrapFill) -> Content:
     return Content(
-        f"sediment trap {e.get('trap')} at {percent(e.get('fill_fraction', 0))} of design "
-        "capacity",
-        f"Sediment trap {e.get('trap')} has passed the warning level of "
-        f"{percent(e.get('threshold', 0.4))}; clean-out is required at 50%.",
-        _trap_facts(c), INFO, [_duty_9a1()])
+        f"sediment trap {e.trap} at {percent(e.fill_fraction)} of design capacity",
+        f"Sediment trap {e.trap} has passed the warning level of "
+        f"{percent(e.threshold)}; clean-out is required at 50%.",
+        _trap_facts(c, e), INFO, [_duty_9a1()])
 
 
-def _trap_cleanout(c: _Ctx) -> Content:
-    e = c.e
+def _trap_cleanout(c: _Ctx, e: TrapCleanoutRequired) -> Content:
     return Content(
-        f"clean out sediment trap {e.get('trap')}: {percent(e.get('fill_fraction', 0))} of "
+        f"clean out sediment trap {e.trap}: {percent(e.fill_fraction)} of "
         "design capacity filled",
-        f"Sediment trap {e.get('trap')} has lost {percent(e.get('fill_fraction', 0))} of its "
+        f"Sediment trap {e.trap} has lost {percent(e.fill_fraction)} of its "
         "design capacity: the sediment must be removed.",
-        _trap_facts(c), WARNING,
+        _trap_facts(c, e), WARNING,
         [_duty_9a1(), Line("To do", "remove the sediment from the trap; the fill drops back "
                            "on the next readings and the clean-out is recorded.")])
 
 
-def _trap_cleaned(c: _Ctx) -> Content:
-    e = c.e
+def _trap_cleaned(c: _Ctx, e: TrapCleaned) -> Content:
     return Content(
-        f"sediment trap {e.get('trap')} cleaned",
-        f"Sediment trap {e.get('trap')} went from {percent(e.get('fill_before', 0))} to "
-        f"{percent(e.get('fill_after', 0))} of design capacity at {c.local(c.at)}.",
+        f"sediment trap {e.trap} cleaned",
+        f"Sediment trap {e.trap} went from {percent(e.fill_before)} to "
+        f"{percent(e.fill_after)} of design capacity at {c.local(c.at)}.",
         [], SUCCESS)
 
 
-def _turbidity(c: _Ctx) -> Content:
-    e = c.e
-    facts = [Line("Downstream", ntu(e.get("downstream_ntu", 0))),
-             Line("Upstream (background)", ntu(e.get("upstream_ntu", 0))),
-             Line("Difference", f"{signed_ntu(e.get('delta_ntu'))} (limit "
-                  f"{ntu(e.get('limit_ntu'))} over background)"),
-             Line("Since", c.local(e.get("started_at")))]
-    if e.get("state") == "cleared":
-        facts[-1] = Line("Episode", f"{c.local(e.get('started_at'))} to {c.local(c.at)}")
-        return Content(f"turbidity contrast at {e.get('pair')} cleared",
-                       f"Turbidity below the discharge at {e.get('pair')} is back within the "
+def _turbidity(c: _Ctx, e: TurbidityContrast) -> Content:
+    facts = [Line("Downstream", ntu(e.downstream_ntu)),
+             Line("Upstream (background)", ntu(e.upstream_ntu)),
+             Line("Difference", f"{signed_ntu(e.delta_ntu)} (limit "
+                  f"{ntu(e.limit_ntu)} over background)"),
+             Line("Since", c.local(e.started_at))]
+    if e.state == "cleared":
+        facts[-1] = Line("Episode", f"{c.local(e.started_at)} to {c.local(c.at)}")
+        return Content(f"turbidity contrast at {e.pair} cleared",
+                       f"Turbidity below the discharge at {e.pair} is back within the "
                        "limit.", facts, SUCCESS, [_duty_8c()])
     return Content(
-        f"turbidity {signed_ntu(e.get('delta_ntu'))} over background at {e.get('pair')}",
-        f"Turbidity below the discharge at {e.get('pair')} has stayed above the limit over "
+        f"turbidity {signed_ntu(e.delta_ntu)} over background at {e.pair}",
+        f"Turbidity below the discharge at {e.pair} has stayed above the limit over "
         "background: a visible contrast in the receiving water is likely.",
         facts, WARNING,
         [_duty_8c(), Line("To do", "check the discharge point and the erosion and sediment "
@@ -415,83 +414,92 @@ _SENSOR_NEED = {
 }
 
 
-def _sensor_stale(c: _Ctx) -> Content:
-    need = _SENSOR_NEED.get(c.sensor_kind() or "", "its readings are missing")
-    return Content(f"sensor {c.e.get('sensor')} silent",
-                   f"No message from sensor {c.e.get('sensor')} since "
-                   f"{c.local(c.e.get('last_seen'))}: {need}.",
+def _sensor_stale(c: _Ctx, e: SensorStale) -> Content:
+    need = _SENSOR_NEED.get(c.sensor_kind(e.sensor) or "", "its readings are missing")
+    return Content(f"sensor {e.sensor} silent",
+                   f"No message from sensor {e.sensor} since {c.local(e.last_seen)}: {need}.",
                    [Line("To do", "check the node's power, radio and the broker.")])
 
 
-def _sensor_recovered(c: _Ctx) -> Content:
-    return Content(f"sensor {c.e.get('sensor')} reporting again",
-                   f"Sensor {c.e.get('sensor')} is reporting again (last message "
-                   f"{c.local(c.e.get('last_seen'))}).", [], SUCCESS)
+def _sensor_recovered(c: _Ctx, e: SensorRecovered) -> Content:
+    return Content(f"sensor {e.sensor} reporting again",
+                   f"Sensor {e.sensor} is reporting again (last message "
+                   f"{c.local(e.last_seen)}).", [], SUCCESS)
 
 
-def _battery_low(c: _Ctx) -> Content:
-    e = c.e
-    volts, limit = number(e.get("battery_v")), number(e.get("battery_low_v"))
-    reading = f"{volts:.2f} V" if volts is not None else "low"
-    if limit is not None:
-        reading += f" (limit {limit:.2f} V)"
-    return Content(f"low battery on {e.get('sensor')}",
-                   f"The battery of sensor {e.get('sensor')} is low: {reading}.",
+def _battery_low(c: _Ctx, e: BatteryLow) -> Content:
+    return Content(f"low battery on {e.sensor}",
+                   f"The battery of sensor {e.sensor} is low: {e.battery_v:.2f} V "
+                   f"(limit {e.battery_low_v:.2f} V).",
                    [Line("To do", "replace or charge the battery before the node stops.")])
 
 
-def _counter_reset(c: _Ctx) -> Content:
-    e = c.e
-    return Content(f"rain gauge {e.get('sensor')} counter reset",
-                   f"The tip counter of rain gauge {e.get('sensor')} went from "
-                   f"{e.get('tips_before', '?')} to {e.get('tips_after', '?')} at "
+def _counter_reset(c: _Ctx, e: CounterReset) -> Content:
+    return Content(f"rain gauge {e.sensor} counter reset",
+                   f"The tip counter of rain gauge {e.sensor} went from "
+                   f"{e.tips_before} to {e.tips_after} at "
                    f"{c.local(c.at)} (node restarted or reflashed); counting continues from "
                    "the new value.")
 
 
-def _background_missing(c: _Ctx) -> Content:
-    e = c.e
-    return Content(f"no background turbidity for {e.get('pair')}",
-                   f"The upstream probe {e.get('sensor')} has no reading recent enough to "
-                   f"compare with the downstream probe of {e.get('pair')}: turbidity contrast "
+def _background_missing(c: _Ctx, e: BackgroundMissing) -> Content:
+    return Content(f"no background turbidity for {e.pair}",
+                   f"The upstream probe {e.sensor} has no reading recent enough to "
+                   f"compare with the downstream probe of {e.pair}: turbidity contrast "
                    "cannot be checked (§ 134-8C).")
 
 
-def _pegged(c: _Ctx) -> Content:
-    e = c.e
-    full = e.get("max_ntu")
-    scale = f" at {ntu(full)}" if full is not None else ""
-    return Content(f"turbidity probe {e.get('sensor')} pegged",
-                   f"Turbidity probe {e.get('sensor')} reads its full scale{scale}: the real "
-                   "turbidity may be higher, or the probe is fouled.")
+def _pegged(c: _Ctx, e: Pegged) -> Content:
+    return Content(f"turbidity probe {e.sensor} pegged",
+                   f"Turbidity probe {e.sensor} reads its full scale at {ntu(e.max_ntu)}: "
+                   "the real turbidity may be higher, or the probe is fouled.")
 
 
-_RENDERERS: Final[dict[str, Callable[[_Ctx], Content]]] = {
-    "storm_started": _storm_started,
-    "storm_qualified": _storm_qualified,
-    "storm_ended": _storm_ended,
-    "inspection_recorded": _inspection_recorded,
-    "inspection_due_soon": _due_soon,
-    "inspection_overdue": _overdue,
-    "clock_closed": _clock_closed,
-    "trap_fill": _trap_fill,
-    "trap_cleanout_required": _trap_cleanout,
-    "trap_cleaned": _trap_cleaned,
-    "turbidity_contrast": _turbidity,
-    "sensor_stale": _sensor_stale,
-    "sensor_recovered": _sensor_recovered,
-    "battery_low": _battery_low,
-    "counter_reset": _counter_reset,
-    "background_missing": _background_missing,
-    "pegged": _pegged,
-}
+def _content(c: _Ctx) -> Content:
+    """What the event's type says (each type's own renderer, by its typed body)."""
+    match c.event.body:
+        case StormStarted() as e:
+            return _storm_started(c, e)
+        case StormQualified() as e:
+            return _storm_qualified(c, e)
+        case StormEnded() as e:
+            return _storm_ended(c, e)
+        case InspectionRecorded() as e:
+            return _inspection_recorded(c, e)
+        case InspectionDueSoon() as e:
+            return _due_soon(c, e)
+        case InspectionOverdue() as e:
+            return _overdue(c, e)
+        case ClockClosed() as e:
+            return _clock_closed(c, e)
+        case TrapFill() as e:
+            return _trap_fill(c, e)
+        case TrapCleanoutRequired() as e:
+            return _trap_cleanout(c, e)
+        case TrapCleaned() as e:
+            return _trap_cleaned(c, e)
+        case TurbidityContrast() as e:
+            return _turbidity(c, e)
+        case SensorStale() as e:
+            return _sensor_stale(c, e)
+        case SensorRecovered() as e:
+            return _sensor_recovered(c, e)
+        case BatteryLow() as e:
+            return _battery_low(c, e)
+        case CounterReset() as e:
+            return _counter_reset(c, e)
+        case BackgroundMissing() as e:
+            return _background_missing(c, e)
+        case Pegged() as e:
+            return _pegged(c, e)
+    return _generic(c)
 
 
 def _generic(c: _Ctx) -> Content:
-    """A type this module does not know yet: its fields, so nothing is hidden."""
-    skip = {"type", "site", "at", "id", "revision"}
-    return Content(str(c.e.get("type")), f"{c.e.get('type')} at {c.local(c.at)}.",
-                   [Line(k, str(v)) for k, v in c.e.items() if k not in skip])
+    """A type this module does not render yet: its fields, so nothing is hidden."""
+    kind = c.event.type
+    return Content(kind, f"{kind} at {c.local(c.at)}.",
+                   [Line(k, str(v)) for k, v in c.event.body.to_json().items()])
 
 
 # --------------------------------------------------------------------------- assembly
@@ -501,13 +509,13 @@ def render(alert: Alert) -> Message:
     """The title and the text and Markdown bodies of one alert."""
     c = _Ctx(alert)
     try:
-        content = _RENDERERS.get(str(c.e.get("type")), _generic)(c)
+        content = _content(c)
     except (TypeError, ValueError, KeyError, AttributeError):
         # An event this code misreads still goes out, with its raw fields: a
         # rendering bug must not hold an alert back.
         content = _generic(c)
     site = alert.site
-    site_short = (site.name or site.id) if site is not None else str(c.e.get("site"))
+    site_short = (site.name or site.id) if site is not None else c.event.site
     title = f"{site_short}: {content.headline}"
     notify_type = content.notify_type
     lead: list[str] = []
@@ -526,27 +534,31 @@ def render(alert: Alert) -> Message:
     facts = [Line("Site", where), *content.facts]
     delay = alert.now_ms - c.at
     if delay > LATE_NOTE_MS and alert.escalation is None \
-            and c.e.get("type") not in ("inspection_overdue", "inspection_due_soon"):
+            and not isinstance(c.event.body, InspectionOverdue | InspectionDueSoon):
         facts.append(Line("Reported late", f"this happened {hours(delay)} before this message "
                           "(the data or its delivery was delayed)"))
     tail: list[Line] = []
     if alert.grafana_url:
         tail.append(Line("Dashboard", "", url=grafana_link(
-            alert.grafana_url, str(c.e.get("site")), c.at, alert.now_ms)))
+            alert.grafana_url, c.event.site, c.at, alert.now_ms)))
     tail.append(Line("Alert id", alert.alert_id))
     paragraphs = [*lead, content.summary]
     return Message(title, _text(paragraphs, facts, content.duty, tail),
                    _markdown(paragraphs, facts, content.duty, tail), notify_type)
 
 
-def _correction_note(c: _Ctx, previous: Mapping[str, Any]) -> str:
-    old, new = ms_of(previous.get("due")), ms_of(c.e.get("due"))
+def _correction_note(c: _Ctx, previous: Event) -> str:
+    old, new = _due_of(previous), _due_of(c.event)
     if old is None and new is not None:
         return f"Update: the inspection clock has started; the deadline is {c.local(new)}."
     if old is not None and new is not None:
         return (f"Correction: the deadline moved EARLIER, from {c.local(old)} to "
                 f"{c.local(new)}: late rain-gauge data show the storm qualified earlier.")
     return "Correction of an earlier alert with the same event."
+
+
+def _due_of(event: Event) -> int | None:
+    return ms_of(event.body.due) if isinstance(event.body, StormQualified) else None
 
 
 def _escalation_note(c: _Ctx, esc: Escalation) -> str:

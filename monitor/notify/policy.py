@@ -47,10 +47,17 @@ do not come back in lock-step.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
+from ..engine.events import (
+    ClockClosed,
+    Event,
+    InspectionDueSoon,
+    InspectionOverdue,
+    StormQualified,
+)
 from ..engine.times import MS_PER_MINUTE
 from ..store import DueAlert, Store
 from .messages import ms_of
@@ -58,7 +65,7 @@ from .messages import ms_of
 #: DESIGN § 2: "A revision that moves a deadline earlier by more than 5 minutes
 #: is alerted as a correction."
 CORRECTION_MIN_MS: Final = 5 * MS_PER_MINUTE
-CLOCK_NOTICES: Final = ("inspection_due_soon", "inspection_overdue")
+CLOCK_NOTICES: Final = (InspectionDueSoon.TYPE, InspectionOverdue.TYPE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +73,7 @@ class Decision:
     """Send (``withheld`` None; ``previous`` set for a correction) or withhold, and why."""
 
     withheld: str | None = None
-    previous: Mapping[str, Any] | None = None
+    previous: Event | None = None
 
 
 SEND: Final = Decision()
@@ -74,43 +81,44 @@ SEND: Final = Decision()
 
 def decide(store: Store, row: DueAlert) -> Decision:
     """Apply the rules of the module docstring to one due outbox row (``Outbox.due``)."""
-    event: Mapping[str, Any] = row.event
-    tag = row.tag
-    latest = store.events.latest(str(event["id"]))
-    if latest is not None and latest.get("retracted"):
-        return Decision(f"retracted in revision {latest.get('revision')}: the fact no longer "
-                        "holds")
-    kind = event.get("type")
-    if kind in CLOCK_NOTICES:
-        return _clock_notice(store, event, tag)
-    if kind == "storm_qualified":
-        return _revision(store, event, tag)
+    event = row.event
+    latest = store.events.latest(event.id)
+    if latest is not None and latest.retracted:
+        return Decision(f"retracted in revision {latest.revision}: the fact no longer holds")
+    match event.body:
+        case InspectionDueSoon(clock_id=clock_id) | InspectionOverdue(clock_id=clock_id):
+            return _clock_notice(store, event, clock_id, row.tag)
+        case StormQualified(due=due):
+            return _revision(store, event, due, row.tag)
     return SEND
 
 
-def _clock_notice(store: Store, event: Mapping[str, Any], tag: str) -> Decision:
-    site, clock_id = str(event["site"]), event.get("clock_id")
-    closes: dict[str, dict[str, Any]] = {}
-    for e in store.events.all(site, types=["clock_closed"]):
-        if e.get("clock_id") == clock_id:
-            closes[e["id"]] = e  # in storage order: the last is the latest revision
+def _clock_notice(store: Store, event: Event, clock_id: str, tag: str) -> Decision:
+    closes: dict[str, Event] = {}
+    for e in store.events.all(event.site, types=[ClockClosed.TYPE]):
+        if isinstance(e.body, ClockClosed) and e.body.clock_id == clock_id:
+            closes[e.id] = e  # in storage order: the last is the latest revision
     for e in closes.values():
-        if not e.get("retracted"):
-            return Decision(f"clock closed: inspection recorded at {e.get('inspected_at')}")
-    at = ms_of(event.get("at")) or 0
-    later = [other for other in store.outbox.alerts(site=site, types=list(CLOCK_NOTICES),
+        if not e.retracted and isinstance(e.body, ClockClosed):
+            return Decision(f"clock closed: inspection recorded at {e.body.inspected_at}")
+    later = [other for other in store.outbox.alerts(site=event.site, types=list(CLOCK_NOTICES),
                                                     tag=tag)
-             if other.event.get("clock_id") == clock_id and other.at_ms > at
-             and not other.event.get("retracted") and other.event_id != event["id"]]
+             if _clock_of(other.event) == clock_id and other.at_ms > event.at_ms
+             and not other.event.retracted and other.event_id != event.id]
     if later:  # in event time order: name the newest, the one that is sent
         return Decision(f"superseded by alert {later[-1].alert_id}, a later notice for "
                         f"clock {clock_id}")
     return SEND
 
 
-def _revision(store: Store, event: Mapping[str, Any], tag: str) -> Decision:
-    revision = int(event.get("revision", 0))
-    rows = store.outbox.alerts(event_id=str(event["id"]), tag=tag)
+def _clock_of(event: Event) -> str | None:
+    body = event.body
+    return body.clock_id if isinstance(body, InspectionDueSoon | InspectionOverdue) else None
+
+
+def _revision(store: Store, event: Event, due: str | None, tag: str) -> Decision:
+    revision = event.revision
+    rows = store.outbox.alerts(event_id=event.id, tag=tag)
     later = [r for r in rows if r.revision > revision]
     if later:
         return Decision(f"superseded by revision {later[-1].revision} "
@@ -122,7 +130,8 @@ def _revision(store: Store, event: Mapping[str, Any], tag: str) -> Decision:
     if not sent:
         return SEND  # nothing about this storm reached the tag yet: this is news
     previous = sent[-1].event
-    old, new = ms_of(previous.get("due")), ms_of(event.get("due"))
+    before = previous.body.due if isinstance(previous.body, StormQualified) else None
+    old, new = ms_of(before), ms_of(due)
     if new is not None and (old is None or new < old - CORRECTION_MIN_MS):
         return Decision(previous=previous)
     moved = "no deadline" if new is None or old is None else \

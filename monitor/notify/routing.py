@@ -49,9 +49,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final
 
-from ..engine.events import EVENT_FIELDS
+from ..engine.events import (
+    EVENT_FIELDS,
+    ClockClosed,
+    Event,
+    StormQualified,
+    TurbidityContrast,
+)
 
 #: Types whose route (and urgency) depends on one field, and that field's values.
 VARIANTS: Final[dict[str, tuple[str, ...]]] = {
@@ -104,42 +110,38 @@ INFORMATIONAL_VARIANTS: Final = frozenset({"storm_qualified.informational",
 REVISED_TYPES: Final = frozenset({"storm_qualified"})
 
 
-def variant(event: Mapping[str, Any]) -> str | None:
+def variant(event: Event) -> str | None:
     """The variant of an event of a ``VARIANTS`` type, or None."""
-    kind = event.get("type")
-    if kind == "storm_qualified":
-        return "informational" if event.get("informational") else None
-    if kind == "clock_closed":
-        outcome = event.get("outcome")
-        return outcome if outcome in ("met", "late") else None
-    if kind == "turbidity_contrast":
-        state = event.get("state")
-        return state if state in ("exceeded", "cleared") else None
+    match event.body:
+        case StormQualified(informational=True):
+            return "informational"
+        case ClockClosed(outcome=("met" | "late") as outcome):
+            return outcome
+        case TurbidityContrast(state=("exceeded" | "cleared") as state):
+            return state
     return None
 
 
-def route_keys(event: Mapping[str, Any]) -> list[str]:
+def route_keys(event: Event) -> list[str]:
     """The keys an event's route is looked up under, most specific first."""
-    kind = str(event.get("type"))
     v = variant(event)
-    return [f"{kind}.{v}", kind] if v is not None else [kind]
+    return [f"{event.type}.{v}", event.type] if v is not None else [event.type]
 
 
-def is_urgent(event: Mapping[str, Any]) -> bool:
+def is_urgent(event: Event) -> bool:
     """Whether an alert carries a Chapter 134 deadline or violation (and is escalated)."""
     keys = route_keys(event)
     return keys[-1] in URGENT_TYPES and keys[0] not in INFORMATIONAL_VARIANTS
 
 
-def is_alertable(event: Mapping[str, Any]) -> bool:
+def is_alertable(event: Event) -> bool:
     """False for what is never sent: internal facts, retractions, most revisions."""
-    kind = str(event.get("type", ""))
-    if kind.startswith("_") or event.get("retracted"):
+    if event.type.startswith("_") or event.retracted:
         return False
-    return int(event.get("revision", 0)) == 0 or kind in REVISED_TYPES
+    return event.revision == 0 or event.type in REVISED_TYPES
 
 
-Routes = Mapping[str, Iterable[str]]
+RouteTable = Mapping[str, Iterable[str]]
 
 
 @dataclass(frozen=True)
@@ -155,23 +157,24 @@ class Router:
     available: frozenset[str] | None = None
 
     @classmethod
-    def build(cls, routes: Routes, site_routes: Mapping[str, Routes],
+    def build(cls, routes: RouteTable, site_routes: Mapping[str, RouteTable],
               available: Iterable[str] | None = None) -> Router:
         return cls({k: tuple(v) for k, v in routes.items()},
                    {site: {k: tuple(v) for k, v in r.items()} for site, r in site_routes.items()},
                    frozenset(available) if available is not None else None)
 
-    def table_tags(self, event: Mapping[str, Any]) -> tuple[str, ...]:
+    def table_tags(self, event: Event) -> tuple[str, ...]:
         """The tags the tables give the event's type (overrides applied, nothing filtered)."""
-        keys = route_keys(event)
-        site = self.site_routes.get(str(event.get("site")), {})
-        for table in (site, self.routes, DEFAULT_ROUTES):
+        return self._tags(event.site, route_keys(event))
+
+    def _tags(self, site: str, keys: list[str]) -> tuple[str, ...]:
+        for table in (self.site_routes.get(site, {}), self.routes, DEFAULT_ROUTES):
             for key in keys:
                 if key in table:
                     return table[key]
         return ()
 
-    def __call__(self, event: Mapping[str, Any]) -> list[str]:
+    def __call__(self, event: Event) -> list[str]:
         """The tags to write outbox rows for (``EventLog.record(routes=...)``)."""
         if not is_alertable(event):
             return []
@@ -187,12 +190,10 @@ class Router:
         sites = list(site_ids)
         out: dict[str, list[str]] = {}
         for key in ROUTE_KEYS:
-            kind, _, var = key.partition(".")
-            event: dict[str, Any] = {"type": kind}
-            if var:
-                event.update({"informational": True, "outcome": var, "state": var})
+            kind = key.partition(".")[0]
+            keys = [key, kind] if key != kind else [kind]
             for site in sites:
-                for tag in self.table_tags({**event, "site": site}):
+                for tag in self._tags(site, keys):
                     if tag not in self.available and key not in out.setdefault(tag, []):
                         out[tag].append(key)
         return out

@@ -43,11 +43,12 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping
-from typing import Any, Final
+from collections.abc import Callable
+from typing import Final
 
 from ..config import Config
-from ..engine.times import MS_PER_HOUR, MS_PER_MINUTE
+from ..engine.events import Event
+from ..engine.times import MS_PER_HOUR, MS_PER_MINUTE, WallClock
 from ..store import DueAlert, Store
 from . import policy, secrets
 from .messages import Alert, Escalation, render
@@ -71,7 +72,7 @@ class NotifyWorker:
 
     name = "notify"
 
-    def __init__(self, config: Config, clock: Callable[[], float] = time.time, *,
+    def __init__(self, config: Config, clock: WallClock = time.time, *,
                  targets: list[Target] | None = None,
                  rand: Callable[[], float] = random.random) -> None:
         self.config = config
@@ -120,8 +121,8 @@ class NotifyWorker:
             decision = policy.decide(store, row)
             if decision.withheld is not None:
                 store.outbox.withhold(row.id, decision.withheld, now_ms=now)
-                log.info("alert %s (%s, %s) to %s withheld: %s", alert_id, event.get("type"),
-                         event.get("site"), tag, decision.withheld)
+                log.info("alert %s (%s, %s) to %s withheld: %s", alert_id, event.type,
+                         event.site, tag, decision.withheld)
                 return
             targets = [t for t in self.targets if t.receives(tag)]
             if not targets:
@@ -137,7 +138,7 @@ class NotifyWorker:
                 if result.ok:
                     store.outbox.receipt(row.id, target.key, now_ms=sent_ms)
                     log.info("alert %s (%s, %s) delivered to %s via %s", alert_id,
-                             event.get("type"), event.get("site"), tag, target.label)
+                             event.type, event.site, tag, target.label)
                 else:
                     errors.append(f"{target.label}: {result.error}")
             if not errors:
@@ -150,7 +151,7 @@ class NotifyWorker:
             self._fail(store, row, now, f"internal error: {type(exc).__name__}: {exc}")
 
     def _alert(self, store: Store, row: DueAlert, now: int,
-               previous: Mapping[str, Any] | None) -> Alert:
+               previous: Event | None) -> Alert:
         event = row.event
         alert_id = row.alert_id
         escalation = None
@@ -159,11 +160,11 @@ class NotifyWorker:
             alert_id, from_tag = origin
             # The original row as it stands now (it has been retried since).
             escalation = Escalation(from_tag, 0, row.created_ms)
-            for other in store.outbox.alerts(event_id=str(event["id"]), tag=from_tag):
+            for other in store.outbox.alerts(event_id=event.id, tag=from_tag):
                 if other.alert_id == alert_id:
                     escalation = Escalation(from_tag, other.attempts, other.created_ms,
                                             other.last_error)
-        return Alert(alert_id, event, now, self.config.site(str(event.get("site"))),
+        return Alert(alert_id, event, now, self.config.site(event.site),
                      self.notify.grafana_url, previous, escalation)
 
     def _fail(self, store: Store, row: DueAlert, now: int, error: str, *,
@@ -177,7 +178,7 @@ class NotifyWorker:
         if give_up:
             store.outbox.mark(row.id, delivered=False, now_ms=now, error=error)
             log.error("ALERT NOT DELIVERED: %s (%s, %s) to %s, gave up after %d attempt(s): %s",
-                      alert_id, row.event.get("type"), row.event.get("site"), tag,
+                      alert_id, row.event.type, row.event.site, tag,
                       attempts, error)
         else:
             wait_s = policy.backoff_s(attempts, self.notify.retry_initial_s,
@@ -186,7 +187,7 @@ class NotifyWorker:
             store.outbox.mark(row.id, delivered=False, now_ms=now, error=error,
                               next_attempt_ms=now + round(wait_s * 1000))
             log.warning("alert %s (%s, %s) to %s failed (attempt %d), next in %.1f s: %s",
-                        alert_id, row.event.get("type"), row.event.get("site"), tag,
+                        alert_id, row.event.type, row.event.site, tag,
                         attempts, wait_s, error)
         if not reached:
             self._maybe_escalate(store, row, now, attempts, age_ms, error, give_up)
@@ -212,5 +213,5 @@ class NotifyWorker:
         if new_id is not None:
             log.error("ALERT ESCALATED: %s (%s, %s) could not be delivered to %s after %d "
                       "attempt(s) in %.0f min (%s); sending it to %s as %s", row.alert_id,
-                      row.event.get("type"), row.event.get("site"), tag, attempts,
+                      row.event.type, row.event.site, tag, attempts,
                       age_ms / MS_PER_MINUTE, error, fallback, new_id)

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
 
+from ..engine.events import Event
 from .schema import MIGRATIONS, SCHEMA_VERSION
 
 DB_NAME: Final = "stormwatch.db"
@@ -33,6 +34,11 @@ RESERVED_META: Final = frozenset(
 
 class StoreError(Exception):
     """The database cannot be used as asked (missing, newer schema, read-only)."""
+
+
+def load_event(body: str) -> Event:
+    """The typed event of a stored ``body`` (its canonical JSON)."""
+    return Event.from_json(json.loads(body))
 
 
 def canonical(obj: Any) -> str:

@@ -28,8 +28,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ..engine.times import iso, parse_iso
-from .db import Db, canonical, get_meta, put_meta
+from ..engine.events import Event
+from ..engine.times import iso
+from .db import Db, canonical, get_meta, load_event, put_meta
 from .outbox import add_alerts
 from .state import put_status
 
@@ -58,7 +59,11 @@ class StoredEvent:
     """An event revision with its place in the ``events`` table (readers with a cursor)."""
 
     seq: int
-    event: dict[str, Any]
+    event: Event
+
+
+#: The alert route tags of an event (``notify.routing.Router``): its outbox rows.
+AlertRoutes = Callable[[Event], list[str]]
 
 
 class EventLog:
@@ -67,10 +72,9 @@ class EventLog:
     def __init__(self, db: Db) -> None:
         self.db = db
 
-    def record(self, events: Sequence[dict[str, Any]], applied_seq: int, *,
-               recorded_ms: int,
-                      routes: Callable[[dict[str, Any]], list[str]] | None = None,
-                      statuses: Mapping[str, str] | None = None) -> int:
+    def record(self, events: Sequence[Event], applied_seq: int, *, recorded_ms: int,
+               routes: AlertRoutes | None = None,
+               statuses: Mapping[str, str] | None = None) -> int:
         """Store § 5 events with their outbox and log book rows and the engine cursor,
         and the sites' status as it stands after them (``statuses``, JSON text by site).
 
@@ -86,30 +90,29 @@ class EventLog:
             head_seq = int(get_meta(conn, "logbook_head_seq", 0))
             head_hash = str(get_meta(conn, "logbook_head_hash", GENESIS_HASH))
             for event in events:
-                revision = int(event.get("revision", 0))
-                body = canonical(event)
+                data = event.to_json()  # the one serialisation of the event
+                revision, site, kind, eid = event.revision, event.site, event.type, event.id
+                body = canonical(data)
                 cur = conn.execute(
                     "INSERT INTO events (id, revision, type, site, at, at_ms, retracted, body,"
                     " recorded_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                    (event["id"], revision, event["type"], event["site"], event["at"],
-                     parse_iso(event["at"]), int(bool(event.get("retracted", False))), body,
-                     recorded_ms))
+                    (eid, revision, kind, site, data["at"], event.at_ms, int(event.retracted),
+                     body, recorded_ms))
                 if cur.rowcount == 0:
                     continue
                 inserted += 1
                 if routes is not None and cur.lastrowid is not None:
-                    add_alerts(conn, cur.lastrowid, f"{event['id']}:{revision}", routes(event),
+                    add_alerts(conn, cur.lastrowid, f"{eid}:{revision}", routes(event),
                                recorded_ms)
                 head_seq += 1
                 content = canonical(_logbook_content(
-                    head_seq, recorded_ms, event["site"], event["type"], event["id"], revision,
-                    event))
+                    head_seq, recorded_ms, site, kind, eid, revision, data))
                 row_hash = _chain_hash(head_hash, content)
                 conn.execute(
                     "INSERT INTO logbook (seq, recorded_ms, site, type, event_id, revision,"
                     " body, canonical, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (head_seq, recorded_ms, event["site"], event["type"], event["id"], revision,
-                     body, content, head_hash, row_hash))
+                    (head_seq, recorded_ms, site, kind, eid, revision, body, content, head_hash,
+                     row_hash))
                 head_hash = row_hash
             if inserted:
                 put_meta(conn, "logbook_head_seq", head_seq)
@@ -122,7 +125,7 @@ class EventLog:
         return int(get_meta(self.db.conn, "applied_seq", 0))
 
     def all(self, site: str | None = None,
-            types: Sequence[str] | None = None) -> list[dict[str, Any]]:
+            types: Sequence[str] | None = None) -> list[Event]:
         """Every stored revision of every event, in the order they were stored."""
         sql = "SELECT body FROM events WHERE 1"
         params: list[Any] = []
@@ -132,15 +135,15 @@ class EventLog:
         if types is not None:
             sql += f" AND type IN ({', '.join('?' * len(types))})"
             params.extend(types)
-        return [json.loads(body) for (body,) in self.db.conn.execute(sql + " ORDER BY seq", params)]
+        return [load_event(body) for (body,) in self.db.conn.execute(sql + " ORDER BY seq", params)]
 
-    def latest(self, event_id: str) -> dict[str, Any] | None:
+    def latest(self, event_id: str) -> Event | None:
         """The latest stored revision of one event id (retracted or not), or None."""
         row = self.db.conn.execute("SELECT body FROM events WHERE id = ?"
                                  " ORDER BY revision DESC LIMIT 1", (event_id,)).fetchone()
-        return None if row is None else dict(json.loads(row[0]))
+        return None if row is None else load_event(row[0])
 
-    def current(self, site: str | None = None) -> list[dict[str, Any]]:
+    def current(self, site: str | None = None) -> list[Event]:
         """The authoritative set (DESIGN § 2): the latest revision of each id,
         without the retracted ones, ordered by (event time, id)."""
         sql = ("SELECT e.body FROM events AS e"
@@ -151,7 +154,7 @@ class EventLog:
         if site is not None:
             sql += " AND e.site = ?"
             params = (site,)
-        return [json.loads(body) for (body,) in self.db.conn.execute(
+        return [load_event(body) for (body,) in self.db.conn.execute(
             sql + " ORDER BY e.at_ms, e.id", params)]
 
     def after(self, seq: int, limit: int = 1000) -> list[StoredEvent]:
@@ -161,7 +164,7 @@ class EventLog:
         (the InfluxDB exporter) sees every revision once, later revisions after
         earlier ones.
         """
-        return [StoredEvent(int(s), json.loads(body)) for s, body in self.db.conn.execute(
+        return [StoredEvent(int(s), load_event(body)) for s, body in self.db.conn.execute(
             "SELECT seq, body FROM events WHERE seq > ? ORDER BY seq LIMIT ?", (seq, limit))]
 
     def max_seq(self) -> int:
@@ -172,9 +175,9 @@ class EventLog:
         return int(self.db.conn.execute("SELECT count(*) FROM events WHERE seq > ?",
                                       (seq,)).fetchone()[0])
 
-    def revisions(self, event_id: str) -> list[dict[str, Any]]:
+    def revisions(self, event_id: str) -> list[Event]:
         """Every stored revision of one event id, oldest first (served by UNIQUE (id, revision))."""
-        return [json.loads(body) for (body,) in self.db.conn.execute(
+        return [load_event(body) for (body,) in self.db.conn.execute(
             "SELECT body FROM events WHERE id = ? ORDER BY revision", (event_id,))]
 
     def logbook(self, site: str | None = None) -> list[LogbookRow]:

@@ -14,13 +14,13 @@ partial failure, or a restart, must not send again to those that took it.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .db import Db, StoreError
+from ..engine.events import Event
+from .db import Db, StoreError, load_event
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +39,7 @@ class DueAlert:
     next_attempt_ms: int
     last_error: str | None
     created_ms: int
-    event: dict[str, Any]
+    event: Event
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +75,7 @@ class SentAlert:
     revision: int
     type: str
     at_ms: int
-    event: dict[str, Any]
+    event: Event
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +109,7 @@ class Outbox:
     def due(self, now_ms: int, limit: int = 100) -> list[DueAlert]:
         """Pending alerts whose next attempt is due, oldest due first, with their event."""
         return [DueAlert(id_, event_seq, alert_id, tag, attempts, next_ms, error, created,
-                         json.loads(body))
+                         load_event(body))
                 for id_, event_seq, alert_id, tag, attempts, next_ms, error, created, body
                 in self.db.conn.execute(
                     "SELECT o.id, o.event_seq, o.alert_id, o.tag, o.attempts,"
@@ -228,7 +228,7 @@ class Outbox:
             sql += f" AND e.type IN ({', '.join('?' * len(types))})"
             params.extend(types)
         return [SentAlert(id_, alert_id, tag_, status, attempts, error, withheld, created,
-                          eid, revision, type_, at_ms, json.loads(body))
+                          eid, revision, type_, at_ms, load_event(body))
                 for (id_, alert_id, tag_, status, attempts, error, withheld, created, eid,
                      revision, type_, at_ms, body)
                 in self.db.conn.execute(sql + " ORDER BY e.at_ms, e.revision, o.id", params)]
