@@ -40,7 +40,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from monitor.backtest import storm_events
-from monitor.config import RainRules
+from monitor.config import RainRules, SensorConfig
 from monitor.engine.inputs import Reading
 from monitor.engine.rain import GaugeFold
 from monitor.engine.timeline import Timeline
@@ -135,7 +135,8 @@ def baseline(readings: list[Reading]) -> float:
 
 def streaming(readings: list[Reading], rules: RainRules, now_ms: int) -> list[Storm]:
     """The daemon's path: every reading through ``Timeline(GaugeFold)``."""
-    tl: Timeline[Any] = Timeline(GaugeFold(SITE, GAUGE, rules, {GAUGE: IN_PER_TIP}))
+    tl: Timeline[Any] = Timeline(GaugeFold(
+        SITE, GAUGE, rules, [SensorConfig(id=GAUGE, kind="rain", in_per_tip=IN_PER_TIP)]))
     for reading in readings:
         tl.insert(reading)
     tl.advance_to(now_ms)

@@ -44,8 +44,17 @@ property test in ``tests/test_backtest.py``):
 * rows are ordered like ``GaugeFold.key``: by timestamp, then by counter value
   (``tips_total``) or by ``seq`` and depth (``precip_in``); two rows with equal
   keys are one message delivered twice and count once;
-* a counter decrease is a reset: the new value counts from zero; the first
-  counter of a gauge is its baseline and carries no rain;
+* a counter decrease is a wrap when it drops from within 2 % of 2^16 or 2^32
+  (or 2^``counter_bits``) to below 2 % of it, else a reset: the new value
+  counts from zero; the first counter of a gauge is its baseline and carries
+  no rain;
+* a counter row with rain after a silence longer than the gauge's
+  ``stale_after_minutes`` reveals rain of unknown timing (``uncertain_in``):
+  dry weather is then known only up to the row before the silence, so the
+  boundary test between two rain observations uses that row's time (the
+  *evidence* time) instead of the later one's. Evidence times never decrease
+  along a gauge's rows, so the newest evidence before a rain observation is
+  that of its own first row;
 * an event ends when ``now - last_rain >= dry_gap`` (a gap of exactly
   ``dry_gap_hours`` separates two events); the reference time is the later of
   ``now`` and the gauge's last reading, wet or dry, because the fold closes
@@ -64,8 +73,8 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from .config import RainRules
-from .engine.rain import MICRO_PER_IN
+from .config import RainRules, SensorConfig
+from .engine.rain import MICRO_PER_IN, WRAP_BITS, WRAP_FRACTION_DIV
 from .engine.times import MS_PER_DAY, hours_ms
 
 Int64Array = npt.NDArray[np.int64]
@@ -74,15 +83,20 @@ BoolArray = npt.NDArray[np.bool_]
 #: Columns of the result of ``storm_events``, in order.
 EVENT_COLUMNS: tuple[str, ...] = (
     "gauge", "event_id", "started_at", "ended_at", "total_in", "max_24h_in",
-    "qualified", "qualified_at", "q_total_in", "q_max_24h_in",
+    "qualified", "qualified_at", "q_total_in", "q_max_24h_in", "uncertain_in",
+    "q_uncertain_in",
 )
+#: A gauge's ``stale_after_minutes`` when none is given (the sensor default).
+DEFAULT_STALE_MINUTES = float(SensorConfig.model_fields["stale_after_minutes"].default)
 
 _UTC_EPOCH = pd.Timestamp(0, tz="UTC")
 
 
 def storm_events(readings: pd.DataFrame, rules: RainRules,
                  in_per_tip: Mapping[str, float] | None = None, *,
-                 now: pd.Timestamp | datetime | int | None = None) -> pd.DataFrame:
+                 now: pd.Timestamp | datetime | int | None = None,
+                 stale_after_minutes: Mapping[str, float] | None = None,
+                 counter_bits: Mapping[str, int | None] | None = None) -> pd.DataFrame:
     """Storm events of every gauge in ``readings`` under § 134-9A(2) and ``rules``.
 
     ``readings`` has columns ``ts`` (UTC ``datetime64``, naive taken as UTC, or
@@ -92,7 +106,9 @@ def storm_events(readings: pd.DataFrame, rules: RainRules,
     ``seq`` column as in the MQTT contract). Row order does not matter.
 
     ``rules`` supplies ``threshold_in``, ``mode`` and ``dry_gap_hours``
-    (DESIGN § 4). ``now`` is the event time at which the backtest is read
+    (DESIGN § 4); ``stale_after_minutes`` and ``counter_bits`` the gauges' own
+    settings (defaults: 15 minutes, a wrap looked for at 16 and 32 bits).
+    ``now`` is the event time at which the backtest is read
     (integer ms or a timestamp; default: the newest ``ts`` in ``readings``):
     an event whose last rain is less than ``dry_gap_hours`` before it is still
     open and has ``ended_at`` NaT, as if each gauge's ``Timeline`` had been
@@ -104,13 +120,15 @@ def storm_events(readings: pd.DataFrame, rules: RainRules,
     its largest trailing-24-hour sum), ``qualified``, ``qualified_at`` and the
     totals at that moment, ``q_total_in`` and ``q_max_24h_in`` (for
     ``rolling_24h`` the gauge's trailing 24-hour total, as in the
-    ``storm_qualified`` event). These are the numbers of the streaming
+    ``storm_qualified`` event), ``uncertain_in`` and ``q_uncertain_in`` (rain of
+    unknown timing in the event, and at qualification). These are the numbers
+    of the streaming
     ``storm_started``, ``storm_qualified`` and ``storm_ended`` events. Depths
     are summed as integer micro-inches and divided by 1e6 once, which gives
     the very float the fold reports (``round(units / 1e6, 6)``): compare
     with ``==``, not with a tolerance.
     """
-    r = _readings(readings, in_per_tip)
+    r = _readings(readings, in_per_tip, stale_after_minutes or {}, counter_bits or {})
     obs = _observations(r)
     if obs.ts.size == 0:
         return empty_events()
@@ -153,6 +171,11 @@ def storm_events(readings: pd.DataFrame, rules: RainRules,
     q_total[q_event] = event_total[q_obs] / MICRO_PER_IN
     q_max = np.full(n, np.nan)
     q_max[q_event] = q_24h[q_obs] / MICRO_PER_IN
+    uncertain_upto = np.cumsum(obs.uncertain)
+    uncertain_before = uncertain_upto - obs.uncertain
+    event_uncertain = uncertain_upto - uncertain_before[start[event_of]]
+    q_uncertain = np.full(n, np.nan)
+    q_uncertain[q_event] = event_uncertain[q_obs] / MICRO_PER_IN
 
     gauge = pd.Series(r.names[obs.gauge[start]], dtype=str)
     started = _utc(obs.ts[start])
@@ -167,6 +190,8 @@ def storm_events(readings: pd.DataFrame, rules: RainRules,
         "qualified_at": _utc(qualified_at),
         "q_total_in": q_total,
         "q_max_24h_in": q_max,
+        "uncertain_in": event_uncertain[end] / MICRO_PER_IN,
+        "q_uncertain_in": q_uncertain,
     })
     return frame
 
@@ -183,6 +208,8 @@ class _Readings:
     ts: Int64Array  # event time, ms
     depth: Int64Array  # micro-inches; <= 0 is no rain
     last_ts: Int64Array  # newest reading per gauge code, ms
+    evidence: Int64Array  # dry weather is known up to here, ms (module docstring)
+    revealed: BoolArray  # rain of unknown timing
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,9 +219,13 @@ class _Observations:
     gauge: Int64Array
     ts: Int64Array
     depth: Int64Array  # > 0, summed over the rows at that timestamp
+    evidence: Int64Array  # of the first row at that timestamp
+    uncertain: Int64Array  # of ``depth``, the revealed rain
 
 
-def _readings(frame: pd.DataFrame, in_per_tip: Mapping[str, float] | None) -> _Readings:
+def _readings(frame: pd.DataFrame, in_per_tip: Mapping[str, float] | None,
+              stale_minutes: Mapping[str, float],
+              counter_bits: Mapping[str, int | None]) -> _Readings:
     """Sort, de-duplicate and turn the rows into depths, the way the fold sees them.
 
     Sorting uses ``np.lexsort`` over the fold's key ``(gauge, ts, k1, k2)``,
@@ -206,8 +237,9 @@ def _readings(frame: pd.DataFrame, in_per_tip: Mapping[str, float] | None) -> _R
 
     Counter depths: a ``diff`` along the sorted rows, where the first row of a
     gauge has no predecessor (baseline, no rain) and a negative difference is
-    a reset (the new value counts from zero, so the depth is the value). The
-    tips are then scaled by the gauge's ``round(in_per_tip * 1e6)``.
+    a wrap (``_wrapped``) or a reset (the new value counts from zero, so the
+    depth is the value). The tips are then scaled by the gauge's
+    ``round(in_per_tip * 1e6)``.
     """
     missing = {"ts", "gauge"} - set(frame.columns)
     if missing:
@@ -245,18 +277,46 @@ def _readings(frame: pd.DataFrame, in_per_tip: Mapping[str, float] | None) -> _R
         present = np.zeros(names.size, dtype=np.bool_)
         present[gauge] = True
         per_tip = _micro_per_tip(names, present, in_per_tip)
-        tips = np.diff(k1, prepend=np.int64(0))
-        tips = np.where(tips < 0, k1, tips)
+        previous = np.concatenate(([np.int64(0)], k1[:-1]))
+        tips = k1 - previous
+        wrapped = _wrapped(previous, k1, gauge, names, counter_bits)
+        tips = np.where(tips < 0, np.where(wrapped >= 0, wrapped, k1), tips)
         tips[first_of_gauge] = 0
         depth = tips * per_tip[gauge]
     else:
         depth = k2
+    prev_ts = np.concatenate(([np.int64(0)], ts[:-1]))
+    stale_ms = np.array([round(stale_minutes.get(str(name), DEFAULT_STALE_MINUTES) * 60_000)
+                         for name in names], dtype=np.int64)
+    revealed = (has_tips & ~first_of_gauge & (depth > 0)
+                & (ts - prev_ts > stale_ms[gauge])).astype(np.bool_)
+    evidence = np.where(revealed, prev_ts, ts).astype(np.int64)
 
     last_ts = np.zeros(names.size, dtype=np.int64)
     last_of_gauge = np.ones(gauge.size, dtype=np.bool_)
     last_of_gauge[:-1] = gauge[:-1] != gauge[1:]
     last_ts[gauge[last_of_gauge]] = ts[last_of_gauge]
-    return _Readings(names, gauge, ts, depth, last_ts)
+    return _Readings(names, gauge, ts, depth, last_ts, evidence, revealed)
+
+
+def _wrapped(before: Int64Array, after: Int64Array, gauge: Int64Array,
+             names: npt.NDArray[np.object_], counter_bits: Mapping[str, int | None]
+             ) -> Int64Array:
+    """Tips across a counter wrap per row, -1 where the drop is not one (the fold's
+    ``_across_wrap``: the first width that fits, in the fold's order)."""
+    out = np.full(before.size, -1, dtype=np.int64)
+    widths_of = [(given,) if (given := counter_bits.get(str(name))) else WRAP_BITS
+                 for name in names]
+    for position in range(max(len(w) for w in widths_of) if widths_of else 0):
+        bits_per_gauge = np.array([w[position] if position < len(w) else 0 for w in widths_of],
+                                  dtype=np.int64)
+        bits = bits_per_gauge[gauge]
+        width = np.left_shift(np.int64(1), bits, dtype=np.int64)
+        margin = width // WRAP_FRACTION_DIV
+        fits = (bits > 0) & (out < 0) & (before >= width - margin) & (before < width) \
+            & (after < margin)
+        out = np.where(fits, after + width - before, out)
+    return out
 
 
 def _observations(r: _Readings) -> _Observations:
@@ -270,11 +330,14 @@ def _observations(r: _Readings) -> _Observations:
     """
     wet = r.depth > 0
     gauge, ts, depth = r.gauge[wet], r.ts[wet], r.depth[wet]
+    uncertain = np.where(r.revealed[wet], depth, 0)
     new = np.ones(ts.size, dtype=np.bool_)
     new[1:] = (gauge[1:] != gauge[:-1]) | (ts[1:] != ts[:-1])
     heads = np.flatnonzero(new)
     summed = np.add.reduceat(depth, heads) if heads.size else depth[:0]
-    return _Observations(gauge[heads], ts[heads], summed.astype(np.int64))
+    unknown = np.add.reduceat(uncertain, heads) if heads.size else uncertain[:0]
+    return _Observations(gauge[heads], ts[heads], summed.astype(np.int64),
+                         r.evidence[wet][heads], unknown.astype(np.int64))
 
 
 def _events(obs: _Observations, gap_ms: int) -> tuple[Int64Array, Int64Array, Int64Array]:
@@ -286,7 +349,7 @@ def _events(obs: _Observations, gap_ms: int) -> tuple[Int64Array, Int64Array, In
     each observation is a ``cumsum`` over the boundaries.
     """
     boundary = np.ones(obs.ts.size, dtype=np.bool_)
-    boundary[1:] = (obs.gauge[1:] != obs.gauge[:-1]) | (np.diff(obs.ts) >= gap_ms)
+    boundary[1:] = (obs.gauge[1:] != obs.gauge[:-1]) | (obs.evidence[1:] - obs.ts[:-1] >= gap_ms)
     start = np.flatnonzero(boundary).astype(np.int64)
     end = np.append(start[1:] - 1, obs.ts.size - 1).astype(np.int64)
     event_of = (np.cumsum(boundary) - 1).astype(np.int64)
@@ -451,4 +514,6 @@ def empty_events() -> pd.DataFrame:
         "qualified_at": _utc(none),
         "q_total_in": np.zeros(0),
         "q_max_24h_in": np.zeros(0),
+        "uncertain_in": np.zeros(0),
+        "q_uncertain_in": np.zeros(0),
     })

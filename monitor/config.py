@@ -1,5 +1,9 @@
 """The configuration's schema: the pydantic models the engine and the shell read.
 
+The rules' parameters per site are in ``siterules.py``, the base model and
+field types in ``configbase.py``; this module puts them together (sites,
+services, the whole file) and is what the rest of the code imports.
+
 Every default here is a default of DESIGN § 4, and the field names are the
 contract of DESIGN § 7 (``config/example.yaml`` is the documented reference).
 Reading the file (YAML, ``${ENV_VAR}``, secrets from ``*_file`` fields,
@@ -14,29 +18,39 @@ site is invalid, so one typo does not hide them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import date
 from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ModelWrapValidatorHandler,
-    ValidationError,
-    field_validator,
-    model_validator,
+from pydantic import BaseModel, Field, ModelWrapValidatorHandler, field_validator, model_validator
+
+from .configbase import (
+    ID_PATTERN,
+    Id,
+    Model,
+    PositiveFloat,
+    Problem,
+    as_mapping,
+    raise_problems,
+    validate_reporting,
 )
-from pydantic_core import InitErrorDetails, PydanticCustomError
-
 from .notify.routing import ROUTE_KEYS
+from .siterules import (
+    DEFAULT_ABSOLUTE_NTU,
+    RainRules,
+    SensorConfig,
+    TrapConfig,
+    TurbidityPair,
+)
 
-ID_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,62}$"
-Id = Annotated[str, Field(pattern=ID_PATTERN)]
-PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-NonNegativeFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
-Fraction01 = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
+__all__ = [
+    "CLOCK_CONDITIONS", "DEFAULT_ABSOLUTE_NTU", "ENV_PREFIX", "ID_PATTERN", "SENSOR_KINDS",
+    "BrokerConfig",
+    "Config", "DaemonConfig", "InfluxConfig", "Model", "NotifyConfig", "NotifyTarget",
+    "RainRules", "SensorConfig", "SiteConfig", "SiteNotify", "TlsConfig", "TrapConfig",
+    "TurbidityPair",
+]
 
 #: Conditions of § 134-7B(2) under which § 134-9A(2) inspections are required.
 CLOCK_CONDITIONS = frozenset({"A", "B", "C"})
@@ -45,43 +59,6 @@ SENSOR_KINDS = ("rain", "turbidity", "sediment")
 
 #: Prefix of the environment variables that override the file (DESIGN § 7).
 ENV_PREFIX = "STORMWATCH_"
-
-# A problem found by a check that spans fields: where (relative to the model
-# that ran the check) and what.
-Loc = tuple[str | int, ...]
-Problem = tuple[Loc, str]
-
-
-class Model(BaseModel):
-    """Base for every configuration section: immutable, unknown keys rejected."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-def _error_details(problems: Sequence[Problem], value: Any) -> list[InitErrorDetails]:
-    return [InitErrorDetails(type=PydanticCustomError("config", message), loc=loc, input=value)
-            for loc, message in problems]
-
-
-def _raise_problems(title: str, problems: Sequence[Problem], value: Any) -> None:
-    """Raise every problem at once, each at its own field.
-
-    A ``ValidationError`` raised inside a validator keeps its locations, and
-    pydantic nests them under the model's own location, so a trap's check can
-    point at ``sites.0.traps.1.side_slope`` rather than at the whole trap.
-    """
-    if problems:
-        raise ValidationError.from_exception_data(title, _error_details(problems, value))
-
-
-def _combined(title: str, exc: ValidationError, problems: Sequence[Problem],
-              value: Any) -> ValidationError:
-    """Field errors from pydantic plus our own problems, as one error."""
-    details = [InitErrorDetails(type=PydanticCustomError(e["type"], e["msg"]), loc=e["loc"],
-                                input=e["input"])
-               for e in exc.errors()]
-    return ValidationError.from_exception_data(title, details + _error_details(problems, value))
-
 
 # --------------------------------------------------------------------------- services
 
@@ -125,7 +102,7 @@ class InfluxConfig(Model):
             problems.append((("bucket",), "required for api v2"))
         if self.api == "v1" and not self.database:
             problems.append((("database",), "required for api v1"))
-        _raise_problems(type(self).__name__, problems, self)
+        raise_problems(type(self).__name__, problems, self)
         return self
 
 
@@ -137,30 +114,16 @@ def _route_problems(data: Any) -> list[Problem]:
     """Route keys must name a § 5 event type (or one of its variants): a typo
     would otherwise silence an alert without a word. Read from the raw input,
     so a bad tag elsewhere in the routes does not hide a bad key."""
-    routes = _as_mapping(data).get("routes")
+    routes = as_mapping(data).get("routes")
     if not isinstance(routes, Mapping):
         return []
     return [(("routes", key), f"unknown event type {key!r} (one of: {', '.join(ROUTE_KEYS)})")
             for key in routes if key not in ROUTE_KEYS]
 
 
-def _validate_reporting(cls: type[BaseModel], data: Any, handler: ModelWrapValidatorHandler[Any],
-                        problems: Sequence[Problem]) -> Any:
-    """Run the model's own validation and report ``problems`` found on the raw input
-    with it, so one mistake does not hide another (check-config prints them all)."""
-    try:
-        model = handler(data)
-    except ValidationError as exc:
-        if not problems:
-            raise
-        raise _combined(cls.__name__, exc, problems, data) from None
-    _raise_problems(cls.__name__, problems, data)
-    return model
-
-
 def _with_route_problems(cls: type[BaseModel], data: Any,
                          handler: ModelWrapValidatorHandler[Any]) -> Any:
-    return _validate_reporting(cls, data, handler, _route_problems(data))
+    return validate_reporting(cls, data, handler, _route_problems(data))
 
 
 class NotifyTarget(Model):
@@ -198,7 +161,7 @@ class NotifyConfig(Model):
     @model_validator(mode="after")
     def _retry(self) -> NotifyConfig:
         if self.retry_max_s < self.retry_initial_s:
-            _raise_problems(type(self).__name__, [(
+            raise_problems(type(self).__name__, [(
                 ("retry_max_s",), f"must be at least retry_initial_s ({self.retry_initial_s:g})")],
                 self)
         return self
@@ -214,151 +177,6 @@ class SiteNotify(Model):
     def _routes(cls, data: Any, handler: ModelWrapValidatorHandler[SiteNotify]) -> SiteNotify:
         result: SiteNotify = _with_route_problems(cls, data, handler)
         return result
-
-
-# --------------------------------------------------------------------------- site rules
-
-
-class RainRules(Model):
-    """Storm detection and storm-clock parameters (DESIGN § 4, § 134-9A(2))."""
-
-    # At least one tip of a 0.01 in gauge, and at least a minute of dry gap: smaller
-    # values round to nothing in the engine's integer micro-inches and milliseconds.
-    threshold_in: Annotated[float, Field(ge=0.01, allow_inf_nan=False)] = 0.5
-    mode: Literal["event_24h", "event_total", "rolling_24h"] = "event_24h"
-    dry_gap_hours: Annotated[float, Field(ge=1 / 60, allow_inf_nan=False)] = 6.0
-    clock_start: Literal["qualified", "event_end"] = "qualified"
-    gauges: Literal["any", "all", "mean"] = "any"
-    inspect_within_hours: PositiveFloat = 24.0
-    remind_before_hours: list[PositiveFloat] = Field(default_factory=lambda: [6.0, 1.0])
-    overdue_repeat_hours: PositiveFloat = 4.0
-
-
-#: Sensor fields that mean something for one kind only.
-_KIND_FIELDS = {"in_per_tip": "rain", "max_ntu": "turbidity", "sensor_height_in": "sediment"}
-
-
-class SensorConfig(Model):
-    id: Id
-    kind: Literal["rain", "turbidity", "sediment"]
-    in_per_tip: PositiveFloat | None = None
-    max_ntu: PositiveFloat | None = None
-    sensor_height_in: PositiveFloat | None = None
-    stale_after_minutes: PositiveFloat = 15.0
-    battery_low_v: PositiveFloat | None = 3.5
-
-    @model_validator(mode="after")
-    def _kind_fields(self) -> SensorConfig:
-        problems: list[Problem] = [
-            ((name,), f"applies to {kind} sensors only, not to a {self.kind} sensor")
-            for name, kind in _KIND_FIELDS.items()
-            if kind != self.kind and getattr(self, name) is not None
-        ]
-        _raise_problems(type(self).__name__, problems, self)
-        return self
-
-    @property
-    def max_ntu_value(self) -> float:
-        """Full scale of a turbidity probe; readings at it are ``pegged``."""
-        return self.max_ntu if self.max_ntu is not None else 1000.0
-
-    @property
-    def in_per_tip_value(self) -> float:
-        """Depth of one bucket tip; 0.01 in is the common US gauge."""
-        return self.in_per_tip if self.in_per_tip is not None else 0.01
-
-
-class TurbidityPair(Model):
-    """An upstream (background) and downstream probe compared for § 134-8C."""
-
-    id: Id
-    upstream: Id
-    downstream: Id
-    rule: Literal["wa-173-201a", "delta_ntu"] = "wa-173-201a"
-    delta_ntu: PositiveFloat | None = None
-    sustain_minutes: NonNegativeFloat = 10.0
-    clear_minutes: NonNegativeFloat = 30.0
-    max_skew_minutes: NonNegativeFloat = 10.0
-    background_max_age_minutes: NonNegativeFloat = 60.0
-
-    @model_validator(mode="after")
-    def _rule_fields(self) -> TurbidityPair:
-        problems: list[Problem] = []
-        if self.rule == "delta_ntu" and self.delta_ntu is None:
-            problems.append((("delta_ntu",), "required when rule is delta_ntu"))
-        if self.rule != "delta_ntu" and self.delta_ntu is not None:
-            problems.append((("delta_ntu",), f"applies to rule delta_ntu only, not to {self.rule}"))
-        if self.upstream == self.downstream:
-            problems.append((("downstream",), "must be a different sensor from upstream"))
-        _raise_problems(type(self).__name__, problems, self)
-        return self
-
-
-#: The dimensions each trap shape is computed from (DESIGN § 4).
-_SHAPE_FIELDS: dict[str, tuple[str, ...]] = {
-    "rectangular": ("bottom_length_ft", "bottom_width_ft"),
-    "trapezoidal": ("bottom_length_ft", "bottom_width_ft", "side_slope"),
-    "cylindrical": ("diameter_ft",),
-    "stage_storage": ("stage_storage",),
-}
-_DIMENSIONS = ("bottom_length_ft", "bottom_width_ft", "side_slope", "diameter_ft", "stage_storage")
-
-
-class TrapConfig(Model):
-    """A sediment trap or pond and its design capacity (§ 134-9A(1))."""
-
-    id: Id
-    sensor: Id
-    shape: Literal["rectangular", "trapezoidal", "cylindrical", "stage_storage"]
-    bottom_length_ft: PositiveFloat | None = None
-    bottom_width_ft: PositiveFloat | None = None
-    side_slope: NonNegativeFloat | None = None
-    diameter_ft: PositiveFloat | None = None
-    stage_storage: list[tuple[NonNegativeFloat, NonNegativeFloat]] | None = None
-    design_depth_ft: PositiveFloat
-    warn_fraction: Fraction01 = 0.4
-    cleanout_fraction: Fraction01 = 0.5
-    median_of: int = Field(default=5, ge=1, le=101)
-
-    @model_validator(mode="after")
-    def _geometry(self) -> TrapConfig:
-        problems: list[Problem] = []
-        needed = _SHAPE_FIELDS[self.shape]
-        for name in _DIMENSIONS:
-            given = getattr(self, name) is not None
-            if name in needed and not given:
-                problems.append(((name,), f"required for shape {self.shape}"))
-            elif given and name not in needed:
-                problems.append(((name,), f"does not apply to shape {self.shape}"))
-        if self.stage_storage is not None and self.shape == "stage_storage":
-            problems += _stage_storage_problems(self.stage_storage, self.design_depth_ft)
-        if self.warn_fraction >= self.cleanout_fraction:
-            problems.append((("warn_fraction",),
-                             f"must be below cleanout_fraction ({self.cleanout_fraction:g})"))
-        _raise_problems(type(self).__name__, problems, self)
-        return self
-
-
-def _stage_storage_problems(table: list[tuple[float, float]],
-                            design_depth_ft: float) -> list[Problem]:
-    """A depth→volume table must start at the trap bottom and rise strictly."""
-    if len(table) < 2:
-        return [(("stage_storage",), "needs at least two [depth_ft, volume_cf] rows")]
-    problems: list[Problem] = []
-    if table[0] != (0.0, 0.0):
-        problems.append((("stage_storage", 0), "the first row must be [0, 0] (the trap bottom)"))
-    for i in range(1, len(table)):
-        (depth0, volume0), (depth, volume) = table[i - 1], table[i]
-        if depth <= depth0:
-            problems.append((("stage_storage", i), f"depth {depth:g} ft must be greater than "
-                             f"the row before ({depth0:g})"))
-        elif volume <= volume0:
-            problems.append((("stage_storage", i), f"volume {volume:g} cf must be greater than "
-                             f"the row before ({volume0:g})"))
-    if design_depth_ft > table[-1][0]:
-        problems.append((("design_depth_ft",), f"{design_depth_ft:g} ft lies beyond the "
-                         f"stage_storage table (last row at {table[-1][0]:g} ft)"))
-    return problems
 
 
 class SiteConfig(Model):
@@ -390,8 +208,8 @@ class SiteConfig(Model):
     @model_validator(mode="wrap")
     @classmethod
     def _references(cls, data: Any, handler: ModelWrapValidatorHandler[SiteConfig]) -> SiteConfig:
-        site: SiteConfig = _validate_reporting(cls, data, handler,
-                                               _site_reference_problems(_as_mapping(data)))
+        site: SiteConfig = validate_reporting(cls, data, handler,
+                                               _site_reference_problems(as_mapping(data)))
         return site
 
     @property
@@ -417,17 +235,11 @@ class SiteConfig(Model):
 # validation rejects (those are reported there, once).
 
 
-def _as_mapping(data: Any) -> Mapping[str, Any]:
-    if isinstance(data, BaseModel):
-        return data.model_dump()
-    return data if isinstance(data, Mapping) else {}
-
-
 def _entries(value: Any) -> list[tuple[int, Mapping[str, Any]]]:
     """The mapping (or model) items of a raw list, as mappings, with their indices."""
     if not isinstance(value, list):
         return []
-    return [(i, _as_mapping(item)) for i, item in enumerate(value)
+    return [(i, as_mapping(item)) for i, item in enumerate(value)
             if isinstance(item, Mapping | BaseModel)]
 
 
@@ -503,8 +315,8 @@ class Config(Model):
     @model_validator(mode="wrap")
     @classmethod
     def _unique_sites(cls, data: Any, handler: ModelWrapValidatorHandler[Config]) -> Config:
-        config: Config = _validate_reporting(
-            cls, data, handler, _duplicate_ids("sites", _entries(_as_mapping(data).get("sites"))))
+        config: Config = validate_reporting(
+            cls, data, handler, _duplicate_ids("sites", _entries(as_mapping(data).get("sites"))))
         return config
 
     def site(self, site_id: str) -> SiteConfig | None:

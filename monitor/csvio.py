@@ -272,7 +272,10 @@ def backtest_csv(config: Config, path: str) -> BacktestResult:
                                  form: values[rows_of]})
             if form == "precip_in" and "seq" in columns:
                 data["seq"] = columns["seq"][frame.index][rows_of]
-            events = storm_events(data, site.rain, per_tip)
+            events = storm_events(
+                data, site.rain, per_tip,
+                stale_after_minutes={g.id: g.stale_after_minutes for g in site.gauges()},
+                counter_bits={g.id: g.counter_bits for g in site.gauges()})
             events.insert(0, "site", site.id)
             out.append(events)
     result = (pd.concat(out, ignore_index=True) if out

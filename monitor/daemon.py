@@ -230,6 +230,7 @@ class Daemon:
     def _run(self, store: Store) -> int:
         started = time.monotonic()
         host = EngineHost.restore(self.config, store, clock=self.clock, routes=self.routes)
+        host.coalesce = True
         restored_at = host.applied_seq
         replayed = host.catch_up()
         log.info("engine restored from the snapshot at journal %s and %s later row(s) in"
@@ -304,6 +305,7 @@ class Daemon:
             writer.stop()
         host.catch_up()
         host.record_status()
+        host.settle_backfill(all_sites=True)
         for image, ok in writer.outcomes():
             if not ok:
                 host.rows_since_snapshot += image.rows

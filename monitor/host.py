@@ -30,7 +30,7 @@ from .engine.core import Engine
 from .engine.events import Event
 from .engine.inputs import Inspection, Reading
 from .engine.summary import site_summary
-from .engine.times import WallClock, iso
+from .engine.times import MS_PER_HOUR, WallClock, iso
 from .store import EngineSnapshot, JournalIn, JournalRow, Store
 from .store.events import AlertRoutes
 
@@ -40,6 +40,16 @@ DB_NAME = "stormwatch.db"
 LOCK_NAME = "stormwatch.lock"
 #: The owner name of the daemon's engine snapshots in the store.
 ENGINE_OWNER = "engine"
+#: A row received this much after its event time is backfill (a node's buffer),
+#: like DESIGN § 4's "late data (lateness > 1 h)".
+BACKFILL_MS = MS_PER_HOUR
+#: A site's backfilled events are logged this long (wall clock) after its last
+#: backfilled row: a node replaying its buffer at a bounded rate pauses briefly.
+BACKFILL_SETTLE_MS = 10_000
+#: ... and at least this often while a long backlog trickles in, so an alert never
+#: waits longer than this for a backlog to end (each fact is then logged at most
+#: once a minute, at its latest revision).
+BACKFILL_MAX_DEFER_MS = 60_000
 
 
 def db_path(config: Config) -> Path:
@@ -216,6 +226,12 @@ class EngineHost:
     #: The site status text last recorded, per site, and the sites with input since.
     status_written: dict[str, str] = field(default_factory=dict)
     dirty_sites: set[str] = field(default_factory=set)
+    #: Coalesce backfill (the daemon): while a site's backlog is applied, its events
+    #: wait for their log book and outbox rows (``store.events.settle_deferred``).
+    coalesce: bool = False
+    #: Sites applying a backlog: wall ms of their last backfilled row, and of the
+    #: start of the current deferral.
+    backfill: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     @classmethod
     def restore(cls, config: Config, store: Store, *, clock: WallClock = time.time,
@@ -239,7 +255,9 @@ class EngineHost:
                 self.window.upto_seq = row.seq
                 events += apply_row(self.engine, row)
                 if "site" in row.body:
-                    self.dirty_sites.add(str(row.body["site"]))
+                    site = str(row.body["site"])
+                    self.dirty_sites.add(site)
+                    self._note_backfill(site, int(row.body.get("ts_ms", 0)), row.received_ms)
             self._applied(rows[-1].seq, rows[-1].received_ms, len(rows))
             total += len(rows)
             if record:
@@ -255,13 +273,42 @@ class EngineHost:
         if items[0][0] - 1 > self.applied_seq:
             self.catch_up(until=items[0][0] - 1)
         events: list[Event] = []
-        for seq, item, _ in items:
+        for seq, item, received_ms in items:
             self.window.upto_seq = seq
             events += apply_item(self.engine, item)
             self.dirty_sites.add(item.site)
+            self._note_backfill(item.site, item.ts_ms, received_ms)
         last_seq, _, received = items[-1]
         self._applied(last_seq, received, len(items))
         self.record(events)
+
+    def _note_backfill(self, site: str, ts_ms: int, received_ms: int | None) -> None:
+        # A row received long after its event time is a node's buffer being
+        # replayed: every reading of it revises the same few facts again.
+        if self.coalesce and received_ms is not None and received_ms - ts_ms > BACKFILL_MS:
+            now = self.now_ms()
+            self.backfill[site] = (now, self.backfill.get(site, (now, now))[1])
+
+    def settle_backfill(self, *, all_sites: bool = False) -> int:
+        """Log the settled revisions of the sites whose backlog has been quiet for
+        ``BACKFILL_SETTLE_MS`` or deferred for ``BACKFILL_MAX_DEFER_MS`` (every site
+        with ``all_sites``, at shutdown), and of any deferral a crash left behind;
+        return how many events were logged."""
+        now = self.now_ms()
+        flowing = set()
+        for site, (last, since) in list(self.backfill.items()):
+            if all_sites or now - last >= BACKFILL_SETTLE_MS:
+                del self.backfill[site]
+            elif now - since < BACKFILL_MAX_DEFER_MS:
+                flowing.add(site)
+            else:
+                # Still flowing for long: log what stands now, and defer afresh.
+                self.backfill[site] = (last, now)
+        logged = self.store.events.settle_deferred(recorded_ms=now, routes=self.routes,
+                                                   keep=flowing)
+        if logged and self.on_alerts is not None and self.routes is not None:
+            self.on_alerts()
+        return logged
 
     def _applied(self, seq: int, received_ms: int | None, rows: int) -> None:
         self.applied_seq = seq
@@ -280,7 +327,7 @@ class EngineHost:
             return 0
         new = self.store.events.record(events, self.applied_seq,
                                        recorded_ms=self.now_ms(), routes=self.routes,
-                                       statuses=statuses)
+                                       statuses=statuses, defer=set(self.backfill))
         self.status_written.update(statuses)
         if new:
             for e in events:
@@ -322,6 +369,8 @@ class EngineHost:
                 self.applied_seq = max(self.applied_seq, seq)
         self.dirty_sites.update(s.id for s in self.config.sites)
         self.record(events, status=True)
+        if self.coalesce:
+            self.settle_backfill()
         return events
 
     def take_snapshot(self) -> SnapshotImage:

@@ -164,10 +164,12 @@ def format_table(config: Config, result: ReplayResult) -> str:
             end, q = ended.get(s.event_id), qualified.get(s.event_id)
             total = f"{end.total_in:.2f} in" if end else "open"
             max24 = f"{end.max_24h_in:.2f} in" if end else ""
+            unknown = end.uncertain_in if end else (q.uncertain_in if q else 0.0)
             lines.append(f"  {s.gauge:<8} {_local(site, s.started_at):<22} "
                          f"{_local(site, end.ended_at if end else None):<22} {total:>8} "
                          f"{max24:>8}  {_local(site, q.qualified_at if q else None):<22} "
-                         f"{_local(site, q.due if q else None):<22}")
+                         f"{_local(site, q.due if q else None):<22}"
+                         + (f"  {unknown:.2f} in of unknown timing" if unknown else ""))
         lines.append("")
         clocks_closed = [b for b in bodies if isinstance(b, ClockClosed)]
         overdue = [b for b in bodies if isinstance(b, InspectionOverdue)]

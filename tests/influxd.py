@@ -245,7 +245,7 @@ def counts(server: Influxd, db: str) -> dict[str, int]:
     out = {}
     for m in RAW + DERIVED:
         field = {"rain": "tips_total", "turbidity": "ntu", "sediment": "depth_in",
-                 "inspection": "recorded", "storm": "total_in", "trap": "fill_fraction",
+                 "inspection": "recorded", "storm": "total_in", "trap": "depth_in",
                  "contrast": "downstream_ntu", "event": "id"}[m]
         # Events: one distinct id per event (a moved revision leaves a second point).
         fn = f'count(distinct("{field}"))' if m == "event" else f'count("{field}")'

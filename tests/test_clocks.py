@@ -184,13 +184,18 @@ def test_storm_ended_and_started_events_in_counter_form() -> None:
 def test_stale_and_recovered_in_event_time() -> None:
     series = counter_series(ts("00:00"), 60, {}) + counter_series(ts("02:00"), 10, {})
     eng, _ = run(series, now_ms=ts("03:00"))
-    stale = final(eng, "sensor_stale")
+    stale = [e for e in final(eng, "sensor_stale") if e["sensor"] == "rg1"]
     # Last seen 00:59; 15 min later (01:14) it is stale; back at 02:00; silent again after 02:09.
     assert [(e["at"], e["last_seen"]) for e in stale] == [
         ("2026-05-01T01:14:00Z", "2026-05-01T00:59:00Z"),
         ("2026-05-01T02:24:00Z", "2026-05-01T02:09:00Z")]
     (rec,) = final(eng, "sensor_recovered")
     assert rec["at"] == "2026-05-01T02:00:00Z"
+    # The site's other sensors never reported: stale since 00:15 (issue 10, item 3).
+    silent = sorted((e["sensor"], e["at"], e["last_seen"]) for e in final(eng, "sensor_stale")
+                    if e["sensor"] != "rg1")
+    assert silent == [(s, "2026-05-01T00:15:00Z", None)
+                      for s in ("tb-down", "tb-up", "trap1-depth")]
 
 
 def test_state_dump_restore_round_trip() -> None:

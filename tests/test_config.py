@@ -103,7 +103,7 @@ def test_every_section_4_default_is_in_force_when_omitted() -> None:
     s = config.sites[0]
     rain = s.rain
     assert rain.threshold_in == 0.5              # § 134-9A(2): 0.5 inch
-    assert rain.mode == "event_24h"
+    assert rain.mode == "event_total"            # issue 10: the law's plain reading
     assert rain.dry_gap_hours == 6
     assert rain.clock_start == "qualified"
     assert rain.gauges == "any"
@@ -120,10 +120,13 @@ def test_every_section_4_default_is_in_force_when_omitted() -> None:
     assert pair.clear_minutes == 30
     assert pair.max_skew_minutes == 10
     assert pair.background_max_age_minutes == 60
+    assert pair.absolute_ntu == 250
     trap = s.traps[0]
     assert trap.warn_fraction == 0.4
     assert trap.cleanout_fraction == 0.5         # § 134-9A(1): reduced by 50 %
     assert trap.median_of == 5
+    assert trap.cleanout_repeat_hours == 24
+    assert all(sensor.counter_bits is None for sensor in s.sensors)
     assert config.broker.topic_prefix == "stormwatch/v1"   # § 3
     assert config.influx is None
 

@@ -10,6 +10,7 @@ one wrong, so the check itself is shown to work both ways.
 from __future__ import annotations
 
 import dataclasses
+import re
 import subprocess
 import sys
 import textwrap
@@ -33,7 +34,7 @@ GOOD = """
         return None
 
     TrapCleanoutRequired(trap="trap-1", fill_fraction=0.5, depth_in=24.0,
-                         sensor="trap1-depth", threshold=0.5)
+                         sensor="trap1-depth", threshold=0.5, repeat=0)
 """
 
 BAD = """
@@ -46,7 +47,7 @@ BAD = """
         return None
 
     TrapCleanoutRequired(trap="trap-1", fill_fraction=0.5, depth_in=24.0,
-                         sensor="trap1-depth", threshhold=0.5)
+                         sensor="trap1-depth", threshhold=0.5, repeat=0)
 """
 
 
@@ -87,3 +88,17 @@ def test_optional_fields_appear_only_when_set() -> None:
     assert "informational" not in storm.to_json() and storm.to_json()["clock_id"] == "storm-e1"
     recorded = SAMPLE_BODIES["inspection_recorded"].to_json()
     assert "notes" not in recorded and recorded["closes"] == ["storm-e1"]
+
+
+def test_the_readme_event_table_names_every_field_of_every_type() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n### Events\n", 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.split("|")]
+        if len(cells) > 3 and cells[1].startswith("`") and cells[1].strip("`") in EVENT_TYPES:
+            rows[cells[1].strip("`")] = cells[2]
+    assert set(rows) == set(EVENT_TYPES)
+    for kind, fields in EVENT_FIELDS.items():
+        named = set(re.findall(r"`(\w+)`", rows[kind]))
+        assert set(fields) <= named, (kind, set(fields) - named)

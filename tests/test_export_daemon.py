@@ -18,7 +18,8 @@ import pytest
 
 from monitor.engine.times import iso, parse_iso
 from monitor.export.influx import CURSOR
-from monitor.store import Store
+from monitor.host import BACKFILL_MAX_DEFER_MS
+from monitor.store import LogbookRow, Store
 
 from .conftest import MakeMosquitto
 from .daemonkit import (
@@ -150,7 +151,11 @@ def test_storm_trap_and_turbidity_arrive_in_influxdb_once_with_derived_values(
 
     trap = server.rows('SELECT "fill_fraction", "state" FROM "trap"', db)
     assert len(trap) == 30
-    assert {round(r["fill_fraction"], 6) for r in trap} == {round(volume(20 / 12) / volume(4), 6)}
+    # The first four readings are the median's warm-up: no fill yet (issue 10).
+    warm, filled = trap[:4], trap[4:]
+    assert all(r["fill_fraction"] is None and r["state"] == "unknown" for r in warm)
+    assert {round(r["fill_fraction"], 6) for r in filled} == {
+        round(volume(20 / 12) / volume(4), 6)}
 
     # contrast: 40 NTU below a 10 NTU background is 30 over a 5 NTU limit.
     contrast = server.rows('SELECT "delta_ntu", "limit_ntu", "allowed_ntu", "state" '
@@ -204,8 +209,14 @@ def test_influxdb_outage_mid_burst_delays_the_export_but_no_alert_and_loses_noth
     paced.join_checked(120)
     pub.close()
     wait_until(lambda: journal_count(cfg) == len(messages), 60, "every reading journaled")
+
+    def logged() -> list[LogbookRow]:
+        with Store(cfg.parent / "state" / "stormwatch.db", readonly=True) as store:
+            return [b for b in store.events.logbook() if b.type == "storm_qualified"]
+
+    # A backfill's events reach the log book once its backlog settles (issue 10).
+    (book,) = wait_until(logged, 30, "the storm in the log book")
     with Store(cfg.parent / "state" / "stormwatch.db", readonly=True) as store:
-        (book,) = [b for b in store.events.logbook() if b.type == "storm_qualified"]
         qualifying = [r for r in store.journal.after(0, limit=100_000)
                       if r.kind == "reading" and r.body["sensor"] == "rg1"
                       and r.body["ts_ms"] == parse_iso(q["qualified_at"])]
@@ -213,9 +224,12 @@ def test_influxdb_outage_mid_burst_delays_the_export_but_no_alert_and_loses_noth
     assert recorded_ms > stopped_ms  # it happened during the outage ...
     (reading,) = qualifying
     assert reading.received_ms is not None
-    # ... and was recorded (and queued for alerting) within moments of its reading
-    # being journaled: the engine does not wait for the exporter.
-    assert recorded_ms - reading.received_ms < 5000, (recorded_ms, reading.received_ms)
+    # ... and was recorded (and queued for alerting) soon after its reading was
+    # journaled: the engine does not wait for the exporter. These readings are 60
+    # hours old (a backfill), so their events reach the log book once the backlog
+    # has settled, and never later than BACKFILL_MAX_DEFER_MS (issue 10, item 9).
+    assert recorded_ms - reading.received_ms < BACKFILL_MAX_DEFER_MS + 5000, (
+        recorded_ms, reading.received_ms)
 
     lag = status(cfg)["export"]
     assert lag["behind_rows"] > 1000 and lag["behind_s"] > 0 and lag["cursor"] > 1000

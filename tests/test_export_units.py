@@ -7,6 +7,7 @@ wa-173-201a limit, inches per tip), not read back from the code under test.
 
 from __future__ import annotations
 
+import math
 import random
 from typing import Any
 
@@ -23,7 +24,7 @@ from monitor.export.writers import Rejected, Unavailable, classify
 from monitor.host import journal_in
 from monitor.store import JournalRow, Store
 
-from .util import SITE, counter_series, site_config, tips
+from .util import SITE, counter_series, event, site_config, tips
 
 T0 = 1_777_636_800_000  # 2026-05-01T12:00:00Z
 
@@ -92,6 +93,7 @@ def test_event_revisions_replace_their_point_and_retire_a_moved_one() -> None:
     # A site without inspection clocks: no clock_id, so the subject is the gauge alone.
     storm = StormQualified(gauge="rg1", event_id="rg1-1", started_at=iso(T0 - 3_600_000),
                            qualified_at=iso(T0), total_in=0.5, max_24h_in=0.5, due=None,
+                           uncertain_in=0.0, gauges=("rg1",),
                            threshold_in=0.5, mode="event_24h", informational=True)
     first = Event(Fact(SITE, T0, "abc", storm))
     (p0,) = event_points(first)
@@ -198,9 +200,13 @@ def test_trap_points_are_the_smoothed_fill_of_design_volume() -> None:
         p = trap[T0 + i * 600_000]
         # The median of the last five readings ignores the single 99 in echo.
         assert p["depth_in"] == 20.0
+        assert (p["warn_fraction"], p["cleanout_fraction"]) == (0.4, 0.5)
+        if i < 4:
+            # Fewer than median_of readings: no fill yet, as no trap event (issue 10).
+            assert math.isnan(p["fill_fraction"]) and p["state"] == "unknown"
+            continue
         assert p["fill_fraction"] == pytest.approx(expected, abs=1e-6)
         assert p["state"] == "ok"
-        assert (p["warn_fraction"], p["cleanout_fraction"]) == (0.4, 0.5)
 
 
 def test_contrast_points_compare_each_downstream_reading_with_its_background() -> None:
@@ -217,7 +223,7 @@ def test_contrast_points_compare_each_downstream_reading_with_its_background() -
     # wa-173-201a: background 10 NTU <= 50, so the limit is 5 NTU over it.
     assert quiet == {"downstream_ntu": 11.0, "upstream_ntu": 10.0, "delta_ntu": 1.0,
                      "limit_ntu": 5.0, "allowed_ntu": 15.0, "exceeding": False,
-                     "background": True, "state": "ok"}
+                     "background": True, "state": "ok", "basis": "background"}
     start = contrast[T0 + 10 * MS_PER_MINUTE + 30_000]
     assert (start["delta_ntu"], start["exceeding"], start["state"]) == (30.0, True, "pending")
     # Sustained 10 minutes (sustain_minutes): exceeded from minute 20 on.
@@ -345,3 +351,16 @@ def test_store_methods_the_exporter_reads_with(tmp_path: Any) -> None:
         with pytest.raises(ValueError):
             store.state.set_cursors({"a": 5}, {"applied_seq": 1})
         assert store.state.cursor("a") == 4  # refused before anything was written
+
+
+def test_event_points_carry_the_fields_dashboards_filter_on() -> None:
+    storm = event_points(event("storm_qualified", "q", T0, uncertain_in=0.4))[0]
+    assert storm.fields["uncertain_in"] == 0.4
+    contrast = event_points(event("turbidity_contrast", "c", T0, basis="absolute",
+                                  upstream_ntu=None, delta_ntu=None, upstream_at=None,
+                                  downstream_ntu=800.0, limit_ntu=250.0))[0]
+    assert contrast.fields["basis"] == "absolute"
+    demand = event_points(event("trap_cleanout_required", "t", T0, repeat=3))[0]
+    assert demand.fields["repeat"] == Int(3) and "repeat=3i" in (demand.encode() or "")
+    fill = event_points(event("trap_fill", "f", T0))[0]
+    assert not {"uncertain_in", "basis", "repeat"} & set(fill.fields)

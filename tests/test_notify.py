@@ -238,7 +238,8 @@ def test_what_is_never_routed() -> None:
     router = Router()
     assert router(changed(storm(), retracted=True, revision=1)) == []
     gauge = GaugeQualified(gauge="rg1", event_id="e1", started_at=iso(T0), qualified_at=iso(T0),
-                           total_in=0.5, max_24h_in=0.5, last_rain=iso(T0))
+                           total_in=0.5, max_24h_in=0.5, last_rain=iso(T0), uncertain_in=0.0,
+                           gauges=("rg1",))
     assert router(Event(Fact(SITE, T0, "g", gauge))) == []
     # Revisions: only the storm, whose deadline a late reading can move (DESIGN § 2).
     assert router(ev("trap_fill", "f", T0, revision=1, trap="trap-1")) == []
@@ -352,6 +353,44 @@ def test_amounts_carry_their_units() -> None:
                              "Mon Nov 30, 9:15 AM EST)")
     assert "Overdue by: 4.0 hours" in overdue.text
     assert "Penalty (§ 134-12D): a fine of up to $350" in overdue.text
+
+
+def test_absolute_turbidity_alert_says_there_was_no_background() -> None:
+    def absolute(state: str, downstream_ntu: float) -> Any:
+        return render(alert(ev("turbidity_contrast", "c", T0, pair="outfall-1", state=state,
+                               basis="absolute", started_at=iso(T0 - 10 * MIN),
+                               upstream_ntu=None, delta_ntu=None, upstream_at=None,
+                               downstream_ntu=downstream_ntu, limit_ntu=250.0)))
+
+    m = absolute("exceeded", 800.0)
+    assert m.title == ("Branch Meadows Subdivision: turbidity 800.0 NTU at outfall-1, no "
+                       "background reading")
+    assert m.notify_type == "warning"
+    assert m.text.startswith(
+        "No background (upstream) reading was available for outfall-1, and the turbidity "
+        "below the discharge has stayed above the absolute limit of 250.0 NTU: a visible "
+        "contrast in the receiving water is likely.\n")
+    for line in ("Downstream: 800.0 NTU", "Upstream (background): no reading available",
+                 "Limit: 250.0 NTU (absolute, used while no background reading is available)",
+                 "Since: Mon Nov 30, 2026 9:05 AM EST",
+                 "Chapter 134 § 134-8C: \"Any land development activity shall not cause an "
+                 "increase in turbidity"):
+        assert line in m.text
+    for absent in ("? NTU", "Difference", "over background"):
+        assert absent not in m.text and absent not in m.title
+    below = absolute("cleared", 20.0)
+    assert below.title == ("Branch Meadows Subdivision: turbidity at outfall-1 back below the "
+                           "absolute limit")
+    assert below.notify_type == "success"
+    assert "Episode: Mon Nov 30, 2026 9:05 AM EST to" in below.text
+    assert "§ 134-8C" in below.text and "? NTU" not in below.text
+    # Ended because a background reading came back (still above the absolute limit).
+    back = absolute("cleared", 800.0)
+    assert back.title == ("Branch Meadows Subdivision: turbidity at outfall-1: background "
+                          "reading available again")
+    assert "judged against it from now on" in back.text
+    assert "Upstream (background): reporting again" in back.text
+    assert "? NTU" not in back.text
 
 
 def test_every_event_type_renders_with_site_and_alert_id() -> None:
@@ -536,6 +575,69 @@ def test_a_recorded_inspection_silences_the_clock_notices(
         "deadline)"]
     assert h.rows()[("late-0:0", "qp")].withheld == \
         f"clock closed: inspection recorded at {iso(due + 2 * H)}"
+
+
+def cleanout(id_: str, at: int, repeat: int, trap: str = "trap-1") -> Event:
+    return ev("trap_cleanout_required", id_, at, trap=trap, fill_fraction=0.6, depth_in=36.0,
+              repeat=repeat)
+
+
+def test_a_catch_up_sends_only_the_newest_clean_out_demand_per_trap(
+        tmp_path: Path, http: HttpReceiver, harnesses: list[Harness]) -> None:
+    config = make_config(tmp_path, [{"url": json_url(http), "tags": ["qp", "officer"]}])
+    h = harness(harnesses, config, now=T0 + 49 * H)  # back after two days away
+    h.record(cleanout("dem-1", T0, 1), cleanout("dem-2", T0 + 24 * H, 2),
+             cleanout("dem-3", T0 + 48 * H, 3), cleanout("other", T0, 5, trap="trap-2"))
+    h.drain()
+    newest = ("Branch Meadows Subdivision: clean out sediment trap trap-1: still at 60.0% of "
+              "design capacity (repeat 3)")
+    assert sorted(p.body["title"] for p in http.posts) == sorted([
+        newest, "Branch Meadows Subdivision: clean out sediment trap trap-2: still at 60.0% of "
+                "design capacity (repeat 5)"])
+    (sent,) = [p.body["message"] for p in http.posts if p.body["title"] == newest]
+    # Three repeats of 24 hours (trap-1's default) before Wed Dec 2, 9:15 AM EST.
+    assert ("Sediment trap trap-1 is still at 60.0% of its design capacity: clean-out has "
+            "been demanded since Sun Nov 29, 2026 9:15 AM EST or earlier (repeat 3), and the "
+            "sediment must be removed.") in sent
+    assert "Alert id: dem-3:0" in sent
+    rows = h.rows()
+    assert {k for k in rows} == {("dem-1:0", "qp"), ("dem-2:0", "qp"), ("dem-3:0", "qp"),
+                                 ("other:0", "qp")}
+    for older in ("dem-1:0", "dem-2:0"):
+        assert rows[(older, "qp")].withheld == \
+            "superseded by alert dem-3:0, a later clean-out demand for trap trap-1"
+    assert rows[("dem-3:0", "qp")].withheld is None
+    assert rows[("other:0", "qp")].withheld is None  # another trap's demand stands
+    assert all(r.status == "delivered" for r in rows.values())
+
+
+def test_a_clean_out_demand_queued_before_the_trap_was_cleaned_is_withheld(
+        tmp_path: Path, http: HttpReceiver, harnesses: list[Harness]) -> None:
+    config = make_config(tmp_path, [{"url": json_url(http), "tags": ["qp", "officer"]}])
+    h = harness(harnesses, config, now=T0 + 30 * H)
+    # Not a cleaning of this demand: one before it, one of another trap, one retracted.
+    retracted = ev("trap_cleaned", "clean-r", T0 + 2 * H, trap="trap-1")
+    h.record(ev("trap_cleaned", "clean-0", T0 - H, trap="trap-1"),
+             ev("trap_cleaned", "clean-x", T0 + H, trap="trap-2"),
+             retracted, changed(retracted, revision=1, retracted=True),
+             cleanout("dem-1", T0, 1))
+    h.drain()
+    assert [p.body["title"] for p in http.posts] == [
+        "Branch Meadows Subdivision: clean out sediment trap trap-1: still at 60.0% of design "
+        "capacity (repeat 1)"]
+    assert h.rows()[("dem-1:0", "qp")].withheld is None
+
+    # The next repeat is still queued when the trap is cleaned: it is moot.
+    h.record(cleanout("dem-2", T0 + 24 * H, 2),
+             ev("trap_cleaned", "clean-1", T0 + 26 * H, trap="trap-1", fill_before=0.6,
+                fill_after=0.1))
+    h.drain()
+    assert len(http.posts) == 1
+    row = h.rows()[("dem-2:0", "qp")]
+    assert row.withheld == f"trap trap-1 cleaned at {iso(T0 + 26 * H)}: the demand was met"
+    assert row.status == "delivered"
+    # trap_cleaned goes to the log book only: no row of its own.
+    assert not [k for k in h.rows() if k[0].startswith("clean-")]
 
 
 def test_revisions_alert_only_as_corrections(tmp_path: Path, http: HttpReceiver,

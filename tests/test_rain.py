@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from monitor.config import RainRules
+from monitor.config import RainRules, SensorConfig
 from monitor.engine.events import Fact
 from monitor.engine.inputs import Reading
 from monitor.engine.rain import GAUGE_QUALIFIED, GaugeFold
@@ -21,7 +21,7 @@ H = MS_PER_HOUR
 
 def run(readings: list[Reading], now_ms: int | None = None, **rules: Any
         ) -> dict[str, list[Fact]]:
-    fold = GaugeFold(SITE, "rg1", RainRules(**rules), {"rg1": 0.01})
+    fold = GaugeFold(SITE, "rg1", RainRules(**rules), [SensorConfig(id="rg1", kind="rain")])
     tl = Timeline(fold)
     for r in readings:
         tl.insert(r)

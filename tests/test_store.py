@@ -80,7 +80,8 @@ def event(body: Body, id_: str, at_ms: int, revision: int = 0, *, site: str = SI
 def qualified(id_: str = "storm-1", at_ms: int = T0, revision: int = 0) -> Event:
     return event(StormQualified(gauge="rg1", event_id=id_, started_at=iso(T0 - 60 * MIN),
                                 qualified_at=iso(at_ms), total_in=0.62, max_24h_in=0.62,
-                                due=iso(at_ms + 24 * 60 * MIN), threshold_in=0.5,
+                                due=iso(at_ms + 24 * 60 * MIN), uncertain_in=0.0,
+                                gauges=("rg1",), threshold_in=0.5,
                                 mode="event_24h", clock_id=f"storm-{id_}"),
                  id_, at_ms, revision)
 
@@ -288,7 +289,8 @@ def test_meta_values_and_cursors(db: Path, store: Store) -> None:
 def test_record_events_is_idempotent(db: Path, store: Store) -> None:
     evs = [qualified("storm-1"),
            event(TrapCleanoutRequired(trap="trap-1", fill_fraction=0.5, depth_in=20.0,
-                                      sensor="trap1-depth", threshold=0.5), "trap-1", T0 + MIN),
+                                      sensor="trap1-depth", threshold=0.5, repeat=0),
+                 "trap-1", T0 + MIN),
            stale("stale-1", T0 + 2 * MIN, "rg1")]
     assert store.events.record(evs, applied_seq=7, recorded_ms=T0 + 5, routes=routes) == 3
     assert store.events.applied_seq() == 7

@@ -11,6 +11,7 @@ import pytest
 from monitor.config import SensorConfig, TrapConfig
 from monitor.engine.events import Fact, make_id
 from monitor.engine.inputs import Reading
+from monitor.engine.series import Sample, TrapSample, TrapSampler
 from monitor.engine.timeline import Timeline
 from monitor.engine.times import MS_PER_HOUR, MS_PER_MINUTE, iso, parse_iso
 from monitor.engine.traps import (
@@ -52,6 +53,11 @@ def run(fold: TrapFold, readings: list[Reading]) -> list[Fact]:
 
 def kinds(facts: list[Fact]) -> list[tuple[str, int]]:
     return [(f.type, f.at_ms) for f in facts]
+
+
+def every(minutes: int, start: float, end: float, depth_in: float) -> list[Reading]:
+    """A reading of ``depth_in`` every ``minutes`` from ``start`` to before ``end``."""
+    return [depth(m, depth_in) for m in range(round(start), round(end), minutes)]
 
 
 # --------------------------------------------------------------------------- geometry
@@ -170,7 +176,7 @@ def test_warn_then_cleanout_with_fields() -> None:
                            "sensor": "box-depth", "threshold": 0.4}
     assert cleanout.id == make_id("trap_cleanout_required", SITE, "box", at(30))
     assert cleanout.fields == {"trap": "box", "fill_fraction": 0.5, "depth_in": 24.0,
-                               "sensor": "box-depth", "threshold": 0.5}
+                               "sensor": "box-depth", "threshold": 0.5, "repeat": 0}
     assert cleanout.to_json()["at"] == iso(at(30))
 
 
@@ -368,3 +374,230 @@ def test_volume_is_continuous_in_depth() -> None:
     b = fill_fraction(BLUE_BOOK_TRAP, 30.001)
     assert 0 < b - a < 1e-4
     assert math.isclose(fill_fraction(BLUE_BOOK_TRAP, 48.0), 1.0)
+
+
+# --------------------------------------------------------------------------- issue 10: warm-up
+
+DAY_MIN = 24 * 60
+TRAP1 = SensorConfig(id="trap1-depth", kind="sediment")
+BOX5 = BOX.model_copy(update={"median_of": 5})
+
+
+def test_an_echo_as_the_first_reading_is_no_fact() -> None:
+    # The issue's case: the Blue Book trap (median_of 5 by default), a 60 in echo
+    # first (V(5 ft) / V(4 ft) = 3166.67 / 2101.33 = 151 %), then 10 in ten times.
+    assert BLUE_BOOK_TRAP.median_of == 5
+    assert fill_fraction(BLUE_BOOK_TRAP, 60.0) == pytest.approx(1.507, abs=1e-3)
+    readings = [depth(0, 60.0, "trap1-depth")] + [depth(10 * i, 10.0, "trap1-depth")
+                                                  for i in range(1, 11)]
+    fold = TrapFold(SITE, BLUE_BOOK_TRAP, TRAP1)
+    facts = run(fold, readings)
+    assert facts == []
+    types = {f.type for f in facts}
+    assert "trap_fill" not in types
+    assert "trap_cleanout_required" not in types
+    assert "trap_cleaned" not in types
+
+    # Status and the plotted series agree: no fill during warm-up, then the median.
+    state = fold.initial()
+    for r in readings[:4]:
+        fold.step(state, r, [])
+    assert fold.summary(state) == {"fill_fraction": None, "depth_in": None, "state": "unknown"}
+    fold.step(state, readings[4], [])
+    # 10 in = 0.8333 ft: (166.667 + 41.667 + 3.086) / 2101.333 = 0.1006
+    assert fold.summary(state) == {"fill_fraction": 0.1006, "depth_in": 10.0, "state": "ok"}
+
+    samples: list[Sample] = []
+    tl = Timeline(TrapFold(SITE, BLUE_BOOK_TRAP, TRAP1))
+    tl.observer = TrapSampler(SITE, "trap-1", tl.fold, samples.append)  # type: ignore[arg-type]
+    for r in readings:
+        tl.insert(r)
+    plotted = [s for s in samples if isinstance(s, TrapSample)]
+    assert [s.ts_ms for s in plotted] == [r.ts_ms for r in readings]
+    # Warm-up: the depth is the median so far, and there is no fill and no level.
+    # Medians of [60], [60, 10], [60, 10, 10], [60, 10, 10, 10]: 60, 35, 10, 10.
+    assert [s.depth_in for s in plotted[:4]] == [60.0, 35.0, 10.0, 10.0]
+    assert all(math.isnan(s.fill_fraction) for s in plotted[:4])
+    assert [s.state for s in plotted[:4]] == ["unknown"] * 4
+    # From the fifth reading on, what the rule compares: 0.1006, never 151 %.
+    assert [(round(s.fill_fraction, 4), s.depth_in, s.state) for s in plotted[4:]] == \
+        [(0.1006, 10.0, "ok")] * 7
+    assert not any(s.fill_fraction >= 0.4 for s in plotted)
+
+
+def test_no_fact_before_median_of_readings_exist() -> None:
+    # Four readings at 0.625 with median_of 5: nothing; the fifth concludes both levels.
+    readings = [depth(m, 30.0) for m in range(5)]
+    assert run(TrapFold(SITE, BOX5, BOX_SENSOR), readings[:4]) == []
+    facts = run(TrapFold(SITE, BOX5, BOX_SENSOR), readings)
+    assert kinds(facts) == [("trap_fill", at(4)), ("trap_cleanout_required", at(4))]
+    assert facts[1].fields == {"trap": "box", "fill_fraction": 0.625, "depth_in": 30.0,
+                               "sensor": "box-depth", "threshold": 0.5, "repeat": 0}
+
+
+@pytest.mark.parametrize("position", range(11))
+def test_a_single_reading_beyond_the_design_depth_is_not_a_fill(position: int) -> None:
+    # 60 in in the 48 in box (fill 1.25) once, anywhere among eleven readings of 12 in
+    # (0.25), in the warm-up or after it.
+    readings = [depth(10 * i, 60.0 if i == position else 12.0) for i in range(11)]
+    fold = TrapFold(SITE, BOX5, BOX_SENSOR)
+    facts = run(fold, readings)
+    assert facts == []
+    assert not {"trap_fill", "trap_cleanout_required", "trap_cleaned"} & {f.type for f in facts}
+    state = fold.initial()
+    for r in readings:
+        fold.step(state, r, [])
+    assert fold.summary(state) == {"fill_fraction": 0.25, "depth_in": 12.0, "state": "ok"}
+
+
+def test_three_readings_beyond_the_design_depth_are_a_fill() -> None:
+    # The control of the test above: three of five is the median, a real fill.
+    readings = [depth(10 * i, 60.0 if i in (5, 6, 7) else 12.0) for i in range(9)]
+    facts = run(TrapFold(SITE, BOX5, BOX_SENSOR), readings)
+    assert kinds(facts) == [("trap_fill", at(70)), ("trap_cleanout_required", at(70))]
+    assert facts[1].fields["fill_fraction"] == 1.25
+    assert facts[1].fields["depth_in"] == 60.0
+
+
+# --------------------------------------------------------------------------- issue 10: repeats
+
+
+def cleanout_ids(facts: list[Fact]) -> list[tuple[int, int, str]]:
+    return [(f.at_ms, f.fields["repeat"], f.id) for f in facts
+            if f.type == "trap_cleanout_required"]
+
+
+def test_a_standing_demand_is_repeated_every_24_hours() -> None:
+    # 28.8 in = 0.6 of the box, a reading every 30 minutes for 30 days; median_of 5,
+    # so the first demand is at the fifth reading (120 min), each repeat 24 h later.
+    assert BOX5.cleanout_repeat_hours == 24.0
+    readings = every(30, 0, 30 * DAY_MIN, 28.8)
+    assert len(readings) == 1440
+    facts = run(TrapFold(SITE, BOX5, BOX_SENSOR), readings)
+    first = at(120)
+    demands = [f for f in facts if f.type == "trap_cleanout_required"]
+    assert [(f.at_ms, f.fields["repeat"]) for f in demands] == \
+        [(first + k * DAY_MIN * MS_PER_MINUTE, k) for k in range(30)]
+    assert demands[0].id == make_id("trap_cleanout_required", SITE, "box", first)
+    for k, f in enumerate(demands):
+        if k:
+            assert f.id == make_id("trap_cleanout_required", SITE, "box", first, k)
+        assert f.site == SITE
+        assert f.fields == {"trap": "box", "fill_fraction": 0.6, "depth_in": 28.8,
+                            "sensor": "box-depth", "threshold": 0.5, "repeat": k}
+    assert len({f.id for f in demands}) == 30
+    # The warning is said once; nothing was cleaned.
+    assert kinds([f for f in facts if f.type != "trap_cleanout_required"]) == \
+        [("trap_fill", first)]
+    # Stable: the same readings give the same ids.
+    again = run(TrapFold(SITE, BOX5, BOX_SENSOR), readings)
+    assert cleanout_ids(again) == cleanout_ids(facts)
+
+
+def test_a_repeat_needs_the_fill_still_at_the_level_and_a_full_interval() -> None:
+    readings = [
+        depth(0, 24.0),                # 0.5      demand (and warning)
+        depth(23 * 60 + 59, 30.0),     # 0.625    23 h 59 min later: too soon
+        depth(24 * 60, 22.8),          # 0.475    below the level, not re-armed: no repeat
+        depth(25 * 60, 24.0),          # 0.5      25 h after the demand: repeat 1
+        depth(48 * 60, 24.0),          # 0.5      23 h after repeat 1: nothing
+        depth(49 * 60, 24.0),          # 0.5      24 h after repeat 1: repeat 2
+    ]
+    facts = run(TrapFold(SITE, BOX, BOX_SENSOR), readings)
+    assert kinds(facts) == [("trap_fill", at(0)), ("trap_cleanout_required", at(0)),
+                            ("trap_cleanout_required", at(25 * 60)),
+                            ("trap_cleanout_required", at(49 * 60))]
+    assert [f.fields["repeat"] for f in facts[1:]] == [0, 1, 2]
+    assert facts[2].id == make_id("trap_cleanout_required", SITE, "box", at(0), 1)
+    assert facts[3].id == make_id("trap_cleanout_required", SITE, "box", at(0), 2)
+    assert facts[2].fields["fill_fraction"] == 0.5
+
+
+def test_repeats_follow_cleanout_repeat_hours() -> None:
+    box6h = BOX.model_copy(update={"cleanout_repeat_hours": 6.0})
+    facts = run(TrapFold(SITE, box6h, BOX_SENSOR), every(60, 0, 13 * 60, 24.0))
+    assert cleanout_ids(facts) == [
+        (at(0), 0, make_id("trap_cleanout_required", SITE, "box", at(0))),
+        (at(360), 1, make_id("trap_cleanout_required", SITE, "box", at(0), 1)),
+        (at(720), 2, make_id("trap_cleanout_required", SITE, "box", at(0), 2))]
+
+
+def test_repeats_stop_below_the_rearm_level_and_a_new_demand_starts_afresh() -> None:
+    # 3 days at 0.6, 3 days at 0.44 (below the re-arm level 0.45; a drop of 0.16 is
+    # no clean-out), 2 days at 0.6 again; every 30 minutes, median_of 5.
+    readings = (every(30, 0, 3 * DAY_MIN, 28.8) + every(30, 3 * DAY_MIN, 6 * DAY_MIN, 21.12)
+                + every(30, 6 * DAY_MIN, 8 * DAY_MIN, 28.8))
+    facts = run(TrapFold(SITE, BOX5, BOX_SENSOR), readings)
+    first, again = at(120), at(6 * DAY_MIN + 60)  # the median follows at the 3rd reading
+    assert kinds(facts) == [
+        ("trap_fill", first),
+        ("trap_cleanout_required", first),
+        ("trap_cleanout_required", first + DAY_MIN * MS_PER_MINUTE),
+        ("trap_cleanout_required", first + 2 * DAY_MIN * MS_PER_MINUTE),
+        # No repeat at day 3 + 2 h: the fill is 0.44 from day 3 + 1 h on. The warning
+        # stays disarmed (0.44 > 0.35), the clean-out re-armed: a new first demand.
+        ("trap_cleanout_required", again),
+        ("trap_cleanout_required", again + DAY_MIN * MS_PER_MINUTE),
+    ]
+    assert cleanout_ids(facts)[3:] == [
+        (again, 0, make_id("trap_cleanout_required", SITE, "box", again)),
+        (again + DAY_MIN * MS_PER_MINUTE, 1,
+         make_id("trap_cleanout_required", SITE, "box", again, 1))]
+    assert "trap_cleaned" not in {f.type for f in facts}
+
+
+def test_a_cleaning_ends_the_repeats() -> None:
+    # 2 days at 0.6, then cleaned down to 0.1: repeats stop, one trap_cleaned.
+    readings = every(30, 0, 2 * DAY_MIN, 28.8) + every(30, 2 * DAY_MIN, 5 * DAY_MIN, 4.8)
+    facts = run(TrapFold(SITE, BOX5, BOX_SENSOR), readings)
+    cleaned_at = at(2 * DAY_MIN + 60)
+    assert kinds(facts) == [("trap_fill", at(120)), ("trap_cleanout_required", at(120)),
+                            ("trap_cleanout_required", at(120 + DAY_MIN)),
+                            ("trap_cleaned", cleaned_at)]
+    assert facts[-1].fields == {"trap": "box", "fill_before": 0.6, "fill_after": 0.1,
+                                "sensor": "box-depth"}
+
+
+def test_repeats_do_not_depend_on_order_or_duplicates() -> None:
+    rng = random.Random(11)
+    # Five days around 0.6 with noise and one echo, a clean-out, two days refilling.
+    readings = []
+    for i in range(7 * 48):
+        d = 28.8 if i < 5 * 48 else min(28.8, 4.0 + 0.5 * (i - 5 * 48))
+        readings.append(depth(30 * i, round(d + rng.uniform(-0.3, 0.3), 2)))
+    readings[100] = depth(3000, 80.0)  # one echo beyond the design depth
+    expected = run(TrapFold(SITE, BOX5, BOX_SENSOR), readings)
+    repeats = [f.fields["repeat"] for f in expected if f.type == "trap_cleanout_required"]
+    assert repeats[:5] == [0, 1, 2, 3, 4] and max(repeats) == 4
+    assert "trap_cleaned" in {f.type for f in expected}
+    for seed in range(3):
+        shuffled = readings + rng.sample(readings, 60)
+        random.Random(seed).shuffle(shuffled)
+        assert run(TrapFold(SITE, BOX5, BOX_SENSOR), shuffled) == expected
+
+
+def test_a_standing_demand_survives_dump_load_and_copy() -> None:
+    readings = every(30, 0, 3 * DAY_MIN, 28.8)
+    fold = TrapFold(SITE, BOX5, BOX_SENSOR)
+    whole: list[Fact] = []
+    state = fold.initial()
+    for r in readings:
+        fold.step(state, r, whole)
+
+    half = len(readings) // 2  # 36 h in: the first demand and one repeat made
+    first: list[Fact] = []
+    state = fold.initial()
+    for r in readings[:half]:
+        fold.step(state, r, first)
+    dumped = fold.dump(state)
+    assert (dumped["demand_first_ts"], dumped["demand_last_ts"], dumped["demand_repeats"]) == \
+        (at(120), at(120 + DAY_MIN), 1)
+    restored = fold.load(json.loads(json.dumps(dumped)))
+    assert fold.dump(restored) == dumped
+    copied = fold.copy(state)
+    for s in (state, restored, copied):
+        rest: list[Fact] = []
+        for r in readings[half:]:
+            fold.step(s, r, rest)
+        assert first + rest == whole
+    assert [f.fields["repeat"] for f in whole if f.type == "trap_cleanout_required"] == [0, 1, 2]

@@ -10,6 +10,7 @@ import pytest
 from monitor.config import SensorConfig, TurbidityPair
 from monitor.engine.events import Fact, make_id
 from monitor.engine.inputs import Reading
+from monitor.engine.series import ContrastSample, PairSampler, Sample
 from monitor.engine.timeline import Timeline
 from monitor.engine.times import MS_PER_MINUTE, iso, parse_iso
 from monitor.engine.turbidity import TRANSITIONS, PairFold, exceeds, limit_ntu
@@ -129,6 +130,7 @@ def test_ten_minutes_of_contrast_raise_exceeded_at_0_10() -> None:
     assert fact.id == make_id("turbidity_contrast", SITE, "outfall-1", "exceeded", at(0))
     assert fact.fields == {
         "pair": "outfall-1", "state": "exceeded", "started_at": iso(at(0)),
+        "basis": "background",
         "upstream_ntu": 10.0, "downstream_ntu": 20.0, "delta_ntu": 10.0, "limit_ntu": 5.0,
         "upstream_at": iso(at(10)),
     }
@@ -298,6 +300,240 @@ def test_upstream_buffer_stays_small() -> None:
     # Kept: max_skew + max(max_skew, background_max_age) = 70 min of minutely readings.
     assert len(state.ups) <= 71
     assert len(state.pending) <= 11
+
+
+# --------------------------------------------------------------------------- absolute basis
+
+NO_ABSOLUTE = PAIR.model_copy(update={"absolute_ntu": None})
+
+
+def gross(start: int, stop: int, ntu: float) -> list[Reading]:
+    """The downstream probe alone every minute from ``start`` to ``stop`` inclusive."""
+    return [down(m, ntu) for m in range(start, stop + 1)]
+
+
+def with_basis(facts: list[Fact]) -> list[tuple[str, int, str, str]]:
+    return [(f.fields["state"], f.at_ms, f.fields["started_at"], f.fields["basis"])
+            for f in of_type(facts, "turbidity_contrast")]
+
+
+def most_exceeded_at_once(facts: list[Fact]) -> int:
+    """Walking the contrast facts in order: the most episodes exceeded at the same time."""
+    exceeded: set[tuple[str, str]] = set()
+    most = 0
+    for f in of_type(facts, "turbidity_contrast"):
+        episode = (f.fields["basis"], f.fields["started_at"])
+        if f.fields["state"] == "exceeded":
+            exceeded.add(episode)
+        else:
+            exceeded.discard(episode)
+        most = max(most, len(exceeded))
+    return most
+
+
+def absolute_fields(state: str, started: int, downstream_ntu: float) -> dict[str, object]:
+    return {"pair": "outfall-1", "state": state, "basis": "absolute",
+            "started_at": iso(started), "upstream_ntu": None, "downstream_ntu": downstream_ntu,
+            "delta_ntu": None, "limit_ntu": 250.0, "upstream_at": None}
+
+
+def test_gross_turbidity_without_background_is_exceeded_on_an_absolute_basis() -> None:
+    # Issue 10, item 8: the upstream probe silent from the start, downstream 800 NTU
+    # every minute for an hour. Above 250 NTU from 0:00; exceeded at 0:10 (sustain).
+    facts = run(fold(), gross(0, 60, 800.0), now_minutes=61)
+    assert [(f.type, f.at_ms) for f in facts] == [
+        ("background_missing", at(0)), ("turbidity_contrast", at(10))]
+    missing = facts[0]
+    assert missing.id == make_id("background_missing", SITE, "outfall-1", "tb-up", at(0))
+    assert missing.fields == {"sensor": "tb-up", "pair": "outfall-1", "downstream_ntu": 800.0}
+    fact = facts[1]
+    assert fact.id == make_id("turbidity_contrast", SITE, "outfall-1", "absolute", "exceeded",
+                              at(0))
+    assert fact.id != make_id("turbidity_contrast", SITE, "outfall-1", "exceeded", at(0))
+    assert fact.fields == absolute_fields("exceeded", at(0), 800.0)
+    assert fact.fields["upstream_ntu"] is None and fact.fields["delta_ntu"] is None
+    assert fact.fields["upstream_at"] is None
+
+
+def test_a_dead_upstream_probe_hands_over_to_the_absolute_limit() -> None:
+    # Upstream 10 NTU until 0:05, then dead; downstream 12 NTU (within the contrast)
+    # until 1:04, 800 NTU from 1:05. The 0:05 reading serves as background while it
+    # is younger than 60 min, up to 1:04; from 1:05 there is none.
+    readings = ([up(m, 10.0) for m in range(6)] + gross(0, 64, 12.0)
+                + gross(65, 130, 800.0))
+    facts = run(fold(), readings, now_minutes=131)
+    assert [(f.type, f.at_ms) for f in facts] == [
+        ("background_missing", at(65)), ("turbidity_contrast", at(75))]
+    assert facts[0].fields["downstream_ntu"] == 800.0
+    assert facts[1].fields == absolute_fields("exceeded", at(65), 800.0)
+
+
+def test_absolute_episode_clears_after_clear_minutes_below_the_limit() -> None:
+    # 800 NTU 0:00–1:00, then 20 NTU from 1:01 (c): cleared at 1:31, t − c = 30.
+    facts = run(fold(), gross(0, 60, 800.0) + gross(61, 120, 20.0), now_minutes=121)
+    assert with_basis(facts) == [("exceeded", at(10), iso(at(0)), "absolute"),
+                                 ("cleared", at(91), iso(at(0)), "absolute")]
+    cleared = of_type(facts, "turbidity_contrast")[1]
+    assert cleared.id == make_id("turbidity_contrast", SITE, "outfall-1", "absolute", "cleared",
+                                 at(0))
+    assert cleared.fields == absolute_fields("cleared", at(0), 20.0)
+    # One run of readings without a background: background_missing once, as before.
+    assert [f.at_ms for f in of_type(facts, "background_missing")] == [at(0)]
+
+
+@pytest.mark.parametrize(("pair", "ntu"), [
+    (NO_ABSOLUTE, 800.0),   # absolute_ntu: null turns the absolute basis off
+    (PAIR, 200.0),          # below 250
+    (PAIR, 250.0),          # at the limit is not above it
+])
+def test_no_absolute_contrast(pair: TurbidityPair, ntu: float) -> None:
+    facts = run(fold(pair), gross(0, 60, ntu), now_minutes=61)
+    assert [(f.type, f.at_ms) for f in facts] == [("background_missing", at(0))]
+    assert facts[0].fields["downstream_ntu"] == ntu
+
+
+def test_with_a_background_the_absolute_limit_does_not_apply() -> None:
+    # 800 NTU over a background of 790: 10 NTU, within 10 % of 790. Nothing.
+    assert run(fold(), minutely(0, 60, 790.0, 800.0), now_minutes=61) == []
+    # 800 over 10: the background comparison, unchanged, and nothing absolute.
+    facts = run(fold(), minutely(0, 60, 10.0, 800.0), now_minutes=61)
+    assert with_basis(facts) == [("exceeded", at(10), iso(at(0)), "background")]
+    fact = of_type(facts, "turbidity_contrast")[0]
+    assert fact.id == make_id("turbidity_contrast", SITE, "outfall-1", "exceeded", at(0))
+    assert (fact.fields["upstream_ntu"], fact.fields["delta_ntu"], fact.fields["limit_ntu"]) == (
+        10.0, 790.0, 5.0)
+
+
+def handover(up_ntu: float) -> list[Reading]:
+    """800 NTU downstream throughout; upstream at ``up_ntu`` only from 0:41, so the
+    downstream readings have a background (nearest within 10 min) from 0:31."""
+    return gross(0, 80, 800.0) + [up(m, up_ntu) for m in range(41, 81)]
+
+
+def test_a_returning_background_closes_the_absolute_episode() -> None:
+    facts = run(fold(), handover(10.0), now_minutes=81)
+    # The background episode starts on its own first reading (0:31) and needs its own
+    # 10 minutes: it does not inherit the absolute episode's start or state.
+    assert with_basis(facts) == [("exceeded", at(10), iso(at(0)), "absolute"),
+                                 ("cleared", at(31), iso(at(0)), "absolute"),
+                                 ("exceeded", at(41), iso(at(31)), "background")]
+    contrast_facts = of_type(facts, "turbidity_contrast")
+    assert contrast_facts[1].fields == absolute_fields("cleared", at(0), 800.0)
+    assert contrast_facts[2].fields["upstream_at"] == iso(at(41))
+    assert most_exceeded_at_once(facts) == 1
+
+
+def test_a_clean_returning_background_just_closes_the_absolute_episode() -> None:
+    facts = run(fold(), handover(790.0), now_minutes=81)
+    assert with_basis(facts) == [("exceeded", at(10), iso(at(0)), "absolute"),
+                                 ("cleared", at(31), iso(at(0)), "absolute")]
+
+
+def test_an_open_background_episode_is_not_doubled_by_an_absolute_one() -> None:
+    # Background exceeded at 0:10; upstream dead after 0:15 and downstream 800 NTU.
+    # The 0:15 reading serves until 1:14; from 1:15 no background, but the background
+    # episode is still exceeded and stands for the pair: no absolute episode.
+    facts = run(fold(), minutely(0, 15, 10.0, 20.0) + gross(16, 140, 800.0),
+                now_minutes=141)
+    assert with_basis(facts) == [("exceeded", at(10), iso(at(0)), "background")]
+    assert [f.at_ms for f in of_type(facts, "background_missing")] == [at(75)]
+
+
+def absolute_story() -> list[Reading]:
+    """Absolute episode, handover, background episode, upstream dead, absolute again."""
+    readings = handover(10.0) + gross(81, 139, 12.0) + [up(m, 10.0) for m in range(81, 91)]
+    readings += gross(150, 170, 900.0) + gross(171, 240, 20.0)
+    return readings
+
+
+def test_absolute_arrival_order_and_duplicates_do_not_matter() -> None:
+    readings = absolute_story()
+    expected = run(fold(), readings, now_minutes=241)
+    assert with_basis(expected) == [
+        ("exceeded", at(10), iso(at(0)), "absolute"),
+        ("cleared", at(31), iso(at(0)), "absolute"),
+        ("exceeded", at(41), iso(at(31)), "background"),
+        ("cleared", at(111), iso(at(31)), "background"),
+        ("exceeded", at(160), iso(at(150)), "absolute"),
+        ("cleared", at(201), iso(at(150)), "absolute"),
+    ]
+    assert most_exceeded_at_once(expected) == 1
+    rng = random.Random(8)
+    for seed in range(4):
+        shuffled = readings + rng.sample(readings, 60)
+        random.Random(seed).shuffle(shuffled)
+        assert run(fold(), shuffled, now_minutes=241) == expected
+
+
+def test_absolute_episode_round_trips_through_json() -> None:
+    f = fold()
+    state = f.initial()
+    for r in gross(0, 25, 800.0):
+        f.step(state, r, [])
+    data = f.dump(state)
+    assert (data["abs_episode"], data["abs_started"]) == ("exceeded", at(0))
+    restored = f.load(json.loads(json.dumps(data)))
+    copied = f.copy(state)
+    assert f.dump(restored) == f.dump(state) == f.dump(copied)
+    outs: list[list[Fact]] = [[], [], []]
+    for s, out in zip((state, copied, restored), outs, strict=True):
+        for r in gross(26, 80, 20.0):
+            f.step(s, r, out)
+    assert outs[0] == outs[1] == outs[2]
+    assert with_basis(outs[0]) == [("cleared", at(56), iso(at(0)), "absolute")]
+
+
+def test_summary_shows_the_absolute_episode() -> None:
+    f = fold()
+    state = f.initial()
+    for r in gross(0, 20, 800.0):
+        f.step(state, r, [])
+    assert f.summary(state) == {
+        "state": "exceeded", "basis": "absolute", "delta_ntu": None, "limit_ntu": 250.0,
+        "upstream_ntu": None, "downstream_ntu": 800.0, "at": iso(at(20)),
+        "started_at": iso(at(0))}
+    g = fold(NO_ABSOLUTE)
+    other = g.initial()
+    for r in gross(0, 20, 800.0):
+        g.step(other, r, [])
+    assert (g.summary(other)["state"], g.summary(other)["basis"]) == ("unknown", None)
+
+
+def samples(pair: TurbidityPair, readings: list[Reading], now_minutes: float) -> dict[
+        int, ContrastSample]:
+    """The last contrast sample per time, as the report and the exporter keep them."""
+    got: dict[int, ContrastSample] = {}
+
+    def sink(sample: Sample) -> None:
+        assert isinstance(sample, ContrastSample)
+        got[sample.ts_ms] = sample
+
+    f = fold(pair)
+    tl = Timeline(f)
+    tl.observer = PairSampler(SITE, pair.id, f, sink)
+    for r in readings:
+        tl.insert(r)
+    tl.advance_to(at(now_minutes))
+    return got
+
+
+def test_samples_follow_the_absolute_episode() -> None:
+    got = samples(PAIR, gross(0, 60, 800.0) + gross(61, 120, 20.0), 121)
+    view = {m: (got[at(m)].state, got[at(m)].basis, got[at(m)].exceeding)
+            for m in (0, 9, 10, 60, 61, 90, 91)}
+    assert view == {0: ("pending", "absolute", True), 9: ("pending", "absolute", True),
+                    10: ("exceeded", "absolute", True), 60: ("exceeded", "absolute", True),
+                    61: ("clearing", "absolute", False), 90: ("clearing", "absolute", False),
+                    91: ("unknown", "absolute", False)}
+    # The plotted contrast stays unknown: the absolute limit is a level, not an increase.
+    s = got[at(10)]
+    assert (s.background, s.upstream_ntu, s.delta_ntu, s.limit_ntu, s.allowed_ntu) == (
+        False, None, None, None, None)
+    assert s.downstream_ntu == 800.0
+    off = samples(NO_ABSOLUTE, gross(0, 20, 800.0), 21)[at(10)]
+    assert (off.state, off.basis, off.exceeding) == ("unknown", None, None)
+    with_background = samples(PAIR, minutely(0, 20, 10.0, 20.0), 21)[at(10)]
+    assert (with_background.state, with_background.basis) == ("exceeded", "background")
 
 
 # --------------------------------------------------------------------------- probe faults

@@ -42,8 +42,9 @@ What can no longer change is taken out of memory by ``settle.py``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, time
+from datetime import datetime, time, timedelta
 from typing import Any
 
 from ..config import SiteConfig
@@ -55,13 +56,15 @@ from .events import (
     InspectionDueSoon,
     InspectionOverdue,
     InspectionRecorded,
+    SensorRecovered,
+    SensorStale,
     StormEnded,
     StormQualified,
     StormStarted,
     make_id,
 )
 from .inputs import Inspection
-from .times import MS_PER_DAY, hours_ms, iso
+from .times import MS_PER_DAY, hours_ms, iso, parse_iso
 
 MEAN_GAUGE = "mean"
 
@@ -80,6 +83,40 @@ class GaugeStorm:
     last_rain: int | None = None
     #: The ids of the gauge facts this storm was rebuilt from (dropped when it settles).
     fact_ids: tuple[str, ...] = ()
+    q_uncertain_in: float = 0.0
+    q_gauges: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class StaleSpan:
+    """A time a gauge was stale: ``[start_ms, end_ms)``, open while ``end_ms`` is None."""
+
+    start_ms: int
+    end_ms: int | None
+    fact_ids: tuple[str, ...]
+
+    def covers(self, ts_ms: int) -> bool:
+        return self.start_ms <= ts_ms and (self.end_ms is None or ts_ms < self.end_ms)
+
+
+def stale_spans(facts: Iterable[Fact]) -> dict[str, list[StaleSpan]]:
+    """The stale spans of each sensor, from its ``sensor_stale``/``sensor_recovered`` facts
+    (a recovery names the instant its staleness began)."""
+    starts: dict[tuple[str, int], Fact] = {}
+    ends: dict[tuple[str, int], Fact] = {}
+    for fact in facts:
+        body = fact.body
+        if isinstance(body, SensorStale):
+            starts[(body.sensor, fact.at_ms)] = fact
+        elif isinstance(body, SensorRecovered):
+            ends[(body.sensor, parse_iso(body.stale_since))] = fact
+    out: dict[str, list[StaleSpan]] = {}
+    for (sensor, start), fact in sorted(starts.items()):
+        end = ends.get((sensor, start))
+        out.setdefault(sensor, []).append(StaleSpan(
+            start, end.at_ms if end is not None else None,
+            (fact.id,) if end is None else (fact.id, end.id)))
+    return out
 
 
 @dataclass(slots=True)
@@ -166,7 +203,7 @@ def gauge_storms(facts: list[Fact]) -> list[GaugeStorm]:
         rec = by_event.setdefault((body.gauge, body.event_id), {
             "gauge": body.gauge, "event_id": body.event_id, "started_at": None,
             "ended_at": None, "qualified_at": None, "q_total_in": 0.0, "q_max_24h_in": 0.0,
-            "ids": [],
+            "q_uncertain_in": 0.0, "q_gauges": (body.gauge,), "ids": [],
         })
         rec["ids"].append(fact.id)
         if isinstance(body, StormStarted):
@@ -175,6 +212,8 @@ def gauge_storms(facts: list[Fact]) -> list[GaugeStorm]:
             rec["qualified_at"] = fact.at_ms
             rec["q_total_in"] = body.total_in
             rec["q_max_24h_in"] = body.max_24h_in
+            rec["q_uncertain_in"] = body.uncertain_in
+            rec["q_gauges"] = body.gauges
         else:
             rec["ended_at"] = fact.at_ms
     storms = []
@@ -183,7 +222,8 @@ def gauge_storms(facts: list[Fact]) -> list[GaugeStorm]:
             continue
         storms.append(GaugeStorm(rec["gauge"], rec["event_id"], rec["started_at"],
                                  rec["ended_at"], rec["qualified_at"], rec["q_total_in"],
-                                 rec["q_max_24h_in"], rec["ended_at"], tuple(sorted(rec["ids"]))))
+                                 rec["q_max_24h_in"], rec["ended_at"], tuple(sorted(rec["ids"])),
+                                 rec["q_uncertain_in"], rec["q_gauges"]))
     storms.sort(key=lambda s: (s.started_at, s.gauge))
     return storms
 
@@ -203,12 +243,30 @@ def group_storms(storms: list[GaugeStorm], gap_ms: int) -> list[list[GaugeStorm]
     return groups
 
 
-def qualifying_storms(site: SiteConfig, storms: list[GaugeStorm]) -> list[tuple[GaugeStorm,
-                                                                                list[GaugeStorm]]]:
-    """The site storms that qualify, each with the gauge event that qualified it."""
+@dataclass(frozen=True, slots=True)
+class SiteStorm:
+    """A qualifying site storm: the gauge event that qualified it, its group, and the
+    gauges that counted."""
+
+    rep: GaugeStorm
+    group: list[GaugeStorm]
+    gauges: tuple[str, ...]
+
+
+def qualifying_storms(site: SiteConfig, storms: list[GaugeStorm],
+                      spans: dict[str, list[StaleSpan]] | None = None) -> list[SiteStorm]:
+    """The site storms that qualify. ``gauges: all`` needs every gauge that is not stale
+    (``spans``) at the instant: the site qualifies with the first gauge event after
+    which each gauge has qualified or is stale."""
     rules = site.rain
     if rules.gauges == "mean":
-        return [(s, [s]) for s in storms if s.gauge == MEAN_GAUGE and s.qualified_at is not None]
+        return [SiteStorm(s, [s], s.q_gauges) for s in storms
+                if s.gauge == MEAN_GAUGE and s.qualified_at is not None]
+    spans = spans or {}
+
+    def stale(gauge: str, ts_ms: int) -> bool:
+        return any(span.covers(ts_ms) for span in spans.get(gauge, ()))
+
     real = [s for s in storms if s.gauge != MEAN_GAUGE]
     out = []
     gauge_ids = {g.id for g in site.gauges()}
@@ -224,9 +282,14 @@ def qualifying_storms(site: SiteConfig, storms: list[GaugeStorm]) -> list[tuple[
             continue
         ranked = sorted(first_by_gauge.values(), key=lambda s: (s.qualified_at or 0, s.gauge))
         if rules.gauges == "any":
-            out.append((ranked[0], group))
-        elif set(first_by_gauge) >= gauge_ids:
-            out.append((ranked[-1], group))
+            out.append(SiteStorm(ranked[0], group, (ranked[0].gauge,)))
+            continue
+        for i, rep in enumerate(ranked):
+            at = rep.qualified_at or 0
+            counted = {s.gauge for s in ranked[:i + 1]}
+            if all(g in counted or stale(g, at) for g in gauge_ids):
+                out.append(SiteStorm(rep, group, tuple(sorted(counted))))
+                break
     return out
 
 
@@ -236,6 +299,17 @@ def site_start_ms(site: SiteConfig, first_seen_ms: int | None) -> int | None:
         local = datetime.combine(site.active_since, time(0, 0), tzinfo=site.zone)
         return round(local.timestamp() * 1000)
     return first_seen_ms
+
+
+def routine_due_ms(site: SiteConfig, start_ms: int) -> int:
+    """``routine_inspection_days`` after ``start_ms`` in calendar days of the site's time
+    zone: a clock started at 09:00 is due at 09:00 local a week later, across a change
+    of daylight saving time too (a fraction of a day is added as elapsed time)."""
+    days = site.routine_inspection_days
+    whole = int(days)
+    local = datetime.fromtimestamp(start_ms / 1000, tz=site.zone)
+    shifted = (local.replace(tzinfo=None) + timedelta(days=whole)).replace(tzinfo=site.zone)
+    return round(shifted.timestamp() * 1000) + round((days - whole) * MS_PER_DAY)
 
 
 def compute(site: SiteConfig, gauge_facts: list[Fact], inspections: list[Inspection],
@@ -259,7 +333,8 @@ def compute(site: SiteConfig, gauge_facts: list[Fact], inspections: list[Inspect
     fresh: dict[str, Fact] = {}  # clock facts new since the previous result
 
     # Storm clocks and storm_qualified.
-    for rep, group in qualifying_storms(site, gauge_storms(gauge_facts)):
+    for site_storm in qualifying_storms(site, gauge_storms(gauge_facts), stale_spans(gauge_facts)):
+        rep, group = site_storm.rep, site_storm.group
         assert rep.qualified_at is not None
         clock_id = f"storm-{rep.event_id}"
         if rules.clock_start == "qualified":
@@ -277,6 +352,7 @@ def compute(site: SiteConfig, gauge_facts: list[Fact], inspections: list[Inspect
                         gauge=rep.gauge, event_id=rep.event_id, started_at=iso(rep.started_at),
                         qualified_at=iso(rep.qualified_at), total_in=rep.q_total_in,
                         max_24h_in=rep.q_max_24h_in, due=iso(due) if due is not None else None,
+                        uncertain_in=rep.q_uncertain_in, gauges=site_storm.gauges,
                         threshold_in=rules.threshold_in, mode=rules.mode,
                         clock_id=clock_id if site.clocks_apply else None,
                         informational=None if site.clocks_apply else True))
@@ -336,9 +412,9 @@ def _routine_clocks(site: SiteConfig, result: SiteClocks, inspections: list[Insp
         start, strict = site_start_ms(site, first_seen_ms), False
     if start is None:
         return
-    period = round(site.routine_inspection_days * MS_PER_DAY)
     while True:
-        clock = Clock(f"routine-{iso(start)}", "routine", start, start, start + period)
+        clock = Clock(f"routine-{iso(start)}", "routine", start, start,
+                      routine_due_ms(site, start))
         result.clocks.append(clock)
         after = start
         nxt = next((i for i in inspections

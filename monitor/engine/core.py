@@ -2,9 +2,9 @@
 
 Theory of operation
 -------------------
-Each site owns a set of timelines (see ``timeline.py``): one per rain gauge
-(plus a virtual ``mean`` gauge for ``gauges: mean``), one per sediment trap,
-one per turbidity pair, and one per sensor for its health. A reading is routed
+Each site owns a set of timelines (see ``timeline.py``, built by ``site.py``):
+one per rain gauge (plus a virtual ``mean`` gauge for ``gauges: mean``), one
+per sediment trap, one per turbidity pair, and one per sensor for its health. A reading is routed
 to every timeline that uses its sensor. The storm events of the gauges, the
 inspections and *now* feed the site's clocks (``clocks.py``), recomputed
 whenever one of them changes.
@@ -33,22 +33,29 @@ The late readings a timeline re-folds with come from an injected ``Window``
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
-from ..config import Config, SiteConfig
+from ..config import Config
 from . import clocks
-from .clocks import MEAN_GAUGE, Anchor, ClockFloor, SiteClocks
 from .events import Event, Fact, in_event_order
-from .health import HealthFold
+from .health import never_heard
 from .inputs import Inspection, Reading
-from .rain import GAUGE_QUALIFIED, MICRO_PER_IN, GaugeFold
+from .rain import GaugeFold
 from .settle import settle
-from .timeline import Source, Timeline, bucket_of
+from .site import (
+    SiteEngine,
+    build_site,
+    dump_site,
+    load_site,
+    monitoring_start,
+    note_storm_facts,
+    prune_stale_spans,
+    settle_silence,
+)
+from .timeline import bucket_of
 from .times import MS_PER_DAY, MS_PER_HOUR
-from .traps import TrapFold
-from .turbidity import PairFold
 from .window import MemoryWindow, Window
 
 #: Readings this much older than the newest are counted as late (DESIGN § 4).
@@ -64,7 +71,7 @@ COMPACT_EVERY_MS = 6 * MS_PER_HOUR
 #: its last revision number (should it ever hold again, it continues from there).
 RETIRE_AFTER_MS = 7 * MS_PER_DAY
 #: The shape of ``Engine.dump()``; another version is rebuilt from the journal.
-DUMP_VERSION = 2
+DUMP_VERSION = 3
 
 
 @dataclass
@@ -79,100 +86,6 @@ class Stats:
                 "too_old": self.too_old, "late": self.late}
 
 
-@dataclass
-class SiteEngine:
-    """The timelines and clock inputs of one site."""
-
-    config: SiteConfig
-    gauges: dict[str, Timeline[Any]] = field(default_factory=dict)
-    traps: dict[str, Timeline[Any]] = field(default_factory=dict)
-    pairs: dict[str, Timeline[Any]] = field(default_factory=dict)
-    health: dict[str, Timeline[Any]] = field(default_factory=dict)
-    routes: dict[str, list[Timeline[Any]]] = field(default_factory=dict)
-    #: Inspections the clocks still need (older ones have settled).
-    inspections: list[Inspection] = field(default_factory=list)
-    inspection_keys: set[tuple[int, str, str]] = field(default_factory=set)
-    last_inspection_ms: int | None = None
-    first_seen_ms: int | None = None
-    compacted_ms: int | None = None
-    clocks: SiteClocks = field(default_factory=SiteClocks)
-    #: The *now* of the last clock computation: a restore recomputes at this
-    #: instant, so it holds exactly the clock facts that were published.
-    clocks_now_ms: int | None = None
-    #: The gauges' storm facts the clocks still need, by id (they outlive the
-    #: gauge timelines' window while a storm's clock is open).
-    storm_facts: dict[str, Fact] = field(default_factory=dict)
-    anchor: Anchor | None = None
-    floors: dict[str, ClockFloor] = field(default_factory=dict)
-    #: Accepted readings per sensor, ever (status messages not counted).
-    readings: dict[str, int] = field(default_factory=dict)
-
-    def all_timelines(self) -> Iterable[tuple[str, Timeline[Any]]]:
-        for group, tls in (("gauge", self.gauges), ("trap", self.traps), ("pair", self.pairs),
-                           ("health", self.health)):
-            for name, tl in tls.items():
-                yield f"{group}:{name}", tl
-
-
-def _folds(site: SiteConfig) -> dict[str, tuple[Any, tuple[str, ...], bool]]:
-    """Every fold of a site by timeline name (``group:name``), with the sensors whose
-    messages it takes and whether status messages are among them."""
-    folds: dict[str, tuple[Any, tuple[str, ...], bool]] = {}
-    gauges = site.gauges()
-    for g in gauges:
-        folds[f"gauge:{g.id}"] = (GaugeFold(site.id, g.id, site.rain, {g.id: g.in_per_tip_value}),
-                                  (g.id,), False)
-    if site.rain.gauges == "mean" and gauges:
-        folds[f"gauge:{MEAN_GAUGE}"] = (GaugeFold(
-            site.id, MEAN_GAUGE, site.rain, {g.id: g.in_per_tip_value for g in gauges},
-            units=MICRO_PER_IN * len(gauges), emit_resets=False), tuple(g.id for g in gauges),
-            False)
-    for trap in site.traps:
-        sensor = site.sensor(trap.sensor)
-        assert sensor is not None
-        folds[f"trap:{trap.id}"] = (TrapFold(site.id, trap, sensor), (trap.sensor,), False)
-    for pair in site.turbidity_pairs:
-        up, down = site.sensor(pair.upstream), site.sensor(pair.downstream)
-        assert up is not None and down is not None
-        folds[f"pair:{pair.id}"] = (PairFold(site.id, pair, up, down),
-                                    (pair.upstream, pair.downstream), False)
-    for s in site.sensors:
-        folds[f"health:{s.id}"] = (HealthFold(site.id, s), (s.id,), True)
-    return folds
-
-
-def _source(window: Window, site: str, sensors: Sequence[str], with_status: bool) -> Source:
-    def read(since_ms: int) -> list[Reading]:
-        found = window.readings(site, sensors, since_ms)
-        return found if with_status else [r for r in found if r.kind != "status"]
-    return read
-
-
-def _build_site(site: SiteConfig, window: Window | None,
-                restored: dict[str, Any] | None = None) -> SiteEngine:
-    se = SiteEngine(site)
-    groups = {"gauge": se.gauges, "trap": se.traps, "pair": se.pairs, "health": se.health}
-    for name, (fold, sensors, with_status) in _folds(site).items():
-        group, ident = name.split(":", 1)
-        source = _source(window, site.id, sensors, with_status) if window is not None else None
-        data = (restored or {}).get(name)
-        tl: Timeline[Any] = (Timeline.restore(fold, data, source) if data is not None
-                             else Timeline(fold, source))
-        groups[group][ident] = tl
-    # Which timelines each sensor's messages go to.
-    for s in site.sensors:
-        targets: list[Timeline[Any]] = []
-        if s.kind == "rain":
-            targets.append(se.gauges[s.id])
-            if MEAN_GAUGE in se.gauges:
-                targets.append(se.gauges[MEAN_GAUGE])
-        targets += [se.traps[t.id] for t in site.traps if t.sensor == s.id]
-        targets += [se.pairs[p.id] for p in site.turbidity_pairs
-                    if s.id in (p.upstream, p.downstream)]
-        se.routes[s.id] = targets
-    return se
-
-
 class Engine:
     """The compliance engine for every site of one configuration.
 
@@ -185,7 +98,7 @@ class Engine:
     def __init__(self, config: Config, window: Window | None = None) -> None:
         self.config = config
         self.window = window
-        self.sites: dict[str, SiteEngine] = {s.id: _build_site(s, self.window)
+        self.sites: dict[str, SiteEngine] = {s.id: build_site(s, self.window)
                                              for s in config.sites}
         self.published: dict[str, Event] = {}
         #: Retracted facts long past, as their last revision only.
@@ -230,9 +143,10 @@ class Engine:
                 changed = tl.advance_to(now_ms)
                 if changed:
                     out += self._publish(tl.truth, changed)
-                    if name.startswith("gauge:"):
-                        _note_storm_facts(se, tl, changed)
+                    if name.startswith(("gauge:", "health:")):
+                        note_storm_facts(se, tl.truth, changed)
             out += self._recompute_clocks(se)
+            out += self._recompute_silence(se)
         return _ordered(out)
 
     # ------------------------------------------------------------------ queries
@@ -287,8 +201,8 @@ class Engine:
             if not changed:
                 continue
             out += self._publish(tl.truth, changed)
-            if isinstance(tl.fold, GaugeFold):
-                clocks_dirty = _note_storm_facts(se, tl, changed) or clocks_dirty
+            if isinstance(tl.fold, GaugeFold) or tl is health:
+                clocks_dirty = note_storm_facts(se, tl.truth, changed) or clocks_dirty
         if not inserted and targets:
             # Every timeline knew this message already: a redelivery.
             self.stats.duplicates += 1
@@ -296,12 +210,20 @@ class Engine:
         self.stats.accepted += 1
         if reading.kind != "status":
             se.readings[reading.sensor] = se.readings.get(reading.sensor, 0) + 1
+        silence_dirty = False
         if se.first_seen_ms is None or ts < se.first_seen_ms:
             se.first_seen_ms = ts
             clocks_dirty = clocks_dirty or (site.active_since is None)
+            silence_dirty = True
+        first = se.first_ms.get(reading.sensor)
+        if first is None or ts < first:
+            se.first_ms[reading.sensor] = ts
+            silence_dirty = True
         self._advance_watermark(ts)
         if clocks_dirty:
             out += self._recompute_clocks(se)
+        if silence_dirty:
+            out += self._recompute_silence(se)
         if self.watermark_ms is not None and \
                 self.watermark_ms // COMPACT_EVERY_MS != self._compacted_block:
             self._compact()
@@ -334,6 +256,18 @@ class Engine:
                                    se.first_seen_ms, self.now_ms, se.clocks, anchor=se.anchor,
                                    floors=se.floors)
         return self._publish(se.clocks.facts, se.clocks.changed)
+
+    def _recompute_silence(self, se: SiteEngine) -> list[Event]:
+        # Compared with what was published (not with the last result), so a
+        # restored engine catches up with exactly what the uninterrupted one had.
+        old = se.silence
+        se.silence = never_heard(se.config, se.first_ms, monitoring_start(se), self.now_ms,
+                                 frozenset(se.silence_settled))
+        ids = set(old) | set(se.silence)
+        out = self._publish(se.silence, ids)
+        if note_storm_facts(se, se.silence, ids):
+            out += self._recompute_clocks(se)
+        return out
 
     def _publish(self, truth: dict[str, Fact], changed: Iterable[str]) -> list[Event]:
         out = []
@@ -383,10 +317,12 @@ class Engine:
             final += settled.fact_ids
             for fid in settled.storm_fact_ids:
                 se.storm_facts.pop(fid, None)
+            prune_stale_spans(se, horizon)
             se.inspections = settled.inspections
             se.inspection_keys = {(i.ts_ms, i.inspector, i.kind) for i in se.inspections}
             se.anchor, se.floors = settled.anchor, settled.floors
             se.compacted_ms = horizon
+            final += settle_silence(se, horizon)
             for fid in final:
                 event = self.published.pop(fid, None)
                 if event is not None and not event.retracted:
@@ -419,7 +355,7 @@ class Engine:
             "published": [e.to_json() for e in self.published.values()],
             "retired": self.retired,
             "window": self.window.dump() if self.window is not None else None,
-            "sites": {sid: _dump_site(se) for sid, se in self.sites.items()},
+            "sites": {sid: dump_site(se) for sid, se in self.sites.items()},
         }
 
     @classmethod
@@ -445,61 +381,8 @@ class Engine:
         eng.retired = {str(k): int(v) for k, v in data["retired"].items()}
         eng.sites = {}
         for site in config.sites:
-            eng.sites[site.id] = _load_site(site, window, data["sites"].get(site.id, {}))
+            eng.sites[site.id] = load_site(site, window, data["sites"].get(site.id, {}))
         return eng
-
-
-def _dump_site(se: SiteEngine) -> dict[str, Any]:
-    return {
-        "timelines": {name: tl.dump() for name, tl in se.all_timelines()},
-        "inspections": [i.to_json() for i in se.inspections],
-        "last_inspection_ms": se.last_inspection_ms,
-        "first_seen_ms": se.first_seen_ms,
-        "compacted_ms": se.compacted_ms,
-        "clocks_now_ms": se.clocks_now_ms,
-        "storm_facts": [f.to_json() for f in se.storm_facts.values()],
-        "anchor": se.anchor.to_json() if se.anchor is not None else None,
-        "floors": {cid: floor.to_json() for cid, floor in se.floors.items()},
-        "readings": se.readings,
-    }
-
-
-def _load_site(site: SiteConfig, window: Window | None, sd: dict[str, Any]) -> SiteEngine:
-    se = _build_site(site, window, sd.get("timelines"))
-    for raw in sd.get("inspections", []):
-        insp = Inspection.from_json(raw)
-        se.inspections.append(insp)
-        se.inspection_keys.add((insp.ts_ms, insp.inspector, insp.kind))
-    se.last_inspection_ms = sd.get("last_inspection_ms")
-    se.first_seen_ms = sd.get("first_seen_ms")
-    se.compacted_ms = sd.get("compacted_ms")
-    se.clocks_now_ms = sd.get("clocks_now_ms")
-    se.storm_facts = {f.id: f for f in (Fact.from_json(raw) for raw in sd.get("storm_facts", []))}
-    anchor = sd.get("anchor")
-    se.anchor = Anchor(int(anchor)) if anchor is not None else None
-    se.floors = {cid: ClockFloor.from_json(v) for cid, v in sd.get("floors", {}).items()}
-    se.readings = {str(k): int(v) for k, v in sd.get("readings", {}).items()}
-    se.clocks = clocks.compute(site, list(se.storm_facts.values()), se.inspections,
-                               se.first_seen_ms, se.clocks_now_ms, anchor=se.anchor,
-                               floors=se.floors)
-    return se
-
-
-_STORM_TYPES = frozenset({"storm_started", "storm_ended", GAUGE_QUALIFIED})
-
-
-def _note_storm_facts(se: SiteEngine, tl: Timeline[Any], changed: Iterable[str]) -> bool:
-    """Mirror a gauge timeline's storm facts into the site's; True if any changed."""
-    dirty = False
-    for fid in changed:
-        fact = tl.truth.get(fid)
-        if fact is not None and fact.type in _STORM_TYPES:
-            if se.storm_facts.get(fid) != fact:
-                se.storm_facts[fid] = fact
-                dirty = True
-        elif se.storm_facts.pop(fid, None) is not None:
-            dirty = True
-    return dirty
 
 
 _ordered = in_event_order

@@ -78,6 +78,11 @@ class StormQualified(Body):
     total_in: float
     max_24h_in: float
     due: str | None
+    #: Of ``total_in``, the inches of unknown timing: rain a gauge revealed when it
+    #: came back from a silence (DESIGN § 4 "Silence is not dry weather").
+    uncertain_in: float
+    #: The gauges that counted (``gauges: all``/``mean`` leave out the stale ones).
+    gauges: tuple[str, ...]
     threshold_in: float
     mode: str
     clock_id: str | None = None
@@ -94,6 +99,7 @@ class StormEnded(Body):
     total_in: float
     max_24h_in: float
     qualified: bool
+    uncertain_in: float
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -109,6 +115,8 @@ class GaugeQualified(Body):
     total_in: float
     max_24h_in: float
     last_rain: str
+    uncertain_in: float
+    gauges: tuple[str, ...]
 
 
 # --------------------------------------------------------------------------- inspections
@@ -170,7 +178,8 @@ class TrapFill(Body):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TrapCleanoutRequired(Body):
-    """§ 134-9A(1): the fill reached the clean-out level (50 % by default)."""
+    """§ 134-9A(1): the fill reached the clean-out level (50 % by default). Repeated every
+    ``cleanout_repeat_hours`` while it holds: ``repeat`` is 0 for the first demand, then 1, 2 ..."""
 
     TYPE: ClassVar[str] = "trap_cleanout_required"
     trap: str
@@ -178,6 +187,7 @@ class TrapCleanoutRequired(Body):
     depth_in: float
     sensor: str
     threshold: float
+    repeat: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -194,17 +204,22 @@ class TrapCleaned(Body):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TurbidityContrast(Body):
-    """§ 134-8C: the contrast with background was ``exceeded`` long enough, or ``cleared``."""
+    """§ 134-8C: the contrast with background was ``exceeded`` long enough, or ``cleared``.
+
+    ``basis`` ``background``: downstream against the upstream probe (``limit_ntu`` is
+    the allowed increase); ``absolute``: no usable background, downstream above the
+    pair's ``absolute_ntu`` (``limit_ntu``), and the upstream fields are null."""
 
     TYPE: ClassVar[str] = "turbidity_contrast"
     pair: str
     state: Literal["exceeded", "cleared"]
+    basis: Literal["background", "absolute"]
     started_at: str
-    upstream_ntu: float
+    upstream_ntu: float | None
     downstream_ntu: float
-    delta_ntu: float
+    delta_ntu: float | None
     limit_ntu: float
-    upstream_at: str
+    upstream_at: str | None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -231,7 +246,8 @@ class Pegged(Body):
 class SensorStale(Body):
     TYPE: ClassVar[str] = "sensor_stale"
     sensor: str
-    last_seen: str
+    #: Null for a sensor that never reported since monitoring started.
+    last_seen: str | None
     stale_after_minutes: float
 
 

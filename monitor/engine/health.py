@@ -10,6 +10,14 @@ gap the sensor has recovered. Both facts are dated in event time:
 returning message, so a node that buffered its readings while offline and
 sends them late produces the same history as one that never went away.
 
+A sensor that never reports is stale too (missing data is never good news):
+``never_heard`` concludes ``sensor_stale`` with ``last_seen: null`` once
+``stale_after_minutes`` have passed since the start of monitoring (the later
+of the site's ``active_since`` and the first message of any of its sensors),
+and ``sensor_recovered`` at its first message when that came later. These are
+facts of the site, not of the sensor's own timeline, which has no messages to
+conclude them from.
+
 ``battery_low`` is raised when a reported ``battery_v`` falls below
 ``battery_low_v`` and re-arms 0.1 V above it, so a voltage that hovers at the
 limit does not alert every minute.
@@ -17,10 +25,11 @@ limit does not alert every minute.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..config import SensorConfig
+from ..config import SensorConfig, SiteConfig
 from .events import BatteryLow, Fact, SensorRecovered, SensorStale, make_id
 from .inputs import Reading
 from .times import iso, minutes_ms
@@ -107,3 +116,34 @@ class HealthFold:
                                        battery_low_v=limit)))
         elif state.battery_low and volts >= limit + BATTERY_REARM_V:
             state.battery_low = False
+
+
+def never_heard(site: SiteConfig, first_ms: Mapping[str, int], start_ms: int | None,
+                now_ms: int | None, skip: frozenset[str] = frozenset()) -> dict[str, Fact]:
+    """The silence of sensors from the start of monitoring (``start_ms``) to their first
+    message (``first_ms``), by fact id, as of ``now_ms``; sensors in ``skip`` are settled."""
+    out: dict[str, Fact] = {}
+    if start_ms is None or now_ms is None:
+        return out
+    for sensor in site.sensors:
+        if sensor.id in skip:
+            continue
+        stale_ms = minutes_ms(sensor.stale_after_minutes)
+        first = first_ms.get(sensor.id)
+        heard_by = first if first is not None else now_ms
+        if heard_by - start_ms <= stale_ms:
+            continue
+        since = start_ms + stale_ms
+        stale = Fact(site.id, since, make_id("sensor_stale", site.id, sensor.id, "never"),
+                     SensorStale(sensor=sensor.id, last_seen=None,
+                                 stale_after_minutes=sensor.stale_after_minutes))
+        out[stale.id] = stale
+        if first is not None:
+            # Its own id: the sensor's timeline may conclude a recovery at the same
+            # instant (ids must never collide across sources, or one retracts the other).
+            back = Fact(site.id, first,
+                        make_id("sensor_recovered", site.id, sensor.id, "never", first),
+                        SensorRecovered(sensor=sensor.id, last_seen=iso(first),
+                                        stale_since=iso(since)))
+            out[back.id] = back
+    return out

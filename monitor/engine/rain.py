@@ -5,10 +5,12 @@ A storm event is a run of rain separated from the next by at least
 ``dry_gap_hours`` without rain (DESIGN § 4); it ends, in event time, once that
 gap has passed after its last rain. How it *qualifies* depends on ``mode``:
 
-``event_24h``  the event's own rain within any trailing 24 hours reaches the
-               threshold (the plain reading of "producing 0.5 inch");
-``event_total`` the event's cumulative depth reaches it (permits with a
-               4-hour break rule);
+``event_total`` [default] the event's cumulative depth reaches the threshold:
+               the plain reading of "any storm event producing 0.5 inch", and
+               never later than the other modes (a 30-hour drizzle of 0.60 in
+               qualifies, although no 24 hours of it reach 0.5 in);
+``event_24h``  the event's own rain within any trailing 24 hours reaches it
+               (permits that say "0.5 inch in 24 hours");
 ``rolling_24h`` the gauge's trailing 24-hour total crosses it from below,
                whatever the event boundaries; it must fall below again before
                another crossing counts.
@@ -21,18 +23,43 @@ sums are exact: splitting 0.30 in into three readings of 0.10 in gives the
 same totals, and 0.49 in can never round up to 0.50 in.
 
 Rain from counters: ``tips_total`` is cumulative; the depth of a message is
-the difference to the previous message in event time. A decrease means the
-node was reset: the new value counts from zero and ``counter_reset`` is
-emitted. The first counter ever seen is the baseline and carries no rain.
+the difference to the previous message in event time. The first counter ever
+seen is the baseline and carries no rain. A drop from within 2 % of 2^16 or
+2^32 (or of 2^``counter_bits`` when the sensor says its width) to a value
+below 2 % of it is the counter *wrapping*: it counts on across the wrap. Any
+other decrease means the node was reset: the new value counts from zero and
+``counter_reset`` is emitted.
+
+Silence is not dry weather. A gauge publishes its counter every minute, rain
+or not; one that sent nothing for longer than its ``stale_after_minutes`` and
+comes back with a higher counter has *revealed* rain of unknown timing
+(``precip_in`` messages are timed by the node, tip by tip, and are not read
+this way). That rain is
+placed at the reading that reveals it, and the storm does not end inside the
+silence: only the readings before it are evidence of dry weather, so a storm
+closes there only if its dry gap had passed by the last of them. Tail facts
+concluded during the silence (a provisional ``storm_ended``) are revised by
+the timeline like any other. Each storm counts its revealed rain as
+``uncertain_in``. A counter that did not move across a silence means the
+silence was dry.
+
+``gauges: mean`` is one fold over every gauge of the site, and a gauge that is
+stale at a reading (silent longer than its ``stale_after_minutes``, or never
+heard from since the fold's first reading) is left out of the mean: a reading
+of ``k`` live gauges adds its depth times ``L / k`` in units of ``1 / (L *
+1e6)`` inch, ``L`` being the least common multiple of ``1 .. n``, so the mean
+stays an exact integer sum whatever ``k`` is.
 """
 
 from __future__ import annotations
 
+import math
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..config import RainRules
+from ..config import RainRules, SensorConfig
 from .events import (
     Body,
     CounterReset,
@@ -43,9 +70,13 @@ from .events import (
     make_id,
 )
 from .inputs import Reading
-from .times import MS_PER_DAY, compact, hours_ms, iso
+from .times import MS_PER_DAY, compact, hours_ms, iso, minutes_ms
 
 MICRO_PER_IN = 1_000_000
+#: A counter within this fraction of its width, dropping below it, wrapped.
+WRAP_FRACTION_DIV = 50  # 2 %
+#: The counter widths a wrap is looked for at when the sensor does not say.
+WRAP_BITS = (16, 32)
 
 #: Internal fact (not published) that tells the site layer a gauge's event qualified.
 GAUGE_QUALIFIED = GaugeQualified.TYPE
@@ -64,11 +95,20 @@ class StormState:
     q_max24: int = 0
     window: deque[tuple[int, int]] = field(default_factory=deque)
     window_sum: int = 0
+    #: Rain of unknown timing (revealed after a silence), in the fold's units.
+    uncertain: int = 0
+    q_uncertain: int = 0
+    #: The gauges that counted at qualification (``mean``: the live ones).
+    q_gauges: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
 class GaugeState:
     last_tips: dict[str, int] = field(default_factory=dict)
+    #: The newest message of each source gauge, rain or not (silence and staleness).
+    last_seen: dict[str, int] = field(default_factory=dict)
+    #: The fold's first message: a gauge never heard from is stale counted from it.
+    first_ms: int | None = None
     storm: StormState | None = None
     # Gauge-level trailing 24 h (rolling_24h mode only).
     rolling: deque[tuple[int, int]] = field(default_factory=deque)
@@ -77,26 +117,30 @@ class GaugeState:
 
 
 class GaugeFold:
-    """The storm-event rule over one gauge, or over several averaged (``gauges: mean``).
+    """The storm-event rule over one gauge, or over several averaged (``mean=True``).
 
-    ``sensors`` maps each source sensor id to its depth per tip in inches.
     ``units`` is the integer depth unit per inch: ``MICRO_PER_IN`` for one gauge,
-    ``MICRO_PER_IN * n`` for the mean of ``n`` gauges (each gauge's depth then
-    counts once, and dividing by ``n`` happens only on output).
+    ``MICRO_PER_IN * L`` for the mean (see the module docstring).
     """
 
-    def __init__(self, site: str, gauge: str, rules: RainRules, sensors: dict[str, float],
-                 *, units: int = MICRO_PER_IN, emit_resets: bool = True) -> None:
+    def __init__(self, site: str, gauge: str, rules: RainRules, sensors: Sequence[SensorConfig],
+                 *, mean: bool = False) -> None:
         self.site = site
         self.gauge = gauge
         self.rules = rules
         self.mode = rules.mode
-        self.units = units
-        self.per_tip = {sid: round(in_per_tip * MICRO_PER_IN)
-                        for sid, in_per_tip in sensors.items()}
-        self.threshold = round(rules.threshold_in * units)
+        self.mean = mean
+        self.sensors = tuple(s.id for s in sensors)
+        self.lcm = math.lcm(*range(1, len(sensors) + 1)) if mean else 1
+        self.units = MICRO_PER_IN * self.lcm
+        self.per_tip = {s.id: round(s.in_per_tip_value * MICRO_PER_IN) for s in sensors}
+        self.stale_ms = {s.id: minutes_ms(s.stale_after_minutes) for s in sensors}
+        self.wrap_bits = {s.id: (s.counter_bits,) if s.counter_bits else WRAP_BITS
+                          for s in sensors}
+        self.threshold = round(rules.threshold_in * self.units)
         self.gap_ms = hours_ms(rules.dry_gap_hours)
-        self.emit_resets = emit_resets
+        # The mean's counter resets are each gauge's own facts already.
+        self.emit_resets = not mean
 
     # ---------------------------------------------------------------- Fold protocol
 
@@ -115,9 +159,21 @@ class GaugeFold:
 
     def step(self, state: GaugeState, item: Reading, out: list[Fact]) -> None:
         ts = item.ts_ms
+        if state.first_ms is None:
+            state.first_ms = ts
+        previous = state.last_seen.get(item.sensor)
         depth = self._depth(state, item, out)
-        self._close_if_dry(state, ts, out)
+        # Only a counter tells rain of a silence apart: a ``precip_in`` message is the
+        # depth since the previous one, and nodes that send it report each tip as it
+        # falls, so a silence before it is dry weather that went unreported.
+        revealed = depth > 0 and item.tips_total is not None and previous is not None \
+            and ts - previous > self.stale_ms[item.sensor]
+        # Dry weather is known up to the last message before a silence, not beyond.
+        self._close_if_dry(state, previous if revealed and previous is not None else ts, out)
         self._expire(state, ts)
+        if depth > 0 and self.mean:
+            depth *= self.lcm // len(self._live(state, ts, item.sensor))
+        state.last_seen[item.sensor] = ts
         if depth <= 0:
             return
         storm = state.storm
@@ -127,6 +183,8 @@ class GaugeFold:
                 gauge=self.gauge, event_id=self.event_id(ts), started_at=iso(ts))))
         storm.last_rain = ts
         storm.total += depth
+        if revealed:
+            storm.uncertain += depth
         storm.window.append((ts, depth))
         storm.window_sum += depth
         storm.max24 = max(storm.max24, storm.window_sum)
@@ -135,6 +193,15 @@ class GaugeFold:
             state.rolling_sum += depth
         self._qualify(state, storm, ts, out)
 
+    def _live(self, state: GaugeState, ts: int, sensor: str) -> list[str]:
+        """The gauges of the mean that are not stale at ``ts`` (``sensor`` reports now)."""
+        live = []
+        for sid in self.sensors:
+            seen = state.last_seen.get(sid, state.first_ms)
+            if sid == sensor or (seen is not None and ts - seen <= self.stale_ms[sid]):
+                live.append(sid)
+        return live
+
     def advance(self, state: GaugeState, now_ms: int, out: list[Fact]) -> None:
         self._close_if_dry(state, now_ms, out)
 
@@ -142,9 +209,12 @@ class GaugeFold:
         storm = state.storm
         return GaugeState(
             last_tips=dict(state.last_tips),
+            last_seen=dict(state.last_seen),
+            first_ms=state.first_ms,
             storm=None if storm is None else StormState(
                 storm.started_at, storm.last_rain, storm.total, storm.max24, storm.qualified_at,
-                storm.q_total, storm.q_max24, deque(storm.window), storm.window_sum),
+                storm.q_total, storm.q_max24, deque(storm.window), storm.window_sum,
+                storm.uncertain, storm.q_uncertain, storm.q_gauges),
             rolling=deque(state.rolling),
             rolling_sum=state.rolling_sum,
             rolling_armed=state.rolling_armed,
@@ -154,11 +224,15 @@ class GaugeFold:
         storm = state.storm
         return {
             "last_tips": state.last_tips,
+            "last_seen": state.last_seen,
+            "first_ms": state.first_ms,
             "storm": None if storm is None else {
                 "started_at": storm.started_at, "last_rain": storm.last_rain,
                 "total": storm.total, "max24": storm.max24, "qualified_at": storm.qualified_at,
                 "q_total": storm.q_total, "q_max24": storm.q_max24,
                 "window": [list(p) for p in storm.window], "window_sum": storm.window_sum,
+                "uncertain": storm.uncertain, "q_uncertain": storm.q_uncertain,
+                "q_gauges": list(storm.q_gauges),
             },
             "rolling": [list(p) for p in state.rolling],
             "rolling_sum": state.rolling_sum,
@@ -169,9 +243,10 @@ class GaugeFold:
         s = data["storm"]
         storm = None if s is None else StormState(
             s["started_at"], s["last_rain"], s["total"], s["max24"], s["qualified_at"],
-            s["q_total"], s["q_max24"], deque((a, b) for a, b in s["window"]), s["window_sum"])
-        return GaugeState(dict(data["last_tips"]), storm,
-                          deque((a, b) for a, b in data["rolling"]), data["rolling_sum"],
+            s["q_total"], s["q_max24"], deque((a, b) for a, b in s["window"]), s["window_sum"],
+            s["uncertain"], s["q_uncertain"], tuple(s["q_gauges"]))
+        return GaugeState(dict(data["last_tips"]), dict(data["last_seen"]), data["first_ms"],
+                          storm, deque((a, b) for a, b in data["rolling"]), data["rolling_sum"],
                           data["rolling_armed"])
 
     # ---------------------------------------------------------------- the rule
@@ -186,6 +261,8 @@ class GaugeFold:
             return 0
         tips = item.tips_total - previous
         if tips < 0:
+            tips = self._across_wrap(item.sensor, previous, item.tips_total)
+        if tips < 0:
             tips = item.tips_total
             if self.emit_resets:
                 out.append(Fact(self.site, item.ts_ms,
@@ -194,6 +271,16 @@ class GaugeFold:
                                              tips_after=item.tips_total)))
         return tips * self.per_tip[item.sensor]
 
+    def _across_wrap(self, sensor: str, before: int, after: int) -> int:
+        """Tips across a counter wrap from ``before`` to ``after``, or -1 when the drop
+        is not a wrap (see the module docstring)."""
+        for bits in self.wrap_bits[sensor]:
+            width = 1 << bits
+            margin = width // WRAP_FRACTION_DIV
+            if width - margin <= before < width and after < margin:
+                return after + width - before
+        return -1
+
     def _close_if_dry(self, state: GaugeState, now_ms: int, out: list[Fact]) -> None:
         storm = state.storm
         if storm is not None and now_ms - storm.last_rain >= self.gap_ms:
@@ -201,7 +288,8 @@ class GaugeFold:
                 gauge=self.gauge, event_id=self.event_id(storm.started_at),
                 started_at=iso(storm.started_at), ended_at=iso(storm.last_rain),
                 total_in=self._inches(storm.total), max_24h_in=self._inches(storm.max24),
-                qualified=storm.qualified_at is not None)))
+                qualified=storm.qualified_at is not None,
+                uncertain_in=self._inches(storm.uncertain))))
             state.storm = None
 
     def _expire(self, state: GaugeState, ts: int) -> None:
@@ -238,11 +326,14 @@ class GaugeFold:
         else:
             storm.q_max24 = storm.window_sum
         storm.q_total = storm.total
+        storm.q_uncertain = storm.uncertain
+        storm.q_gauges = tuple(self._live(state, ts, "")) if self.mean else (self.gauge,)
         out.append(self._fact(storm, ts, GaugeQualified(
             gauge=self.gauge, event_id=self.event_id(storm.started_at),
             started_at=iso(storm.started_at), qualified_at=iso(ts),
             total_in=self._inches(storm.q_total), max_24h_in=self._inches(storm.q_max24),
-            last_rain=iso(storm.last_rain))))
+            last_rain=iso(storm.last_rain), uncertain_in=self._inches(storm.q_uncertain),
+            gauges=storm.q_gauges)))
 
     # ---------------------------------------------------------------- output
 

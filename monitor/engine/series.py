@@ -11,11 +11,18 @@ state after each step (DESIGN: domain math lives in the engine only).
                     maximum, whether it qualified;
 ``TrapSample``      a trap's fill of design volume after each reading with a
                     depth, *after* the median of ``median_of`` (what the trap
-                    alerts compare), and the smoothed depth;
+                    alerts compare), and the smoothed depth; during the trap's
+                    warm-up (fewer than ``median_of`` readings, when the rule
+                    has no fill and concludes nothing) the fill is NaN (a gap
+                    in a plot, a field left out of a point) and the state
+                    ``unknown``, and the depth the median of what there is;
 ``ContrastSample``  each downstream turbidity reading and the background the
                     rule paired it with (nearest within ``max_skew_minutes``,
                     else the last one younger than ``background_max_age_minutes``,
-                    else none: ``background`` is False and the contrast unknown).
+                    else none: ``background`` is False and the contrast unknown);
+                    ``basis`` says what the reading was judged against, and
+                    ``state`` is the episode the fold shows (``PairFold.shown``),
+                    so an absolute-basis alert is ``exceeded`` in the plot too.
 
 A late reading re-runs its timeline from a checkpoint; the samplers see those
 steps again and emit samples of the same series and time with the values
@@ -24,6 +31,7 @@ now in force: a consumer keeps the last sample per (series, time).
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -79,9 +87,16 @@ class ContrastSample:
     delta_ntu: float | None
     limit_ntu: float | None
     allowed_ntu: float | None
+    #: Against the background's limit, or with ``basis`` absolute against ``absolute_ntu``.
     exceeding: bool | None
-    #: The episode (ok, pending, exceeded, clearing), or ``unknown`` without background.
+    #: The episode shown (ok, pending, exceeded, clearing), or ``unknown`` while it is
+    #: ok and the reading had no background.
     state: str
+    #: ``background``, ``absolute`` (no background: judged against the pair's
+    #: ``absolute_ntu``), or None (neither: no ``absolute_ntu``, or a background
+    #: episode still open). The delta and limit fields stay those of the background
+    #: comparison: the absolute limit is a level, not an increase.
+    basis: str | None = None
 
 
 Sample = Union[StormSample, TrapSample, ContrastSample]  # noqa: UP007 - a runtime alias
@@ -132,14 +147,13 @@ class TrapSampler:
         return None
 
     def after(self, state: TrapState, item: Reading, pre: Any) -> None:
-        if state.last_ts != item.ts_ms or state.last_fill is None \
-                or state.last_depth_in is None:
+        if state.last_ts != item.ts_ms or state.last_depth_in is None:
             return  # a reading without a usable depth changes nothing
-        trap = self.fold.trap
+        trap, fill = self.fold.trap, state.last_fill
         self.sink(TrapSample(self.site, self.trap, item.ts_ms,
-                             fill_fraction=round(state.last_fill, _DIGITS),
+                             fill_fraction=math.nan if fill is None else round(fill, _DIGITS),
                              depth_in=round(state.last_depth_in, 4),
-                             state=trap_state(state.last_fill, trap),
+                             state="unknown" if fill is None else trap_state(fill, trap),
                              warn_fraction=float(trap.warn_fraction),
                              cleanout_fraction=float(trap.cleanout_fraction)))
 
@@ -177,7 +191,7 @@ class PairSampler:
             scratch.pending = deque([entry])
             fold.advance(scratch, entry[0], [])
             if scratch.last is not None:
-                out.append(self._sample(scratch.last, scratch.episode))
+                out.append(self._sample(scratch.last, scratch))
         return out
 
     def after(self, state: PairState, item: Reading, pre: list[ContrastSample] | None) -> None:
@@ -190,19 +204,26 @@ class PairSampler:
             scratch = self.fold.copy(state)
             self.fold.advance(scratch, item.ts_ms, [])
             if scratch.last is not None:
-                self.sink(self._sample(scratch.last, scratch.episode))
+                self.sink(self._sample(scratch.last, scratch))
 
     def _sample(self, last: tuple[int, int | None, int, int | None],
-                episode: str) -> ContrastSample:
+                state: PairState) -> ContrastSample:
         t, up_m, down_m, limit_e4 = last
+        episode = self.fold.shown(state)[0]
         if up_m is None or limit_e4 is None:
-            return ContrastSample(self.site, self.pair, t, _ntu(down_m), False, None, None, None,
-                                  None, None, "unknown" if episode == "ok" else episode)
+            shown = "unknown" if episode == "ok" else episode
+            if limit_e4 is None:
+                return ContrastSample(self.site, self.pair, t, _ntu(down_m), False, None, None,
+                                      None, None, None, shown)
+            # Without a background the fold's limit is the absolute level.
+            return ContrastSample(self.site, self.pair, t, _ntu(down_m), False, None, None,
+                                  None, None, down_m * E4_PER_MILLI > limit_e4, shown,
+                                  "absolute")
         limit = round(limit_e4 / E4_PER_NTU, 4)
         return ContrastSample(self.site, self.pair, t, _ntu(down_m), True, _ntu(up_m),
                               _ntu(down_m - up_m), limit,
                               round(up_m / MILLI_PER_NTU + limit, 4),
-                              (down_m - up_m) * E4_PER_MILLI > limit_e4, episode)
+                              (down_m - up_m) * E4_PER_MILLI > limit_e4, episode, "background")
 
 
 def _ntu(milli: int) -> float:

@@ -18,13 +18,26 @@ the median of the last ``median_of`` readings smooths a single bad echo away,
 and the smoothed fill fraction drives three facts:
 
 ``trap_fill``              the fill reached ``warn_fraction`` [0.4]
-``trap_cleanout_required`` the fill reached ``cleanout_fraction`` [0.5]
+``trap_cleanout_required`` the fill reached ``cleanout_fraction`` [0.5], and
+                           again every ``cleanout_repeat_hours`` [24] while it
+                           holds (``repeat`` 1, 2, ...)
 ``trap_cleaned``           the fill dropped by at least 0.2 from its maximum of
                            the trailing 24 hours (a maintenance record)
 
+Warm-up: there is no fill, and no fact, until ``median_of`` readings exist. A
+median of fewer readings is no smoothing at all: a first reading that is an
+echo (60 in of "sediment" in a 48 in trap) would otherwise be a clean-out
+demand, and the true readings after it two invented clean-outs. With
+``median_of`` >= 3 a single reading, beyond the design depth or not, is never
+the median, so it is never a fill fact.
+
 A threshold fires once, then re-arms only after the fill has fallen
 ``REARM_FRACTION`` below it, so a reading that hovers at the line does not
-alert on every wobble.
+alert on every wobble. An unanswered clean-out demand is a standing violation
+of § 134-9A(1), so it is repeated, like an overdue inspection; a repeat is
+concluded at a reading (at least ``cleanout_repeat_hours`` after the previous
+demand, the fill still at the clean-out level), never from time alone: a
+silent sensor says nothing about the trap (``sensor_stale`` reports it).
 """
 
 from __future__ import annotations
@@ -38,7 +51,7 @@ from typing import Any, Literal, TypeVar
 from ..config import SensorConfig, TrapConfig
 from .events import Fact, TrapCleaned, TrapCleanoutRequired, TrapFill, make_id
 from .inputs import Reading
-from .times import MS_PER_DAY
+from .times import MS_PER_DAY, MS_PER_HOUR
 
 MICRO_PER_IN = 1_000_000
 IN_PER_FT = 12.0
@@ -177,8 +190,14 @@ class TrapState:
     #: (ts_ms, fill) with fills strictly decreasing: the front is the 24 h maximum.
     peaks: deque[tuple[int, float]] = field(default_factory=deque)
     last_ts: int | None = None
+    #: None until ``median_of`` readings exist (warm-up): there is no fill yet.
     last_fill: float | None = None
     last_depth_in: float | None = None
+    #: The standing clean-out demand: when it was first made, when last said, and
+    #: how many repeats; None and 0 while the clean-out alert is armed.
+    demand_first_ts: int | None = None
+    demand_last_ts: int | None = None
+    demand_repeats: int = 0
 
 
 class TrapFold:
@@ -194,6 +213,7 @@ class TrapFold:
         self.cleanout = trap.cleanout_fraction
         self.warn_rearm = round(trap.warn_fraction - REARM_FRACTION, _DIGITS)
         self.cleanout_rearm = round(trap.cleanout_fraction - REARM_FRACTION, _DIGITS)
+        self.repeat_ms = round(trap.cleanout_repeat_hours * MS_PER_HOUR)
         height = sensor.sensor_height_in
         self.height_micro = None if height is None else round(height * MICRO_PER_IN)
 
@@ -218,20 +238,36 @@ class TrapFold:
         if len(recent) > self.median_of:
             recent.popleft()
         depth_in = _median(recent) / MICRO_PER_IN
+        state.last_ts, state.last_depth_in = ts, depth_in
+        if len(recent) < self.median_of:
+            # Warm-up (module docstring): the window only grows, so this holds for the
+            # first ``median_of`` - 1 readings only, and nothing is armed or tracked yet.
+            return
         fill = round(volume_cf(self.trap, depth_in / IN_PER_FT) / self.design_cf, _DIGITS)
-        state.last_ts, state.last_fill, state.last_depth_in = ts, fill, depth_in
+        state.last_fill = fill
 
         if fill <= self.warn_rearm:
             state.warn_armed = True
         if fill <= self.cleanout_rearm:
             state.cleanout_armed = True
+            state.demand_first_ts = state.demand_last_ts = None
+            state.demand_repeats = 0
         if state.warn_armed and fill >= self.warn:
             state.warn_armed = False
             out.append(self._level_fact(TrapFill, ts, fill, depth_in, self.warn))
         if state.cleanout_armed and fill >= self.cleanout:
             state.cleanout_armed = False
+            state.demand_first_ts = state.demand_last_ts = ts
             out.append(self._level_fact(TrapCleanoutRequired, ts, fill, depth_in,
                                         self.cleanout))
+        elif fill >= self.cleanout and state.demand_first_ts is not None \
+                and state.demand_last_ts is not None \
+                and ts - state.demand_last_ts >= self.repeat_ms:
+            state.demand_repeats += 1
+            state.demand_last_ts = ts
+            out.append(self._level_fact(TrapCleanoutRequired, ts, fill, depth_in,
+                                        self.cleanout, state.demand_first_ts,
+                                        state.demand_repeats))
         self._track_cleaning(state, ts, fill, out)
 
     def advance(self, state: TrapState, now_ms: int, out: list[Fact]) -> None:
@@ -240,7 +276,8 @@ class TrapFold:
     def copy(self, state: TrapState) -> TrapState:
         return TrapState(deque(state.recent), state.warn_armed, state.cleanout_armed,
                          deque(state.peaks), state.last_ts, state.last_fill,
-                         state.last_depth_in)
+                         state.last_depth_in, state.demand_first_ts, state.demand_last_ts,
+                         state.demand_repeats)
 
     def dump(self, state: TrapState) -> Any:
         return {
@@ -251,12 +288,19 @@ class TrapFold:
             "last_ts": state.last_ts,
             "last_fill": state.last_fill,
             "last_depth_in": state.last_depth_in,
+            "demand_first_ts": state.demand_first_ts,
+            "demand_last_ts": state.demand_last_ts,
+            "demand_repeats": state.demand_repeats,
         }
 
     def load(self, data: Any) -> TrapState:
+        # A state dumped before repeats existed has no demand: none is repeated until
+        # the trap re-arms and demands clean-out afresh.
         return TrapState(deque(data["recent"]), data["warn_armed"], data["cleanout_armed"],
                          deque((ts, fill) for ts, fill in data["peaks"]), data["last_ts"],
-                         data["last_fill"], data["last_depth_in"])
+                         data["last_fill"], data["last_depth_in"],
+                         data.get("demand_first_ts"), data.get("demand_last_ts"),
+                         data.get("demand_repeats", 0))
 
     # ---------------------------------------------------------------- status
 
@@ -297,11 +341,23 @@ class TrapFold:
             peaks.append((ts, fill))
 
     def _level_fact(self, kind: type[TrapFill | TrapCleanoutRequired], ts: int, fill: float,
-                    depth_in: float, threshold: float) -> Fact:
-        return Fact(self.site, ts, make_id(kind.TYPE, self.site, self.trap.id, ts),
-                    kind(trap=self.trap.id, fill_fraction=round(fill, 4),
-                         depth_in=round(depth_in, 3), sensor=self.sensor.id,
-                         threshold=threshold))
+                    depth_in: float, threshold: float, first_ts: int | None = None,
+                    repeat: int = 0) -> Fact:
+        """The fact of a threshold reached at ``ts``, or the ``repeat``-th repeat of the
+        clean-out demand first made at ``first_ts``."""
+        # A first demand keeps the id it always had. A repeat is named by the demand it
+        # repeats and its number, not its own time: a late reading that moves it to
+        # another reading revises it rather than retracting it and making a new one.
+        fid = (make_id(kind.TYPE, self.site, self.trap.id, ts) if repeat == 0 else
+               make_id(kind.TYPE, self.site, self.trap.id, first_ts, repeat))
+        fill, depth_in = round(fill, 4), round(depth_in, 3)
+        if kind is TrapFill:
+            return Fact(self.site, ts, fid, TrapFill(
+                trap=self.trap.id, fill_fraction=fill, depth_in=depth_in, sensor=self.sensor.id,
+                threshold=threshold))
+        return Fact(self.site, ts, fid, TrapCleanoutRequired(
+            trap=self.trap.id, fill_fraction=fill, depth_in=depth_in, sensor=self.sensor.id,
+            threshold=threshold, repeat=repeat))
 
 
 def _median(values: deque[int]) -> float:

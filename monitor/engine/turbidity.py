@@ -9,7 +9,7 @@ preset ``wa-173-201a`` taken from Washington's water-quality standards.
 Theory of operation
 -------------------
 One ``PairFold`` watches one pair. It sees the readings of both probes merged
-in event-time order and runs three small machines over them:
+in event-time order and runs four small machines over them:
 
 *Alignment.* Each downstream reading at t is compared with the upstream
 reading nearest to t within ``max_skew_minutes`` (ties go to the earlier);
@@ -27,8 +27,26 @@ unknown contrast are not inputs to it. Two moves depend on elapsed time and
 are written beside the table: a pending episode becomes ``exceeded`` once an
 exceeding reading comes ``sustain_minutes`` after its start, and a clearing
 episode becomes ``ok`` once a non-exceeding reading comes ``clear_minutes``
-after clearing began. Each of those two moves emits ``turbidity_contrast``;
-nothing else does.
+after clearing began. Each of those two moves emits ``turbidity_contrast``
+with ``basis: "background"``.
+
+*Absolute episode.* A dead or silent upstream probe must not hide gross
+turbidity, so a downstream reading without a background is compared with the
+pair's ``absolute_ntu`` instead (above it exceeds; ``null`` turns this off) and
+drives a second episode through the same ``TRANSITIONS``, the same
+``sustain_minutes`` and ``clear_minutes``; its facts have ``basis:
+"absolute"``, null upstream fields, ``limit_ntu = absolute_ntu`` and ids of
+their own (``"absolute"`` among the parts). It ends in two ways: after
+``clear_minutes`` below the limit, as the background episode does, so a probe
+that stays dead still closes what it opened; and at the first downstream
+reading that has a background again (``cleared`` at that reading if it was
+exceeded, forgotten if only pending), because the chapter's measure is the
+contrast with background: once it can be measured, it alone decides, judged
+on its own readings from its own state and never seeded by the absolute one.
+The absolute episode is fed only while the background episode is ``ok`` or
+``pending``: one that is ``exceeded`` or ``clearing`` already stands for the
+pair and waits for a background, as before. With the handover this keeps the
+two from being ``exceeded`` at once.
 
 *Probe faults.* ``background_missing`` once per run of downstream readings
 without a background, ``pegged`` once per run of readings of one probe at or
@@ -70,9 +88,11 @@ WA_PERCENT = 10
 UP, DOWN, OTHER = 0, 1, 2
 
 Episode = Literal["ok", "pending", "exceeded", "clearing"]
+Basis = Literal["background", "absolute"]
+Emit = Literal["exceeded", "cleared"]
 
 #: (episode, the reading exceeds its limit) -> next episode.
-#: The timed moves pending -> exceeded and clearing -> ok are in ``_episode_step``.
+#: The timed moves pending -> exceeded and clearing -> ok are in ``_move``.
 TRANSITIONS: dict[tuple[Episode, bool], Episode] = {
     ("ok", False): "ok",
     ("ok", True): "pending",            # s = t: the episode may be starting
@@ -160,8 +180,15 @@ class PairState:
     missing: bool = False
     up_pegged: bool = False
     down_pegged: bool = False
-    #: The last evaluated downstream reading: (ts, up_m or None if unknown, down_m, limit_e4).
+    #: The last evaluated downstream reading: (ts, up_m or None without a background,
+    #: down_m, limit_e4). limit_e4 is the allowed increase over up_m; without a
+    #: background it is the absolute level if the absolute episode took the reading,
+    #: else None.
     last: tuple[int, int | None, int, int | None] | None = None
+    #: The absolute episode (readings without a background against ``absolute_ntu``).
+    abs_episode: Episode = "ok"
+    abs_started: int | None = None
+    abs_clearing_since: int | None = None
 
 
 class PairFold:
@@ -182,6 +209,7 @@ class PairFold:
         self.keep_ms = self.skew_ms + max(self.skew_ms, self.max_age_ms)
         self.up_max_m = _milli(upstream.max_ntu_value)
         self.down_max_m = _milli(downstream.max_ntu_value)
+        self.absolute_m = None if pair.absolute_ntu is None else _milli(pair.absolute_ntu)
 
     # ---------------------------------------------------------------- Fold protocol
 
@@ -225,7 +253,8 @@ class PairFold:
     def copy(self, state: PairState) -> PairState:
         return PairState(deque(state.ups), deque(state.pending), state.episode, state.started,
                          state.clearing_since, state.missing, state.up_pegged,
-                         state.down_pegged, state.last)
+                         state.down_pegged, state.last, state.abs_episode, state.abs_started,
+                         state.abs_clearing_since)
 
     def dump(self, state: PairState) -> Any:
         return {
@@ -238,6 +267,9 @@ class PairFold:
             "up_pegged": state.up_pegged,
             "down_pegged": state.down_pegged,
             "last": None if state.last is None else list(state.last),
+            "abs_episode": state.abs_episode,
+            "abs_started": state.abs_started,
+            "abs_clearing_since": state.abs_clearing_since,
         }
 
     def load(self, data: Any) -> PairState:
@@ -247,26 +279,42 @@ class PairFold:
             deque((ts, m) for ts, m in data["pending"]),
             data["episode"], data["started"], data["clearing_since"], data["missing"],
             data["up_pegged"], data["down_pegged"],
-            None if last is None else (last[0], last[1], last[2], last[3]))
+            None if last is None else (last[0], last[1], last[2], last[3]),
+            # A dump from before the absolute episode existed had none open.
+            data.get("abs_episode", "ok"), data.get("abs_started"),
+            data.get("abs_clearing_since"))
 
     # ---------------------------------------------------------------- status
+
+    def shown(self, state: PairState) -> tuple[Episode, Basis | None, int | None]:
+        """The episode to show for the pair, its basis and its start (ms).
+
+        The absolute one while it is open: the background one is then ``ok`` or a
+        ``pending`` left from before the background was lost. Else the background one.
+        """
+        if state.abs_episode != "ok":
+            return state.abs_episode, "absolute", state.abs_started
+        if state.episode != "ok":
+            return state.episode, "background", state.started
+        return "ok", None, None
 
     def summary(self, state: PairState) -> dict[str, Any]:
         """The pair's entry of ``status --json``.
 
-        ``state`` is the episode, or ``unknown`` while the episode is ``ok`` but
+        ``state`` is the episode ``shown``, or ``unknown`` while that is ``ok`` but
         the latest downstream reading had no background (or none was evaluated
-        yet). Pending readings count, evaluated provisionally on a copy.
+        yet); ``basis`` is the shown episode's (null when ``ok``). Pending
+        readings count, evaluated provisionally on a copy.
         """
         scratch = self.copy(state)
         self.advance(scratch, 0, [])
         last = scratch.last
-        shown: str = scratch.episode
-        out: dict[str, Any] = {"state": shown, "delta_ntu": None, "limit_ntu": None,
-                               "upstream_ntu": None, "downstream_ntu": None, "at": None,
-                               "started_at": None}
-        if scratch.started is not None and scratch.episode != "ok":
-            out["started_at"] = iso(scratch.started)
+        shown, basis, started = self.shown(scratch)
+        out: dict[str, Any] = {"state": shown, "basis": basis, "delta_ntu": None,
+                               "limit_ntu": None, "upstream_ntu": None, "downstream_ntu": None,
+                               "at": None, "started_at": None}
+        if started is not None and shown != "ok":
+            out["started_at"] = iso(started)
         if last is None:
             if shown == "ok":
                 out["state"] = "unknown"
@@ -275,6 +323,8 @@ class PairFold:
         out["at"] = iso(t)
         out["downstream_ntu"] = _ntu(down_m)
         if up_m is None or limit_e4 is None:
+            if basis == "absolute" and limit_e4 is not None:
+                out["limit_ntu"] = round(limit_e4 / E4_PER_NTU, 3)
             if shown == "ok":
                 out["state"] = "unknown"
             return out
@@ -308,48 +358,87 @@ class PairFold:
     def _evaluate(self, state: PairState, t: int, down_m: int, out: list[Fact]) -> None:
         background = self._background(state.ups, t)
         if background is None:
-            state.last = (t, None, down_m, None)
+            abs_m = self.absolute_m if state.episode in ("ok", "pending") else None
+            state.last = (t, None, down_m, None if abs_m is None else abs_m * E4_PER_MILLI)
             if not state.missing:
                 state.missing = True
                 out.append(self._probe_fact(self.upstream.id, t, BackgroundMissing(
                     sensor=self.upstream.id, pair=self.pair.id, downstream_ntu=_ntu(down_m))))
+            if abs_m is not None:
+                self._absolute_step(state, t, down_m > abs_m, down_m, out)
             return
         state.missing = False
+        # The handover comes first: the background episode may reach exceeded on this
+        # very reading, and the absolute one must be closed by then.
+        self._end_absolute(state, t, down_m, out)
         up_at, up_m = background
         limit_e4 = _limit_e4(self.pair, up_m)
         state.last = (t, up_m, down_m, limit_e4)
         exceeding = (down_m - up_m) * E4_PER_MILLI > limit_e4
         self._episode_step(state, t, exceeding, up_at, up_m, down_m, limit_e4, out)
 
-    def _episode_step(self, state: PairState, t: int, exceeding: bool, up_at: int, up_m: int,
-                      down_m: int, limit_e4: int, out: list[Fact]) -> None:
-        before = state.episode
+    def _move(self, before: Episode, started: int | None, clearing_since: int | None, t: int,
+              exceeding: bool) -> tuple[Episode, int | None, int | None, Emit | None]:
+        """One step of an episode: (episode, started, clearing_since, what to emit)."""
         after = TRANSITIONS[(before, exceeding)]
         if after == "pending" and before == "ok":
-            state.started = t
+            started = t
         elif after == "clearing" and before == "exceeded":
-            state.clearing_since = t
+            clearing_since = t
         # The timed moves; checked on entry too, so a zero duration fires at once.
-        emit: Literal["exceeded", "cleared"] | None = None
-        if after == "pending" and state.started is not None \
-                and t - state.started >= self.sustain_ms:
+        emit: Emit | None = None
+        if after == "pending" and started is not None and t - started >= self.sustain_ms:
             after, emit = "exceeded", "exceeded"
-        elif after == "clearing" and state.clearing_since is not None \
-                and t - state.clearing_since >= self.clear_ms:
+        elif after == "clearing" and clearing_since is not None \
+                and t - clearing_since >= self.clear_ms:
             after, emit = "ok", "cleared"
-        state.episode = after
+        return after, started, clearing_since, emit
+
+    def _absolute_step(self, state: PairState, t: int, exceeding: bool, down_m: int,
+                       out: list[Fact]) -> None:
+        state.abs_episode, state.abs_started, state.abs_clearing_since, emit = self._move(
+            state.abs_episode, state.abs_started, state.abs_clearing_since, t, exceeding)
+        if emit is None or state.abs_started is None:
+            return
+        out.append(self._absolute_fact(emit, t, state.abs_started, down_m))
+        if state.abs_episode == "ok":
+            state.abs_started = state.abs_clearing_since = None
+
+    def _end_absolute(self, state: PairState, t: int, down_m: int, out: list[Fact]) -> None:
+        """A background is back: an exceeded absolute episode is cleared, a pending one
+        forgotten (the background episode decides from now on)."""
+        if state.abs_episode in ("exceeded", "clearing") and state.abs_started is not None:
+            out.append(self._absolute_fact("cleared", t, state.abs_started, down_m))
+        state.abs_episode, state.abs_started, state.abs_clearing_since = "ok", None, None
+
+    def _absolute_fact(self, emit: Emit, t: int, started: int, down_m: int) -> Fact:
+        absolute_ntu = self.pair.absolute_ntu
+        if absolute_ntu is None:  # only called when the absolute episode runs
+            raise ValueError(f"pair {self.pair.id}: no absolute_ntu")
+        return Fact(self.site, t,
+                    make_id("turbidity_contrast", self.site, self.pair.id, "absolute", emit,
+                            started),
+                    TurbidityContrast(pair=self.pair.id, state=emit, basis="absolute",
+                                      started_at=iso(started), upstream_ntu=None,
+                                      downstream_ntu=_ntu(down_m), delta_ntu=None,
+                                      limit_ntu=float(absolute_ntu), upstream_at=None))
+
+    def _episode_step(self, state: PairState, t: int, exceeding: bool, up_at: int, up_m: int,
+                      down_m: int, limit_e4: int, out: list[Fact]) -> None:
+        state.episode, state.started, state.clearing_since, emit = self._move(
+            state.episode, state.started, state.clearing_since, t, exceeding)
         if emit is None or state.started is None:
             return
         started = state.started
         out.append(Fact(self.site, t,
                         make_id("turbidity_contrast", self.site, self.pair.id, emit, started),
-                        TurbidityContrast(pair=self.pair.id, state=emit,
+                        TurbidityContrast(pair=self.pair.id, state=emit, basis="background",
                                           started_at=iso(started), upstream_ntu=_ntu(up_m),
                                           downstream_ntu=_ntu(down_m),
                                           delta_ntu=_ntu(down_m - up_m),
                                           limit_ntu=round(limit_e4 / E4_PER_NTU, 3),
                                           upstream_at=iso(up_at))))
-        if after == "ok":
+        if state.episode == "ok":
             state.started = state.clearing_since = None
 
     def _check_pegged(self, state: PairState, role: int, ts: int, ntu_m: int,

@@ -35,7 +35,13 @@ from typing import Any
 
 from ..config import Config
 from ..engine.core import Engine
-from ..engine.events import Event
+from ..engine.events import (
+    Event,
+    StormEnded,
+    StormQualified,
+    TrapCleanoutRequired,
+    TurbidityContrast,
+)
 from ..engine.series import Sample, StormSample, TrapSample, attach
 from ..engine.summary import site_status
 from ..engine.times import MS_PER_MINUTE, parse_iso
@@ -123,7 +129,7 @@ def event_points(event: Event, earlier: Iterable[Event] = ()) -> list[Point]:
     """
     tags = _event_tags(event)
     title, text = describe(event)
-    points = [Point.make("event", tags, {
+    fields: dict[str, FieldValue | None] = {
         "id": event.id,
         "revision": Int(event.revision),
         "current": not event.retracted,
@@ -131,7 +137,9 @@ def event_points(event: Event, earlier: Iterable[Event] = ()) -> list[Point]:
         "title": title,
         "text": text,
         "json": canonical(event.to_json()),
-    }, event.at_ms)]
+    }
+    fields.update(_event_numbers(event))
+    points = [Point.make("event", tags, fields, event.at_ms)]
     here = Point.make("event", tags, {}, event.at_ms).identity
     retired: dict[tuple[str, int], Point] = {}
     for e in earlier:
@@ -143,6 +151,19 @@ def event_points(event: Event, earlier: Iterable[Event] = ()) -> list[Point]:
         if old.identity != here:
             retired[old.identity] = old
     return points + list(retired.values())
+
+
+def _event_numbers(event: Event) -> dict[str, FieldValue]:
+    """The fields of DESIGN § 5 a dashboard filters or sums on, as typed fields of their
+    own: rain of unknown timing, the basis of a turbidity finding, a clean-out repeat."""
+    body = event.body
+    if isinstance(body, StormQualified | StormEnded):
+        return {"uncertain_in": float(body.uncertain_in)}
+    if isinstance(body, TurbidityContrast):
+        return {"basis": body.basis}
+    if isinstance(body, TrapCleanoutRequired):
+        return {"repeat": Int(body.repeat)}
+    return {}
 
 
 def _event_tags(event: Event) -> dict[str, str]:
@@ -197,7 +218,7 @@ def sample_points(sample: Sample) -> list[Point]:
             "state": sample.state, "warn_fraction": sample.warn_fraction,
             "cleanout_fraction": sample.cleanout_fraction}, sample.ts_ms)]
     fields = {"downstream_ntu": sample.downstream_ntu, "background": sample.background,
-              "state": sample.state}
+              "state": sample.state, "basis": sample.basis}
     if sample.background:
         fields.update({"upstream_ntu": sample.upstream_ntu, "delta_ntu": sample.delta_ntu,
                        "limit_ntu": sample.limit_ntu, "allowed_ntu": sample.allowed_ntu,

@@ -268,6 +268,12 @@ def _storm_qualified(c: _Ctx, e: StormQualified) -> Content:
     rain = (f"{inches(e.total_in)} this storm, {inches(e.max_24h_in)} within 24 hours "
             f"(threshold {inches(e.threshold_in)}), gauge {e.gauge}")
     facts = [Line("Rain", rain), Line("Qualified at", c.local(e.qualified_at))]
+    if e.uncertain_in:
+        facts.insert(1, Line("Timing unknown", f"{inches(e.uncertain_in)} of it was found "
+                             "when a silent gauge reported again; it is counted at that "
+                             "reading"))
+    if len(e.gauges) > 1 or (e.gauges and e.gauges[0] != e.gauge):
+        facts.insert(1, Line("Gauges counted", ", ".join(e.gauges)))
     due = ms_of(e.due)
     if e.informational:
         return Content(
@@ -369,14 +375,29 @@ def _trap_fill(c: _Ctx, e: TrapFill) -> Content:
 
 
 def _trap_cleanout(c: _Ctx, e: TrapCleanoutRequired) -> Content:
+    duty = [_duty_9a1(), Line("To do", "remove the sediment from the trap; the fill drops back "
+                              "on the next readings and the clean-out is recorded.")]
+    if e.repeat <= 0:
+        return Content(
+            f"clean out sediment trap {e.trap}: {percent(e.fill_fraction)} of "
+            "design capacity filled",
+            f"Sediment trap {e.trap} has lost {percent(e.fill_fraction)} of its "
+            "design capacity: the sediment must be removed.",
+            _trap_facts(c, e), WARNING, duty)
+    trap = next((t for t in c.site.traps if t.id == e.trap), None) if c.site else None
+    # The event does not carry the first demand's time. Each repeat comes at least
+    # ``cleanout_repeat_hours`` after the one before it, so the first demand was made
+    # ``repeat`` intervals before this one or earlier (exactly then for a sensor that
+    # reports on a regular schedule).
+    since = "" if trap is None else " since " + c.local(
+        c.at - round(e.repeat * trap.cleanout_repeat_hours * MS_PER_HOUR)) + " or earlier"
     return Content(
-        f"clean out sediment trap {e.trap}: {percent(e.fill_fraction)} of "
-        "design capacity filled",
-        f"Sediment trap {e.trap} has lost {percent(e.fill_fraction)} of its "
-        "design capacity: the sediment must be removed.",
-        _trap_facts(c, e), WARNING,
-        [_duty_9a1(), Line("To do", "remove the sediment from the trap; the fill drops back "
-                           "on the next readings and the clean-out is recorded.")])
+        f"clean out sediment trap {e.trap}: still at {percent(e.fill_fraction)} of "
+        f"design capacity (repeat {e.repeat})",
+        f"Sediment trap {e.trap} is still at {percent(e.fill_fraction)} of its design "
+        f"capacity: clean-out has been demanded{since} (repeat {e.repeat}), and the sediment "
+        "must be removed.",
+        _trap_facts(c, e), WARNING, duty)
 
 
 def _trap_cleaned(c: _Ctx, e: TrapCleaned) -> Content:
@@ -388,6 +409,39 @@ def _trap_cleaned(c: _Ctx, e: TrapCleaned) -> Content:
 
 
 def _turbidity(c: _Ctx, e: TurbidityContrast) -> Content:
+    if e.basis == "absolute":
+        # No background reading: the downstream level alone against the pair's
+        # absolute limit; there is no upstream reading or difference to show.
+        limit = f"{ntu(e.limit_ntu)} (absolute, used while no background reading is available)"
+        facts = [Line("Downstream", ntu(e.downstream_ntu)),
+                 Line("Upstream (background)", "no reading available"),
+                 Line("Limit", limit), Line("Since", c.local(e.started_at))]
+        if e.state == "cleared":
+            facts[-1] = Line("Episode", f"{c.local(e.started_at)} to {c.local(c.at)}")
+            down, top = number(e.downstream_ntu), number(e.limit_ntu)
+            if down is not None and top is not None and down > top:
+                # The engine also ends an absolute episode when a background comes
+                # back: from then on the contrast with it decides.
+                facts[1] = Line("Upstream (background)", "reporting again")
+                return Content(f"turbidity at {e.pair}: background reading available again",
+                               f"A background reading is available again at {e.pair}: "
+                               "turbidity contrast is judged against it from now on, no "
+                               f"longer against the absolute limit of {ntu(e.limit_ntu)}; "
+                               "a new alert follows if the contrast exceeds its limit.",
+                               facts, INFO, [_duty_8c()])
+            return Content(f"turbidity at {e.pair} back below the absolute limit",
+                           f"Turbidity below the discharge at {e.pair} is back below the "
+                           f"absolute limit of {ntu(e.limit_ntu)} (no background reading "
+                           "was available).", facts, SUCCESS, [_duty_8c()])
+        return Content(
+            f"turbidity {ntu(e.downstream_ntu)} at {e.pair}, no background reading",
+            f"No background (upstream) reading was available for {e.pair}, and the "
+            f"turbidity below the discharge has stayed above the absolute limit of "
+            f"{ntu(e.limit_ntu)}: a visible contrast in the receiving water is likely.",
+            facts, WARNING,
+            [_duty_8c(), Line("To do", "check the discharge point and the erosion and sediment "
+                              "controls above it; stabilise exposed soil; get the upstream "
+                              "probe reporting so the contrast can be measured.")])
     facts = [Line("Downstream", ntu(e.downstream_ntu)),
              Line("Upstream (background)", ntu(e.upstream_ntu)),
              Line("Difference", f"{signed_ntu(e.delta_ntu)} (limit "
@@ -416,8 +470,10 @@ _SENSOR_NEED = {
 
 def _sensor_stale(c: _Ctx, e: SensorStale) -> Content:
     need = _SENSOR_NEED.get(c.sensor_kind(e.sensor) or "", "its readings are missing")
+    since = (f"since {c.local(e.last_seen)}" if e.last_seen is not None
+             else "since monitoring began (it has never reported)")
     return Content(f"sensor {e.sensor} silent",
-                   f"No message from sensor {e.sensor} since {c.local(e.last_seen)}: {need}.",
+                   f"No message from sensor {e.sensor} {since}: {need}.",
                    [Line("To do", "check the node's power, radio and the broker.")])
 
 

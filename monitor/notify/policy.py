@@ -34,6 +34,12 @@ in the log book):
    known (``clock_start: event_end``, the storm has ended); otherwise it is
    withheld. With nothing delivered before (the earlier revision was still
    queued, and rule 4 dropped it), it is sent as a new alert.
+6. **Clean-out done or demanded again.** A ``trap_cleanout_required`` is
+   withheld when a ``trap_cleaned`` of the same trap comes later in event
+   time (the sediment was removed: the demand is moot), and, like rule 3,
+   when a later demand for the same trap (a repeat, every
+   ``cleanout_repeat_hours`` while the fill holds) has its own row for the
+   same tag: in a catch-up only the newest demand per trap reaches the phone.
 
 Escalation rows (``…/esc-qp``) follow the same rules: an escalation of a
 notice whose clock has closed is as moot as the notice.
@@ -57,8 +63,10 @@ from ..engine.events import (
     InspectionDueSoon,
     InspectionOverdue,
     StormQualified,
+    TrapCleaned,
+    TrapCleanoutRequired,
 )
-from ..engine.times import MS_PER_MINUTE
+from ..engine.times import MS_PER_MINUTE, iso
 from ..store import DueAlert, Store
 from .messages import ms_of
 
@@ -90,6 +98,8 @@ def decide(store: Store, row: DueAlert) -> Decision:
             return _clock_notice(store, event, clock_id, row.tag)
         case StormQualified(due=due):
             return _revision(store, event, due, row.tag)
+        case TrapCleanoutRequired(trap=trap):
+            return _cleanout_demand(store, event, trap, row.tag)
     return SEND
 
 
@@ -114,6 +124,36 @@ def _clock_notice(store: Store, event: Event, clock_id: str, tag: str) -> Decisi
 def _clock_of(event: Event) -> str | None:
     body = event.body
     return body.clock_id if isinstance(body, InspectionDueSoon | InspectionOverdue) else None
+
+
+def _cleanout_demand(store: Store, event: Event, trap: str, tag: str) -> Decision:
+    cleaned = [e for e in _latest(store, event.site, TrapCleaned.TYPE).values()
+               if not e.retracted and isinstance(e.body, TrapCleaned) and e.body.trap == trap
+               and e.at_ms > event.at_ms]
+    if cleaned:
+        first = min(cleaned, key=lambda e: e.at_ms)
+        return Decision(f"trap {trap} cleaned at {iso(first.at_ms)}: the demand was met")
+    # A demand retracted by late data never held: it supersedes nothing. Rows are made
+    # for revision 0 only, so their own event does not tell; the latest revision does.
+    standing = {i for i, e in _latest(store, event.site, TrapCleanoutRequired.TYPE).items()
+                if not e.retracted}
+    later = [other for other in store.outbox.alerts(
+                 site=event.site, types=[TrapCleanoutRequired.TYPE], tag=tag)
+             if other.event_id in standing and other.event_id != event.id
+             and other.at_ms > event.at_ms and isinstance(other.event.body, TrapCleanoutRequired)
+             and other.event.body.trap == trap]
+    if later:  # in event time order: name the newest, the one that is sent
+        return Decision(f"superseded by alert {later[-1].alert_id}, a later clean-out demand "
+                        f"for trap {trap}")
+    return SEND
+
+
+def _latest(store: Store, site: str, type_: str) -> dict[str, Event]:
+    """The latest stored revision of every event of ``type_`` at ``site``, by id."""
+    latest: dict[str, Event] = {}
+    for e in store.events.all(site, types=[type_]):
+        latest[e.id] = e  # in storage order: the last is the latest revision
+    return latest
 
 
 def _revision(store: Store, event: Event, due: str | None, tag: str) -> Decision:

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+import sqlite3
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -74,21 +75,23 @@ class EventLog:
 
     def record(self, events: Sequence[Event], applied_seq: int, *, recorded_ms: int,
                routes: AlertRoutes | None = None,
-               statuses: Mapping[str, str] | None = None) -> int:
+               statuses: Mapping[str, str] | None = None,
+               defer: Collection[str] = frozenset()) -> int:
         """Store § 5 events with their outbox and log book rows and the engine cursor,
         and the sites' status as it stands after them (``statuses``, JSON text by site).
 
         ONE transaction. An event whose (id, revision) is already stored is
         skipped entirely (no second outbox or log book row), so re-recording
-        after a crash between the engine and this commit is harmless. Returns
-        the number of newly stored events.
+        after a crash between the engine and this commit is harmless. Events of
+        the sites in ``defer`` are stored without log book and outbox rows,
+        which ``settle_deferred`` writes later for the revision that settled.
+        Returns the number of newly stored events.
         """
         inserted = 0
         with self.db.write() as conn:
             if statuses:
                 put_status(conn, statuses, applied_seq, recorded_ms)
-            head_seq = int(get_meta(conn, "logbook_head_seq", 0))
-            head_hash = str(get_meta(conn, "logbook_head_hash", GENESIS_HASH))
+            chain = _Chain.head(conn)
             for event in events:
                 data = event.to_json()  # the one serialisation of the event
                 revision, site, kind, eid = event.revision, event.site, event.type, event.id
@@ -98,27 +101,63 @@ class EventLog:
                     " recorded_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                     (eid, revision, kind, site, data["at"], event.at_ms, int(event.retracted),
                      body, recorded_ms))
-                if cur.rowcount == 0:
+                if cur.rowcount == 0 or cur.lastrowid is None:
                     continue
                 inserted += 1
-                if routes is not None and cur.lastrowid is not None:
+                if site in defer:
+                    conn.execute("INSERT INTO deferred (event_seq, site) VALUES (?, ?)",
+                                 (cur.lastrowid, site))
+                    continue
+                if routes is not None:
                     add_alerts(conn, cur.lastrowid, f"{eid}:{revision}", routes(event),
                                recorded_ms)
-                head_seq += 1
-                content = canonical(_logbook_content(
-                    head_seq, recorded_ms, site, kind, eid, revision, data))
-                row_hash = _chain_hash(head_hash, content)
-                conn.execute(
-                    "INSERT INTO logbook (seq, recorded_ms, site, type, event_id, revision,"
-                    " body, canonical, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (head_seq, recorded_ms, site, kind, eid, revision, body, content, head_hash,
-                     row_hash))
-                head_hash = row_hash
-            if inserted:
-                put_meta(conn, "logbook_head_seq", head_seq)
-                put_meta(conn, "logbook_head_hash", head_hash)
+                chain.append(conn, recorded_ms, event, data, body)
+            chain.save(conn)
             put_meta(conn, "applied_seq", applied_seq)
         return inserted
+
+    def settle_deferred(self, *, recorded_ms: int, routes: AlertRoutes | None = None,
+                        keep: Collection[str] = frozenset()) -> int:
+        """Write the log book and outbox rows of the deferred events of every site but
+        those in ``keep`` (still applying a backlog), for the latest revision of each
+        event only; return how many were logged.
+
+        A revision that is a retraction is logged only when an earlier revision of
+        the event was (the reader of the log book knew of it); a fact no revision
+        of which reached a person is routed as news, like a revision 0.
+        """
+        logged = 0
+        with self.db.write() as conn:
+            rows = conn.execute(
+                "SELECT d.event_seq, d.site, e.id FROM deferred AS d"
+                " JOIN events AS e ON e.seq = d.event_seq ORDER BY d.event_seq").fetchall()
+            rows = [r for r in rows if r[1] not in keep]
+            if not rows:
+                return 0
+            chain = _Chain.head(conn)
+            for eid in dict.fromkeys(r[2] for r in rows):
+                seq, body = conn.execute(
+                    "SELECT seq, body FROM events WHERE id = ? ORDER BY revision DESC LIMIT 1",
+                    (eid,)).fetchone()
+                latest = load_event(body)
+                announced = conn.execute("SELECT 1 FROM logbook WHERE event_id = ? LIMIT 1",
+                                         (eid,)).fetchone() is not None
+                if latest.retracted and not announced:
+                    continue
+                if routes is not None:
+                    as_news = latest if announced else Event(latest.fact, 0, latest.retracted)
+                    add_alerts(conn, seq, f"{eid}:{latest.revision}", routes(as_news),
+                               recorded_ms)
+                chain.append(conn, recorded_ms, latest, latest.to_json(), body)
+                logged += 1
+            conn.executemany("DELETE FROM deferred WHERE event_seq = ?",
+                             [(r[0],) for r in rows])
+            chain.save(conn)
+        return logged
+
+    def deferred_count(self) -> int:
+        """Events waiting for their log book rows (a backlog is being applied)."""
+        return int(self.db.conn.execute("SELECT count(*) FROM deferred").fetchone()[0])
 
     def applied_seq(self) -> int:
         """The journal ``seq`` the recorded events reflect; 0 when unset."""
@@ -296,6 +335,39 @@ class EventLog:
 
 def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(slots=True)
+class _Chain:
+    """The log book's head while rows are appended in one transaction."""
+
+    seq: int
+    hash: str
+    moved: bool = False
+
+    @classmethod
+    def head(cls, conn: sqlite3.Connection) -> _Chain:
+        return cls(int(get_meta(conn, "logbook_head_seq", 0)),
+                   str(get_meta(conn, "logbook_head_hash", GENESIS_HASH)))
+
+    def append(self, conn: sqlite3.Connection, recorded_ms: int, event: Event,
+               data: dict[str, Any], body: str) -> None:
+        """One sealed row for ``event`` (``data`` its JSON, ``body`` the canonical text)."""
+        self.seq += 1
+        content = canonical(_logbook_content(self.seq, recorded_ms, event.site, event.type,
+                                             event.id, event.revision, data))
+        row_hash = _chain_hash(self.hash, content)
+        conn.execute(
+            "INSERT INTO logbook (seq, recorded_ms, site, type, event_id, revision,"
+            " body, canonical, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (self.seq, recorded_ms, event.site, event.type, event.id, event.revision, body,
+             content, self.hash, row_hash))
+        self.hash, self.moved = row_hash, True
+
+    def save(self, conn: sqlite3.Connection) -> None:
+        if self.moved:
+            put_meta(conn, "logbook_head_seq", self.seq)
+            put_meta(conn, "logbook_head_hash", self.hash)
 
 
 def _chain_hash(prev_hash: str, content: str) -> str:

@@ -150,5 +150,16 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
             data TEXT NOT NULL
         ) WITHOUT ROWID""",
     ),
+    (
+        # Events of a site whose backlog is being applied wait here for their log
+        # book and outbox rows: only the revision that settles gets them
+        # (EventLog.settle_deferred).
+        """CREATE TABLE deferred (
+            event_seq INTEGER PRIMARY KEY REFERENCES events (seq),
+            site TEXT NOT NULL
+        )""",
+        # "Was any revision of this event logged already?" when a deferral settles.
+        "CREATE INDEX logbook_event ON logbook (event_id)",
+    ),
 )
 SCHEMA_VERSION: Final = len(MIGRATIONS)

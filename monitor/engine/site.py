@@ -1,0 +1,231 @@
+"""One site in the engine: its timelines, the inputs of its clocks, and its silences.
+
+``build_site`` makes a site's timelines from its configuration (one per rain
+gauge, plus a virtual ``mean`` gauge for ``gauges: mean``; one per sediment
+trap, per turbidity pair, and per sensor for its health) and routes each
+sensor's messages to the timelines that use it. The rest keeps what the
+clocks read (``storm_facts``: the gauges' storm events, and with ``gauges:
+all`` when each gauge was stale) and the silence of sensors never heard from
+(``health.never_heard``) in step, and saves and restores a site
+(``dump_site``/``load_site``). The engine (``core.py``) drives all of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..config import SiteConfig
+from . import clocks
+from .clocks import MEAN_GAUGE, Anchor, ClockFloor, SiteClocks
+from .events import Fact, SensorRecovered, SensorStale
+from .health import HealthFold, never_heard
+from .inputs import Inspection, Reading
+from .rain import GAUGE_QUALIFIED, GaugeFold
+from .timeline import Source, Timeline
+from .traps import TrapFold
+from .turbidity import PairFold
+from .window import Window
+
+
+@dataclass
+class SiteEngine:
+    """The timelines and clock inputs of one site."""
+
+    config: SiteConfig
+    gauges: dict[str, Timeline[Any]] = field(default_factory=dict)
+    traps: dict[str, Timeline[Any]] = field(default_factory=dict)
+    pairs: dict[str, Timeline[Any]] = field(default_factory=dict)
+    health: dict[str, Timeline[Any]] = field(default_factory=dict)
+    routes: dict[str, list[Timeline[Any]]] = field(default_factory=dict)
+    #: Inspections the clocks still need (older ones have settled).
+    inspections: list[Inspection] = field(default_factory=list)
+    inspection_keys: set[tuple[int, str, str]] = field(default_factory=set)
+    last_inspection_ms: int | None = None
+    first_seen_ms: int | None = None
+    compacted_ms: int | None = None
+    clocks: SiteClocks = field(default_factory=SiteClocks)
+    #: The *now* of the last clock computation: a restore recomputes at this
+    #: instant, so it holds exactly the clock facts that were published.
+    clocks_now_ms: int | None = None
+    #: The gauges' storm facts the clocks still need, by id (they outlive the
+    #: gauge timelines' window while a storm's clock is open).
+    storm_facts: dict[str, Fact] = field(default_factory=dict)
+    anchor: Anchor | None = None
+    floors: dict[str, ClockFloor] = field(default_factory=dict)
+    #: Accepted readings per sensor, ever (status messages not counted).
+    readings: dict[str, int] = field(default_factory=dict)
+    #: Each sensor's first message (status included), and the silence before it
+    #: (``health.never_heard``); sensors whose silence is final are ``silence_settled``.
+    first_ms: dict[str, int] = field(default_factory=dict)
+    silence: dict[str, Fact] = field(default_factory=dict)
+    silence_settled: set[str] = field(default_factory=set)
+
+    def all_timelines(self) -> Iterable[tuple[str, Timeline[Any]]]:
+        for group, tls in (("gauge", self.gauges), ("trap", self.traps), ("pair", self.pairs),
+                           ("health", self.health)):
+            for name, tl in tls.items():
+                yield f"{group}:{name}", tl
+
+
+def folds(site: SiteConfig) -> dict[str, tuple[Any, tuple[str, ...], bool]]:
+    """Every fold of a site by timeline name (``group:name``), with the sensors whose
+    messages it takes and whether status messages are among them."""
+    folds: dict[str, tuple[Any, tuple[str, ...], bool]] = {}
+    gauges = site.gauges()
+    for g in gauges:
+        folds[f"gauge:{g.id}"] = (GaugeFold(site.id, g.id, site.rain, [g]), (g.id,), False)
+    if site.rain.gauges == "mean" and gauges:
+        folds[f"gauge:{MEAN_GAUGE}"] = (GaugeFold(site.id, MEAN_GAUGE, site.rain, gauges,
+                                                  mean=True),
+                                        tuple(g.id for g in gauges), False)
+    for trap in site.traps:
+        sensor = site.sensor(trap.sensor)
+        assert sensor is not None
+        folds[f"trap:{trap.id}"] = (TrapFold(site.id, trap, sensor), (trap.sensor,), False)
+    for pair in site.turbidity_pairs:
+        up, down = site.sensor(pair.upstream), site.sensor(pair.downstream)
+        assert up is not None and down is not None
+        folds[f"pair:{pair.id}"] = (PairFold(site.id, pair, up, down),
+                                    (pair.upstream, pair.downstream), False)
+    for s in site.sensors:
+        folds[f"health:{s.id}"] = (HealthFold(site.id, s), (s.id,), True)
+    return folds
+
+
+def source_of(window: Window, site: str, sensors: Sequence[str], with_status: bool) -> Source:
+    def read(since_ms: int) -> list[Reading]:
+        found = window.readings(site, sensors, since_ms)
+        return found if with_status else [r for r in found if r.kind != "status"]
+    return read
+
+
+def build_site(site: SiteConfig, window: Window | None,
+                restored: dict[str, Any] | None = None) -> SiteEngine:
+    se = SiteEngine(site)
+    groups = {"gauge": se.gauges, "trap": se.traps, "pair": se.pairs, "health": se.health}
+    for name, (fold, sensors, with_status) in folds(site).items():
+        group, ident = name.split(":", 1)
+        source = source_of(window, site.id, sensors, with_status) if window is not None else None
+        data = (restored or {}).get(name)
+        tl: Timeline[Any] = (Timeline.restore(fold, data, source) if data is not None
+                             else Timeline(fold, source))
+        groups[group][ident] = tl
+    # Which timelines each sensor's messages go to.
+    for s in site.sensors:
+        targets: list[Timeline[Any]] = []
+        if s.kind == "rain":
+            targets.append(se.gauges[s.id])
+            if MEAN_GAUGE in se.gauges:
+                targets.append(se.gauges[MEAN_GAUGE])
+        targets += [se.traps[t.id] for t in site.traps if t.sensor == s.id]
+        targets += [se.pairs[p.id] for p in site.turbidity_pairs
+                    if s.id in (p.upstream, p.downstream)]
+        se.routes[s.id] = targets
+    return se
+
+
+def dump_site(se: SiteEngine) -> dict[str, Any]:
+    return {
+        "timelines": {name: tl.dump() for name, tl in se.all_timelines()},
+        "inspections": [i.to_json() for i in se.inspections],
+        "last_inspection_ms": se.last_inspection_ms,
+        "first_seen_ms": se.first_seen_ms,
+        "compacted_ms": se.compacted_ms,
+        "clocks_now_ms": se.clocks_now_ms,
+        "storm_facts": [f.to_json() for f in se.storm_facts.values()],
+        "anchor": se.anchor.to_json() if se.anchor is not None else None,
+        "floors": {cid: floor.to_json() for cid, floor in se.floors.items()},
+        "readings": se.readings,
+        "first_ms": se.first_ms,
+        "silence_settled": sorted(se.silence_settled),
+    }
+
+
+def load_site(site: SiteConfig, window: Window | None, sd: dict[str, Any]) -> SiteEngine:
+    se = build_site(site, window, sd.get("timelines"))
+    for raw in sd.get("inspections", []):
+        insp = Inspection.from_json(raw)
+        se.inspections.append(insp)
+        se.inspection_keys.add((insp.ts_ms, insp.inspector, insp.kind))
+    se.last_inspection_ms = sd.get("last_inspection_ms")
+    se.first_seen_ms = sd.get("first_seen_ms")
+    se.compacted_ms = sd.get("compacted_ms")
+    se.clocks_now_ms = sd.get("clocks_now_ms")
+    se.storm_facts = {f.id: f for f in (Fact.from_json(raw) for raw in sd.get("storm_facts", []))}
+    anchor = sd.get("anchor")
+    se.anchor = Anchor(int(anchor)) if anchor is not None else None
+    se.floors = {cid: ClockFloor.from_json(v) for cid, v in sd.get("floors", {}).items()}
+    se.readings = {str(k): int(v) for k, v in sd.get("readings", {}).items()}
+    se.first_ms = {str(k): int(v) for k, v in sd.get("first_ms", {}).items()}
+    se.silence_settled = set(sd.get("silence_settled", []))
+    se.silence = never_heard(site, se.first_ms, monitoring_start(se), se.clocks_now_ms,
+                             frozenset(se.silence_settled))
+    se.clocks = clocks.compute(site, list(se.storm_facts.values()), se.inspections,
+                               se.first_seen_ms, se.clocks_now_ms, anchor=se.anchor,
+                               floors=se.floors)
+    return se
+
+
+def monitoring_start(se: SiteEngine) -> int | None:
+    """The later of ``active_since`` and the site's first message; ``active_since``
+    alone for a site never heard from (an active site that is silent is not fine)."""
+    active = clocks.site_start_ms(se.config, None)
+    if active is None or se.first_seen_ms is None:
+        return active if active is not None else se.first_seen_ms
+    return max(active, se.first_seen_ms)
+
+
+def prune_stale_spans(se: SiteEngine, horizon_ms: int) -> None:
+    """Drop the gauges' stale spans that ended before the horizon and before every
+    storm the clocks still read began: no qualification will ask about them again."""
+    limit = min([horizon_ms] + [f.at_ms for f in se.storm_facts.values()
+                                if f.type == "storm_started"])
+    for spans in clocks.stale_spans(se.storm_facts.values()).values():
+        for span in spans:
+            if span.end_ms is not None and span.end_ms <= limit:
+                for fid in span.fact_ids:
+                    del se.storm_facts[fid]
+
+
+def settle_silence(se: SiteEngine, horizon_ms: int) -> list[str]:
+    """The silence facts of sensors heard from since that lie wholly before the horizon
+    are final: their ids. (A sensor still never heard from keeps its open fact.)"""
+    final: list[str] = []
+    for sensor in se.config.sensors:
+        if sensor.id not in se.first_ms:
+            continue
+        mine = [f for f in se.silence.values()
+                if isinstance(f.body, SensorStale | SensorRecovered) and f.body.sensor == sensor.id]
+        if mine and all(f.at_ms < horizon_ms for f in mine):
+            se.silence_settled.add(sensor.id)
+            for f in mine:
+                final.append(f.id)
+                del se.silence[f.id]
+    return final
+
+
+_STORM_TYPES = frozenset({"storm_started", "storm_ended", GAUGE_QUALIFIED})
+_STALE_TYPES = frozenset({"sensor_stale", "sensor_recovered"})
+
+
+def note_storm_facts(se: SiteEngine, truth: dict[str, Fact], changed: Iterable[str]) -> bool:
+    """Mirror the facts the clocks read into the site's ``storm_facts``: the gauges'
+    storm facts, and with ``gauges: all`` when each gauge was stale. True if any
+    changed."""
+    wanted = _STORM_TYPES | (_STALE_TYPES if se.config.rain.gauges == "all" else frozenset())
+    gauges = {g.id for g in se.config.gauges()}
+    dirty = False
+    for fid in changed:
+        fact = truth.get(fid)
+        if fact is not None and fact.type in wanted and (
+                fact.type in _STORM_TYPES
+                or (isinstance(fact.body, SensorStale | SensorRecovered)
+                    and fact.body.sensor in gauges)):
+            if se.storm_facts.get(fid) != fact:
+                se.storm_facts[fid] = fact
+                dirty = True
+        elif se.storm_facts.pop(fid, None) is not None:
+            dirty = True
+    return dirty

@@ -1,0 +1,177 @@
+"""The parameters of the § 4 domain rules, per site: storm detection, sensors,
+turbidity pairs and sediment traps (DESIGN § 4 and § 7; ``config.py`` puts them
+together into sites). Every default is a default of DESIGN § 4.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from .configbase import (
+    Fraction01,
+    Id,
+    Model,
+    NonNegativeFloat,
+    PositiveFloat,
+    Problem,
+    raise_problems,
+)
+
+
+class RainRules(Model):
+    """Storm detection and storm-clock parameters (DESIGN § 4, § 134-9A(2))."""
+
+    # At least one tip of a 0.01 in gauge, and at least a minute of dry gap: smaller
+    # values round to nothing in the engine's integer micro-inches and milliseconds.
+    threshold_in: Annotated[float, Field(ge=0.01, allow_inf_nan=False)] = 0.5
+    mode: Literal["event_24h", "event_total", "rolling_24h"] = "event_total"
+    dry_gap_hours: Annotated[float, Field(ge=1 / 60, allow_inf_nan=False)] = 6.0
+    clock_start: Literal["qualified", "event_end"] = "qualified"
+    gauges: Literal["any", "all", "mean"] = "any"
+    inspect_within_hours: PositiveFloat = 24.0
+    remind_before_hours: list[PositiveFloat] = Field(default_factory=lambda: [6.0, 1.0])
+    overdue_repeat_hours: PositiveFloat = 4.0
+
+
+#: Sensor fields that mean something for one kind only.
+_KIND_FIELDS = {"in_per_tip": "rain", "counter_bits": "rain", "max_ntu": "turbidity",
+                "sensor_height_in": "sediment"}
+
+
+class SensorConfig(Model):
+    id: Id
+    kind: Literal["rain", "turbidity", "sediment"]
+    in_per_tip: PositiveFloat | None = None
+    #: The width of the gauge's tip counter when known (a wrap is then told by it alone);
+    #: a counter wider than 62 bits never wraps in a gauge's life.
+    counter_bits: int | None = Field(default=None, ge=8, le=62)
+    max_ntu: PositiveFloat | None = None
+    sensor_height_in: PositiveFloat | None = None
+    stale_after_minutes: PositiveFloat = 15.0
+    battery_low_v: PositiveFloat | None = 3.5
+
+    @model_validator(mode="after")
+    def _kind_fields(self) -> SensorConfig:
+        problems: list[Problem] = [
+            ((name,), f"applies to {kind} sensors only, not to a {self.kind} sensor")
+            for name, kind in _KIND_FIELDS.items()
+            if kind != self.kind and getattr(self, name) is not None
+        ]
+        raise_problems(type(self).__name__, problems, self)
+        return self
+
+    @property
+    def max_ntu_value(self) -> float:
+        """Full scale of a turbidity probe; readings at it are ``pegged``."""
+        return self.max_ntu if self.max_ntu is not None else 1000.0
+
+    @property
+    def in_per_tip_value(self) -> float:
+        """Depth of one bucket tip; 0.01 in is the common US gauge."""
+        return self.in_per_tip if self.in_per_tip is not None else 0.01
+
+
+#: Washington's Construction Stormwater General Permit (the source of the
+#: ``wa-173-201a`` rule) makes a discharge of 250 NTU or more reportable to the
+#: regulator within 24 hours whatever the background: turbidity that high is
+#: a visible contrast in any receiving water (§ 134-8C).
+DEFAULT_ABSOLUTE_NTU = 250.0
+
+
+class TurbidityPair(Model):
+    """An upstream (background) and downstream probe compared for § 134-8C."""
+
+    id: Id
+    upstream: Id
+    downstream: Id
+    rule: Literal["wa-173-201a", "delta_ntu"] = "wa-173-201a"
+    delta_ntu: PositiveFloat | None = None
+    sustain_minutes: NonNegativeFloat = 10.0
+    clear_minutes: NonNegativeFloat = 30.0
+    max_skew_minutes: NonNegativeFloat = 10.0
+    background_max_age_minutes: NonNegativeFloat = 60.0
+    #: Downstream NTU that is a violation on its own when no background can be had;
+    #: null turns it off. See ``DEFAULT_ABSOLUTE_NTU``.
+    absolute_ntu: PositiveFloat | None = DEFAULT_ABSOLUTE_NTU
+
+    @model_validator(mode="after")
+    def _rule_fields(self) -> TurbidityPair:
+        problems: list[Problem] = []
+        if self.rule == "delta_ntu" and self.delta_ntu is None:
+            problems.append((("delta_ntu",), "required when rule is delta_ntu"))
+        if self.rule != "delta_ntu" and self.delta_ntu is not None:
+            problems.append((("delta_ntu",), f"applies to rule delta_ntu only, not to {self.rule}"))
+        if self.upstream == self.downstream:
+            problems.append((("downstream",), "must be a different sensor from upstream"))
+        raise_problems(type(self).__name__, problems, self)
+        return self
+
+
+#: The dimensions each trap shape is computed from (DESIGN § 4).
+_SHAPE_FIELDS: dict[str, tuple[str, ...]] = {
+    "rectangular": ("bottom_length_ft", "bottom_width_ft"),
+    "trapezoidal": ("bottom_length_ft", "bottom_width_ft", "side_slope"),
+    "cylindrical": ("diameter_ft",),
+    "stage_storage": ("stage_storage",),
+}
+_DIMENSIONS = ("bottom_length_ft", "bottom_width_ft", "side_slope", "diameter_ft", "stage_storage")
+
+
+class TrapConfig(Model):
+    """A sediment trap or pond and its design capacity (§ 134-9A(1))."""
+
+    id: Id
+    sensor: Id
+    shape: Literal["rectangular", "trapezoidal", "cylindrical", "stage_storage"]
+    bottom_length_ft: PositiveFloat | None = None
+    bottom_width_ft: PositiveFloat | None = None
+    side_slope: NonNegativeFloat | None = None
+    diameter_ft: PositiveFloat | None = None
+    stage_storage: list[tuple[NonNegativeFloat, NonNegativeFloat]] | None = None
+    design_depth_ft: PositiveFloat
+    warn_fraction: Fraction01 = 0.4
+    cleanout_fraction: Fraction01 = 0.5
+    median_of: int = Field(default=5, ge=1, le=101)
+    cleanout_repeat_hours: PositiveFloat = 24.0
+
+    @model_validator(mode="after")
+    def _geometry(self) -> TrapConfig:
+        problems: list[Problem] = []
+        needed = _SHAPE_FIELDS[self.shape]
+        for name in _DIMENSIONS:
+            given = getattr(self, name) is not None
+            if name in needed and not given:
+                problems.append(((name,), f"required for shape {self.shape}"))
+            elif given and name not in needed:
+                problems.append(((name,), f"does not apply to shape {self.shape}"))
+        if self.stage_storage is not None and self.shape == "stage_storage":
+            problems += _stage_storage_problems(self.stage_storage, self.design_depth_ft)
+        if self.warn_fraction >= self.cleanout_fraction:
+            problems.append((("warn_fraction",),
+                             f"must be below cleanout_fraction ({self.cleanout_fraction:g})"))
+        raise_problems(type(self).__name__, problems, self)
+        return self
+
+
+def _stage_storage_problems(table: list[tuple[float, float]],
+                            design_depth_ft: float) -> list[Problem]:
+    """A depth→volume table must start at the trap bottom and rise strictly."""
+    if len(table) < 2:
+        return [(("stage_storage",), "needs at least two [depth_ft, volume_cf] rows")]
+    problems: list[Problem] = []
+    if table[0] != (0.0, 0.0):
+        problems.append((("stage_storage", 0), "the first row must be [0, 0] (the trap bottom)"))
+    for i in range(1, len(table)):
+        (depth0, volume0), (depth, volume) = table[i - 1], table[i]
+        if depth <= depth0:
+            problems.append((("stage_storage", i), f"depth {depth:g} ft must be greater than "
+                             f"the row before ({depth0:g})"))
+        elif volume <= volume0:
+            problems.append((("stage_storage", i), f"volume {volume:g} cf must be greater than "
+                             f"the row before ({volume0:g})"))
+    if design_depth_ft > table[-1][0]:
+        problems.append((("design_depth_ft",), f"{design_depth_ft:g} ft lies beyond the "
+                         f"stage_storage table (last row at {table[-1][0]:g} ft)"))
+    return problems
