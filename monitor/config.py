@@ -38,6 +38,8 @@ from .configbase import (
 from .notify.routing import ROUTE_KEYS
 from .siterules import (
     DEFAULT_ABSOLUTE_NTU,
+    Pause,
+    QualifiedProfessional,
     RainRules,
     SensorConfig,
     TrapConfig,
@@ -47,7 +49,8 @@ from .siterules import (
 __all__ = [
     "CLOCK_CONDITIONS", "DEFAULT_ABSOLUTE_NTU", "ENV_PREFIX", "ID_PATTERN", "SENSOR_KINDS",
     "BrokerConfig",
-    "Config", "DaemonConfig", "InfluxConfig", "Model", "NotifyConfig", "NotifyTarget",
+    "Config", "DaemonConfig", "InfluxConfig", "Model", "NotifyConfig", "NotifyTarget", "Pause",
+    "QualifiedProfessional",
     "RainRules", "SensorConfig", "SiteConfig", "SiteNotify", "TlsConfig", "TrapConfig",
     "TurbidityPair",
 ]
@@ -186,7 +189,14 @@ class SiteConfig(Model):
     timezone: str = "UTC"
     condition: Literal["A", "B", "C", "none"] = "A"
     active_since: date | None = None
+    #: Final stabilization: no routine clock from this day (local midnight) on.
+    active_until: date | None = None
+    pauses: list[Pause] = Field(default_factory=list)
     routine_inspection_days: PositiveFloat = 7.0
+    #: An inspection entered this long after its own time is marked backdated.
+    backdate_alert_hours: PositiveFloat = 24.0
+    #: The site's own roster; none means the configuration's (top level).
+    qualified_professionals: list[QualifiedProfessional] | None = None
     lateness_days: PositiveFloat = 7.0
     rain: RainRules = Field(default_factory=RainRules)
     sensors: list[SensorConfig] = Field(default_factory=list)
@@ -211,6 +221,13 @@ class SiteConfig(Model):
         site: SiteConfig = validate_reporting(cls, data, handler,
                                                _site_reference_problems(as_mapping(data)))
         return site
+
+    @model_validator(mode="after")
+    def _period(self) -> SiteConfig:
+        if self.active_since and self.active_until and self.active_until <= self.active_since:
+            raise_problems(type(self).__name__, [(("active_until",), "must be after "
+                                                  f"active_since ({self.active_since})")], self)
+        return self
 
     @property
     def zone(self) -> ZoneInfo:
@@ -310,6 +327,8 @@ class Config(Model):
     influx: InfluxConfig | None = None
     notify: NotifyConfig = Field(default_factory=NotifyConfig)
     log_format: Literal["text", "json"] = "text"
+    #: Who may inspect (§ 134-9A(2)); empty: anyone named closes clocks.
+    qualified_professionals: list[QualifiedProfessional] = Field(default_factory=list)
     sites: list[SiteConfig] = Field(min_length=1)
 
     @model_validator(mode="wrap")
@@ -324,3 +343,9 @@ class Config(Model):
             if s.id == site_id:
                 return s
         return None
+
+    def roster(self, site: SiteConfig) -> list[QualifiedProfessional]:
+        """The qualified professionals of a site: its own list, else the top-level one."""
+        if site.qualified_professionals is not None:
+            return site.qualified_professionals
+        return self.qualified_professionals

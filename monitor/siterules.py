@@ -5,9 +5,10 @@ together into sites). Every default is a default of DESIGN § 4.
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from .configbase import (
     Fraction01,
@@ -175,3 +176,35 @@ def _stage_storage_problems(table: list[tuple[float, float]],
         problems.append((("design_depth_ft",), f"{design_depth_ft:g} ft lies beyond the "
                          f"stage_storage table (last row at {table[-1][0]:g} ft)"))
     return problems
+
+
+# --------------------------------------------------------------------------- inspections
+
+
+class QualifiedProfessional(Model):
+    """Someone whose inspections count under § 134-9A(2) ("a qualified professional").
+
+    ``name`` is what ``--inspector`` and the MQTT payload give; ``credential``
+    (a CPESC number, a licence) is shown in the log book and the report."""
+
+    name: Annotated[str, Field(min_length=1, max_length=200)]
+    credential: str | None = None
+    contact: str | None = None
+
+
+class Pause(Model):
+    """Days the officer agreed no routine inspection is due (a winter shutdown):
+    ``from`` through ``to``, both inclusive, in the site's time zone."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    from_: date = Field(alias="from")
+    to: date
+    reason: str | None = None
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Pause:
+        if self.to < self.from_:
+            raise_problems(type(self).__name__, [(("to",), f"must not be before from "
+                                                  f"({self.from_.isoformat()})")], self)
+        return self

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
 from monitor.engine.core import Engine
-from monitor.engine.events import Event
 from monitor.engine.inputs import Inspection, Reading
 from monitor.engine.times import MS_PER_DAY, MS_PER_HOUR, MS_PER_MINUTE
 
-from .util import SITE, counter_series, inspection, of_type, rain, site_config, ts
+from .util import SITE, counter_series, final, inspection, of_type, rain, run, site_config, ts
 
 H = MS_PER_HOUR
 
@@ -18,21 +14,6 @@ H = MS_PER_HOUR
 def storm(start_ms: int, hundredths: int, seq0: int = 0, sensor: str = "rg1") -> list[Reading]:
     """``hundredths`` readings of 0.01 in, one a minute from ``start_ms``."""
     return [rain(sensor, start_ms + i * MS_PER_MINUTE, 0.01, seq0 + i) for i in range(hundredths)]
-
-
-def run(items: Sequence[Reading | Inspection], now_ms: int | None = None, **site: Any
-        ) -> tuple[Engine, list[Event]]:
-    eng = Engine(site_config(**site))
-    events = []
-    for item in items:
-        events += eng.apply(item)
-    if now_ms is not None:
-        events += eng.tick(now_ms)
-    return eng, events
-
-
-def final(eng: Engine, kind: str) -> list[dict[str, Any]]:
-    return of_type(eng.current_events(), kind)
 
 
 def test_storm_clock_reminders_overdue_and_late_close() -> None:

@@ -69,10 +69,11 @@ def test_example_validates_with_no_environment_and_no_files() -> None:
 
 
 def _fields(model: type[BaseModel]) -> set[str]:
-    """Every field name of a model and of the models nested in it."""
+    """Every field name of a model and of the models nested in it, as the YAML spells
+    it (its alias: ``from`` for ``from_``)."""
     names: set[str] = set()
     for name, info in model.model_fields.items():
-        names.add(name)
+        names.add(info.alias or name)
         for arg in [info.annotation, *typing.get_args(info.annotation)]:
             for inner in [arg, *typing.get_args(arg)]:
                 if isinstance(inner, type) and issubclass(inner, BaseModel):

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from monitor.engine.core import Engine
-from monitor.engine.inputs import Inspection, Reading
+from monitor.engine.inputs import CorrectiveAction, Inspection, Reading
 from monitor.engine.times import MS_PER_MINUTE
 from monitor.engine.window import MemoryWindow
 
@@ -75,9 +75,16 @@ def scenario(seed: int, storm_list: list[tuple[int, int, int]], n_insp: int) -> 
         if m % 30 == 0:
             depth = 10 + m / SPAN_MIN * 30 + rng.random()
             items.append(Reading(SITE, "trap1-depth", "sediment", t, depth_in=round(depth, 2)))
-    for _ in range(n_insp):
+    for i in range(n_insp):
+        # Issue 11: any kind (``other`` closes nothing), some entered a day and more
+        # late (backdated), asking for corrective actions and resolving earlier ones.
         t = START + rng.randrange(SPAN_MIN) * MS_PER_MINUTE
-        items.append(Inspection(SITE, "J. Rivera", t, "storm"))
+        items.append(Inspection(
+            SITE, "J. Rivera", t, rng.choice(("storm", "routine", "other")),
+            entered_ms=t + rng.choice((0, 30 * 3_600_000)),
+            corrective_actions=(
+                CorrectiveAction(f"ca-{i}", "fix", t + rng.randrange(48) * 3_600_000),),
+            resolves=tuple(f"ca-{j}" for j in range(i) if rng.random() < 0.5)))
     items.sort(key=lambda i: i.ts_ms)
     return items
 

@@ -3,24 +3,30 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
 from monitor.config import Config
 from monitor.configfile import parse_config
+from monitor.engine.core import Engine
 from monitor.engine.events import (
     BackgroundMissing,
     BatteryLow,
     Body,
     ClockClosed,
+    CorrectiveActionDue,
     CounterReset,
     Event,
     Fact,
+    InspectionBackdated,
     InspectionDueSoon,
+    InspectionMissed,
     InspectionOverdue,
     InspectionRecorded,
     Pegged,
     SensorRecovered,
     SensorStale,
+    SiteClosed,
     StormEnded,
     StormQualified,
     StormStarted,
@@ -29,7 +35,7 @@ from monitor.engine.events import (
     TrapFill,
     TurbidityContrast,
 )
-from monitor.engine.inputs import Inspection, Reading
+from monitor.engine.inputs import Inspection, Reading, SiteClosure
 from monitor.engine.times import MS_PER_MINUTE, parse_iso
 
 SITE = "branch-meadows"
@@ -93,6 +99,23 @@ def of_type(events: list[Any], kind: str) -> list[dict[str, Any]]:
     return [e.to_json() for e in events if e.type == kind]
 
 
+def run(items: Sequence[Reading | Inspection | SiteClosure], now_ms: int | None = None,
+        **site: Any) -> tuple[Engine, list[Event]]:
+    """A fresh engine for ``site_config(**site)`` fed ``items``, then ticked to ``now_ms``."""
+    eng = Engine(site_config(**site))
+    events: list[Event] = []
+    for item in items:
+        events += eng.apply(item)
+    if now_ms is not None:
+        events += eng.tick(now_ms)
+    return eng, events
+
+
+def final(eng: Engine, kind: str) -> list[dict[str, Any]]:
+    """The engine's current events of one type, as JSON."""
+    return of_type(eng.current_events(), kind)
+
+
 # --------------------------------------------------------------------------- events
 
 #: A complete example body of every § 5 type (the values of an ordinary site).
@@ -106,13 +129,29 @@ SAMPLE_BODIES: dict[str, Body] = {body.TYPE: body for body in (
                ended_at="2026-11-30T16:15:00Z", total_in=0.8, max_24h_in=0.8, qualified=True,
                uncertain_in=0.0),
     InspectionRecorded(inspector="J. Rivera, CPESC", kind="storm",
-                       inspected_at="2026-12-01T10:00:00Z", closes=("storm-e1",)),
+                       inspected_at="2026-12-01T10:00:00Z", closes=("storm-e1",),
+                       entered_at="2026-12-01T10:05:00Z", backdated=False,
+                       findings=({"practice": "silt-fence-north", "condition": "intact"},),
+                       corrective_actions=(), inspectors=("J. Rivera, CPESC",),
+                       credentials=("CPESC 1234",), resolves=()),
+    InspectionBackdated(inspector="J. Rivera, CPESC", inspected_at="2026-11-28T10:00:00Z",
+                        entered_at="2026-12-01T10:05:00Z", closes=("storm-e1",),
+                        hours_late=72.08),
+    CorrectiveActionDue(action_id="ca-1", text="repair the silt fence at 2+40",
+                        due="2026-12-03T05:00:00Z", opened_at="2026-12-01T10:00:00Z",
+                        inspector="J. Rivera, CPESC"),
+    InspectionMissed(clock_id="routine-2026-11-20T05:00:00Z", clock="routine",
+                     due="2026-11-27T05:00:00Z", week=1, week_from="2026-11-27T05:00:00Z",
+                     week_to="2026-12-04T05:00:00Z"),
+    SiteClosed(closed_at="2026-12-15T05:00:00Z", entered_at="2026-12-15T14:00:00Z",
+               by="J. Rivera, CPESC", notes="final stabilization certified"),
     InspectionDueSoon(clock_id="storm-e1", clock="storm", due="2026-12-01T14:15:00Z",
                       hours_left=6.0),
     InspectionOverdue(clock_id="storm-e1", clock="storm", due="2026-12-01T14:15:00Z",
                       hours_late=0.0),
     ClockClosed(clock_id="storm-e1", clock="storm", due="2026-12-01T14:15:00Z",
-                inspected_at="2026-12-01T10:00:00Z", outcome="met"),
+                inspected_at="2026-12-01T10:00:00Z", outcome="met",
+                entered_at="2026-12-01T10:05:00Z", backdated=False),
     TrapFill(trap="trap-1", fill_fraction=0.41, depth_in=20.0, sensor="trap1-depth",
              threshold=0.4),
     TrapCleanoutRequired(trap="trap-1", fill_fraction=0.5, depth_in=24.0, sensor="trap1-depth",

@@ -21,18 +21,23 @@ first gauge that qualifies, ``all`` when the last gauge does (every gauge must
 qualify), ``mean`` uses the averaged virtual gauge ``mean`` alone. Each
 qualifying site storm is one ``storm_qualified`` and one storm clock.
 
-A clock's life is a table (``TRANSITIONS``): it opens (a storm qualifies, or
+A clock's life: it opens (a storm qualifies, or
 the previous routine clock was satisfied), passes each reminder instant
 (``due − h`` for ``h`` in ``remind_before_hours``), becomes overdue at ``due``
 and again every ``overdue_repeat_hours``, and is closed by the first
 inspection at or after its start: on or before ``due`` is ``met``, after is
-``late``. For ``clock_start: event_end`` the start and due are unknown until
-the storm has ended; such a clock is open but cannot yet be satisfied or go
+``late``. Only inspections that may close clocks count (``closes_clocks``: not
+kind ``other``, which the shell also gives an inspection by someone off the
+roster). An unsatisfied routine clock also counts the weeks it misses
+(``inspection_missed``, § 134-12D), until it closes or is cut. For
+``clock_start: event_end`` the start and due are unknown until the storm has
+ended; such a clock is open but cannot yet be satisfied or go
 overdue.
 
-Routine clocks chain: the first starts at ``active_since`` (local midnight) or
-at the site's first reading, each is due ``routine_inspection_days`` later, and
-every inspection closes the open routine clock and starts the next one.
+Routine clocks chain within the site's active period (``routine.py``). The
+site's other facts are made here too: ``inspection_recorded`` (and
+``inspection_backdated``), ``site_closed``, and ``corrective_action_due``
+(``actions.py``).
 
 Clocks apply only to Conditions A, B and C of § 134-7B(2); other sites still
 get ``storm_qualified`` (with ``due: null`` and ``informational: true``).
@@ -44,27 +49,31 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, time, timedelta
 from typing import Any
 
 from ..config import SiteConfig
+from .actions import action_facts, action_states, record_of
 from .events import (
     Body,
     ClockClosed,
     Fact,
     GaugeQualified,
+    InspectionBackdated,
     InspectionDueSoon,
+    InspectionMissed,
     InspectionOverdue,
     InspectionRecorded,
     SensorRecovered,
     SensorStale,
+    SiteClosed,
     StormEnded,
     StormQualified,
     StormStarted,
     make_id,
 )
-from .inputs import Inspection
-from .times import MS_PER_DAY, hours_ms, iso, parse_iso
+from .inputs import Inspection, SiteClosure
+from .routine import WEEK_MS, Anchor, routine_chain
+from .times import hours_ms, iso, parse_iso
 
 MEAN_GAUGE = "mean"
 
@@ -129,6 +138,8 @@ class Clock:
     closed_at: int | None = None
     closed_by: Inspection | None = None
     storm: GaugeStorm | None = None
+    #: A routine clock cut by a pause or the end of the site's active period.
+    ends_at: int | None = None
 
     @property
     def outcome(self) -> str | None:
@@ -151,18 +162,6 @@ class ClockFloor:
     @classmethod
     def from_json(cls, data: Any) -> ClockFloor:
         return cls(int(data[0]), frozenset(float(h) for h in data[1]))
-
-
-@dataclass(frozen=True, slots=True)
-class Anchor:
-    """Where the routine chain starts once its first clocks have settled: at the
-    inspection that closed the last settled one (so that inspection, and any other at
-    the same instant, does not close the next)."""
-
-    start_ms: int
-
-    def to_json(self) -> int:
-        return self.start_ms
 
 
 @dataclass(slots=True)
@@ -293,35 +292,23 @@ def qualifying_storms(site: SiteConfig, storms: list[GaugeStorm],
     return out
 
 
-def site_start_ms(site: SiteConfig, first_seen_ms: int | None) -> int | None:
-    """When the routine 7-day cadence starts: ``active_since`` at local midnight."""
-    if site.active_since is not None:
-        local = datetime.combine(site.active_since, time(0, 0), tzinfo=site.zone)
-        return round(local.timestamp() * 1000)
-    return first_seen_ms
-
-
-def routine_due_ms(site: SiteConfig, start_ms: int) -> int:
-    """``routine_inspection_days`` after ``start_ms`` in calendar days of the site's time
-    zone: a clock started at 09:00 is due at 09:00 local a week later, across a change
-    of daylight saving time too (a fraction of a day is added as elapsed time)."""
-    days = site.routine_inspection_days
-    whole = int(days)
-    local = datetime.fromtimestamp(start_ms / 1000, tz=site.zone)
-    shifted = (local.replace(tzinfo=None) + timedelta(days=whole)).replace(tzinfo=site.zone)
-    return round(shifted.timestamp() * 1000) + round((days - whole) * MS_PER_DAY)
+def closes_clocks(insp: Inspection) -> bool:
+    """Whether an inspection may close a clock: ``other`` never does (the shell records
+    an inspection by someone off the roster as ``other``)."""
+    return insp.kind != "other"
 
 
 def compute(site: SiteConfig, gauge_facts: list[Fact], inspections: list[Inspection],
             first_seen_ms: int | None, now_ms: int | None,
             previous: SiteClocks | None = None, *, anchor: Anchor | None = None,
-            floors: dict[str, ClockFloor] | None = None) -> SiteClocks:
+            floors: dict[str, ClockFloor] | None = None,
+            closure: SiteClosure | None = None) -> SiteClocks:
     """Storm qualification, clocks and their events for one site at ``now_ms``.
 
     ``previous`` is the last result for the same site; it is reused, not copied,
     and must not be used afterwards. ``anchor`` and ``floors`` come from
     ``settle``: the start of the routine chain and the settled notices of open
-    clocks.
+    clocks; ``closure`` the site's recorded final stabilization.
     """
     rules = site.rain
     prev = previous or SiteClocks()
@@ -359,11 +346,17 @@ def compute(site: SiteConfig, gauge_facts: list[Fact], inspections: list[Inspect
         other[fact.id] = fact
 
     if site.clocks_apply:
-        _routine_clocks(site, result, inspections, first_seen_ms, anchor)
+        closed_ms = closure.ts_ms if closure is not None else None
+        for rc in routine_chain(site, inspections, first_seen_ms, anchor, closed_ms,
+                                closes_clocks):
+            result.clocks.append(Clock(
+                rc.clock_id, "routine", rc.start, rc.start, rc.due,
+                rc.closed_by.ts_ms if rc.closed_by is not None else None, rc.closed_by,
+                ends_at=rc.ends_at))
         for clock in result.clocks:
             if clock.clock == "storm" and clock.start is not None:
                 for insp in inspections:
-                    if insp.ts_ms >= clock.start:
+                    if insp.ts_ms >= clock.start and closes_clocks(insp):
                         clock.closed_at, clock.closed_by = insp.ts_ms, insp
                         break
             if clock.closed_by is not None:
@@ -373,12 +366,12 @@ def compute(site: SiteConfig, gauge_facts: list[Fact], inspections: list[Inspect
                 (floors or {}).get(clock.clock_id))
 
     for insp in inspections:
-        fact = Fact(site.id, insp.ts_ms,
-                    make_id("inspection_recorded", site.id, insp.ts_ms, insp.inspector),
-                    InspectionRecorded(
-                        inspector=insp.inspector, kind=insp.kind, inspected_at=iso(insp.ts_ms),
-                        closes=tuple(sorted(closes[id(insp)])), notes=insp.notes or None,
-                        findings=insp.findings or None))
+        for fact in inspection_facts(site, insp, tuple(sorted(closes[id(insp)]))):
+            other[fact.id] = fact
+    for fact in action_facts(site.id, action_states(record_of(i) for i in inspections), now_ms):
+        other[fact.id] = fact
+    if closure is not None:
+        fact = closure_fact(closure)
         other[fact.id] = fact
 
     # Merge into the previous facts dict; note what changed.
@@ -399,32 +392,6 @@ def compute(site: SiteConfig, gauge_facts: list[Fact], inspections: list[Inspect
     return result
 
 
-def _routine_clocks(site: SiteConfig, result: SiteClocks, inspections: list[Inspection],
-                    first_seen_ms: int | None, anchor: Anchor | None) -> None:
-    """The chain of 7-day clocks. The first starts at the site's start and is closed
-    by an inspection at or after it; each later one starts at the inspection that
-    closed the one before and is closed by a *later* inspection (a second inspector
-    at the same instant is the same inspection, not the next one)."""
-    if anchor is not None:
-        start: int | None = anchor.start_ms
-        strict = True
-    else:
-        start, strict = site_start_ms(site, first_seen_ms), False
-    if start is None:
-        return
-    while True:
-        clock = Clock(f"routine-{iso(start)}", "routine", start, start,
-                      routine_due_ms(site, start))
-        result.clocks.append(clock)
-        after = start
-        nxt = next((i for i in inspections
-                    if i.ts_ms > after or (i.ts_ms == after and not strict)), None)
-        if nxt is None:
-            return
-        clock.closed_at, clock.closed_by = nxt.ts_ms, nxt
-        start, strict = nxt.ts_ms, True
-
-
 def _clock_facts(site: SiteConfig, clock: Clock, now_ms: int | None, prev: ClockFacts | None,
                  fresh: dict[str, Fact], floor: ClockFloor | None) -> ClockFacts:
     """The clock's reminders, overdue notices and closing up to ``now_ms``.
@@ -434,7 +401,9 @@ def _clock_facts(site: SiteConfig, clock: Clock, now_ms: int | None, prev: Clock
     notices already settled are never concluded again). Facts added here go to
     ``fresh`` as well.
     """
-    signature = (clock.clock, clock.opened_at, clock.start, clock.due, clock.closed_at)
+    by = clock.closed_by
+    signature = (clock.clock, clock.opened_at, clock.start, clock.due, clock.closed_at,
+                 clock.ends_at, by.entered_ms if by is not None else None)
     floor = floor or ClockFloor()
     if prev is not None and prev.signature == signature:
         cf = prev
@@ -446,7 +415,8 @@ def _clock_facts(site: SiteConfig, clock: Clock, now_ms: int | None, prev: Clock
     due = clock.due
     cid, kind, due_iso = clock.clock_id, clock.clock, iso(due)
     now = now_ms if now_ms is not None else -(2**62)
-    closed = clock.closed_at if clock.closed_at is not None else 2**62
+    # No notice once the clock is closed, or cut by a pause or the end of the site.
+    closed = min(c for c in (clock.closed_at, clock.ends_at, 2**62) if c is not None)
 
     def add(at: int, fid: str, body: Body) -> None:
         cf.facts[fid] = fresh[fid] = Fact(site.id, at, fid, body)
@@ -470,10 +440,69 @@ def _clock_facts(site: SiteConfig, clock: Clock, now_ms: int | None, prev: Clock
         k += 1
         at = due + k * repeat
     cf.next_overdue = k
+    if kind == "routine":
+        week, at = 1, due
+        while at <= now and at < closed:
+            fid = make_id("inspection_missed", site.id, clock.clock_id, week)
+            if fid not in cf.facts:
+                add(at, fid, InspectionMissed(clock_id=cid, clock=kind, due=due_iso, week=week,
+                                              week_from=iso(at), week_to=iso(at + WEEK_MS)))
+            week, at = week + 1, at + WEEK_MS
     if clock.closed_at is not None and clock.closed_at <= now:
         fid = make_id("clock_closed", site.id, clock.clock_id)
         if fid not in cf.facts:
+            entered = by.entered_ms if by is not None else None
             add(clock.closed_at, fid, ClockClosed(
                 clock_id=cid, clock=kind, due=due_iso, inspected_at=iso(clock.closed_at),
-                outcome="met" if clock.closed_at <= due else "late"))
+                outcome="met" if clock.closed_at <= due else "late",
+                entered_at=iso(entered) if entered is not None else None,
+                backdated=by is not None and is_backdated(site, by)))
     return cf
+
+
+def is_backdated(site: SiteConfig, insp: Inspection) -> bool:
+    """Entered more than ``backdate_alert_hours`` after its own time."""
+    return insp.entered_ms is not None and \
+        insp.entered_ms - insp.ts_ms > hours_ms(site.backdate_alert_hours)
+
+
+def inspection_fact_ids(site_id: str, insp: Inspection) -> tuple[str, str]:
+    """The ids of an inspection's facts (``inspection_facts``), whether or not both exist."""
+    return (make_id("inspection_recorded", site_id, insp.ts_ms, insp.inspector),
+            make_id("inspection_backdated", site_id, insp.ts_ms, insp.inspector))
+
+
+def inspection_facts(site: SiteConfig, insp: Inspection, closes: tuple[str, ...]) -> list[Fact]:
+    """``inspection_recorded`` for the log book, and ``inspection_backdated`` for the
+    officer when it was entered long after its own time (§ 134-9A(2) reports)."""
+    entered = iso(insp.entered_ms) if insp.entered_ms is not None else None
+    backdated = is_backdated(site, insp)
+    recorded_id, backdated_id = inspection_fact_ids(site.id, insp)
+    out = [Fact(site.id, insp.ts_ms, recorded_id,
+                InspectionRecorded(
+                    inspector=insp.inspector, kind=insp.kind, inspected_at=iso(insp.ts_ms),
+                    closes=closes, entered_at=entered, backdated=backdated,
+                    findings=tuple({"practice": f.practice, "condition": f.condition}
+                                   for f in insp.findings),
+                    corrective_actions=tuple(
+                        {"id": a.id, "text": a.text,
+                         "due": iso(a.due_ms) if a.due_ms is not None else None}
+                        for a in insp.corrective_actions),
+                    inspectors=insp.names, credentials=insp.credentials,
+                    resolves=insp.resolves, notes=insp.notes or None))]
+    if backdated and insp.entered_ms is not None:
+        out.append(Fact(site.id, insp.entered_ms, backdated_id,
+                        InspectionBackdated(
+                            inspector=insp.inspector, inspected_at=iso(insp.ts_ms),
+                            entered_at=entered or "", closes=closes,
+                            hours_late=round((insp.entered_ms - insp.ts_ms) / 3_600_000, 2))))
+    return out
+
+
+def closure_fact(closure: SiteClosure) -> Fact:
+    """``site_closed``: final stabilization, for the log book."""
+    return Fact(closure.site, closure.ts_ms, make_id("site_closed", closure.site),
+                SiteClosed(closed_at=iso(closure.ts_ms),
+                           entered_at=iso(closure.entered_ms)
+                           if closure.entered_ms is not None else None,
+                           by=closure.by, notes=closure.notes))

@@ -41,7 +41,7 @@ from ..config import Config
 from . import clocks
 from .events import Event, Fact, in_event_order
 from .health import never_heard
-from .inputs import Inspection, Reading
+from .inputs import Inspection, Reading, SiteClosure
 from .rain import GaugeFold
 from .settle import settle
 from .site import (
@@ -123,13 +123,16 @@ class Engine:
             return self.tick_ms
         return max(self.tick_ms, self.watermark_ms)
 
-    def apply(self, item: Reading | Inspection) -> list[Event]:
-        """Take one accepted reading or inspection; return the events it causes."""
+    def apply(self, item: Reading | Inspection | SiteClosure) -> list[Event]:
+        """Take one accepted reading, inspection or site closure; return the events it
+        causes."""
         se = self.sites.get(item.site)
         if se is None:
             raise KeyError(f"unknown site {item.site!r}")
         if isinstance(item, Inspection):
             return self._apply_inspection(se, item)
+        if isinstance(item, SiteClosure):
+            return self._apply_closure(se, item)
         return self._apply_reading(se, item)
 
     def tick(self, now_ms: int) -> list[Event]:
@@ -246,6 +249,16 @@ class Engine:
         self._advance_watermark(insp.ts_ms)
         return _ordered(self._recompute_clocks(se))
 
+    def _apply_closure(self, se: SiteEngine, closure: SiteClosure) -> list[Event]:
+        # The earliest recorded closure holds (final stabilization happens once).
+        if se.closure is not None and se.closure.ts_ms <= closure.ts_ms:
+            self.stats.duplicates += 1
+            return []
+        se.closure = closure
+        self.stats.accepted += 1
+        self._advance_watermark(closure.ts_ms)
+        return _ordered(self._recompute_clocks(se))
+
     def _advance_watermark(self, ts: int) -> None:
         if self.watermark_ms is None or ts > self.watermark_ms:
             self.watermark_ms = ts
@@ -254,7 +267,7 @@ class Engine:
         se.clocks_now_ms = self.now_ms
         se.clocks = clocks.compute(se.config, list(se.storm_facts.values()), se.inspections,
                                    se.first_seen_ms, self.now_ms, se.clocks, anchor=se.anchor,
-                                   floors=se.floors)
+                                   floors=se.floors, closure=se.closure)
         return self._publish(se.clocks.facts, se.clocks.changed)
 
     def _recompute_silence(self, se: SiteEngine) -> list[Event]:
@@ -327,6 +340,8 @@ class Engine:
                 event = self.published.pop(fid, None)
                 if event is not None and not event.retracted:
                     self._settled.append(event)
+                    if event.fact.type == "inspection_missed":
+                        se.missed_weeks_settled += 1
             self._retire(se.config.id, horizon - RETIRE_AFTER_MS)
 
     def _retire(self, site_id: str, before_ms: int) -> None:

@@ -124,13 +124,79 @@ class GaugeQualified(Body):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class InspectionRecorded(Body):
+    """§ 134-9A(2): an inspection report for the site log book.
+
+    ``inspectors`` and ``credentials`` (from the roster when it was entered) are
+    parallel lists; ``entered_at`` is when it reached stormwatch, ``backdated``
+    whether that was more than ``backdate_alert_hours`` after ``inspected_at``.
+    ``findings`` are ``{practice, condition}``, ``corrective_actions`` ``{id, text,
+    due}``; ``resolves`` names earlier corrective actions it closes."""
+
     TYPE: ClassVar[str] = "inspection_recorded"
     inspector: str
     kind: str
     inspected_at: str
     closes: tuple[str, ...]
+    entered_at: str | None
+    backdated: bool
+    findings: tuple[dict[str, str], ...]
+    corrective_actions: tuple[dict[str, str | None], ...]
+    inspectors: tuple[str, ...]
+    credentials: tuple[str, ...]
+    resolves: tuple[str, ...]
     notes: str | None = None
-    findings: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InspectionBackdated(Body):
+    """An inspection entered long after its own time: the officer hears of it, since it
+    may close a clock that stood overdue in the meantime."""
+
+    TYPE: ClassVar[str] = "inspection_backdated"
+    inspector: str
+    inspected_at: str
+    entered_at: str
+    closes: tuple[str, ...]
+    hours_late: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CorrectiveActionDue(Body):
+    """A corrective action an inspection asked for reached its due date unresolved."""
+
+    TYPE: ClassVar[str] = "corrective_action_due"
+    action_id: str
+    text: str
+    due: str
+    opened_at: str
+    inspector: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InspectionMissed(Body):
+    """§ 134-12D: "each week ... shall constitute a separate violation". One per 7-day
+    period a routine clock stands unsatisfied: ``week`` 1 from ``due``, 2 from a week
+    later, and so on (``week_from`` .. ``week_to``)."""
+
+    TYPE: ClassVar[str] = "inspection_missed"
+    clock_id: str
+    clock: str
+    due: str
+    week: int
+    week_from: str
+    week_to: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SiteClosed(Body):
+    """Final stabilization recorded (``stormwatch site close``): no routine clock runs
+    from ``closed_at`` on."""
+
+    TYPE: ClassVar[str] = "site_closed"
+    closed_at: str
+    entered_at: str | None
+    by: str | None = None
+    notes: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -159,6 +225,8 @@ class ClockClosed(Body):
     due: str
     inspected_at: str
     outcome: Literal["met", "late"]
+    entered_at: str | None
+    backdated: bool
 
 
 # --------------------------------------------------------------------------- traps
@@ -278,10 +346,11 @@ class CounterReset(Body):
 #: Every published event type by name, in the order that breaks ties at one
 #: instant (causes before consequences).
 EVENT_TYPES: dict[str, type[Body]] = {cls.TYPE: cls for cls in (
-    StormStarted, StormQualified, StormEnded, InspectionRecorded, InspectionDueSoon,
-    InspectionOverdue, ClockClosed, TrapFill, TrapCleanoutRequired, TrapCleaned,
-    TurbidityContrast, SensorStale, SensorRecovered, BatteryLow, CounterReset,
-    BackgroundMissing, Pegged)}
+    StormStarted, StormQualified, StormEnded, InspectionRecorded, InspectionBackdated,
+    InspectionDueSoon, InspectionOverdue, InspectionMissed, ClockClosed, CorrectiveActionDue,
+    SiteClosed, TrapFill,
+    TrapCleanoutRequired, TrapCleaned, TurbidityContrast, SensorStale, SensorRecovered,
+    BatteryLow, CounterReset, BackgroundMissing, Pegged)}
 #: Each event type's fields (DESIGN § 5 and what the rules add), read off the types.
 EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     name: tuple(f.name for f in dataclasses.fields(cls)) for name, cls in EVENT_TYPES.items()}

@@ -5,7 +5,8 @@ as cheap on day 180 as on day 1. Once the
 engine refuses input older than a horizon, anything decided entirely before it
 is final: a storm group whose last rain plus the dry gap lies before it and
 whose clock (if any) closed before it, a routine clock closed before it, an
-inspection before it that closes no clock still open. Their facts are final
+inspection before it that closes no clock still open and whose corrective
+actions were resolved before it (with the inspection resolving them). Their facts are final
 and are handed back to the engine (the store keeps them). The routine chain
 then starts at an *anchor* (the inspection that closed the last settled
 routine clock) instead of the site's start, and the reminders and overdue
@@ -19,17 +20,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..config import SiteConfig
+from .actions import action_states, final_before, record_of
 from .clocks import (
     MEAN_GAUGE,
-    Anchor,
     Clock,
     ClockFloor,
     SiteClocks,
     gauge_storms,
     group_storms,
+    inspection_fact_ids,
 )
 from .events import Fact, InspectionDueSoon, InspectionOverdue, make_id
 from .inputs import Inspection
+from .routine import Anchor
 from .times import hours_ms, parse_iso
 
 
@@ -76,16 +79,16 @@ def settle(site: SiteConfig, gauge_facts: list[Fact], result: SiteClocks,
             if clock is not None and clock.closed_at is not None and clock.closed_at < horizon_ms:
                 candidates.add(clock.clock_id)
     routine = [c for c in result.clocks if c.clock == "routine"]
-    candidates.update(c.clock_id for c in routine
-                      if c.closed_at is not None and c.closed_at < horizon_ms)
+    candidates.update(c.clock_id for c in routine if _ended(c) < horizon_ms)
     closes: dict[int, list[Clock]] = {}
     for clock in result.clocks:
         if clock.closed_by is not None:
             closes.setdefault(id(clock.closed_by), []).append(clock)
     # An inspection goes only when every clock it closed goes (its fact lists
     # them all), and routine clocks settle as a prefix of their chain.
+    kept_actions, action_needed, final_action_ids = _action_inputs(site, inspections, horizon_ms)
     while True:
-        needed = {id(i) for i in inspections if i.ts_ms >= horizon_ms or any(
+        needed = action_needed | {id(i) for i in inspections if i.ts_ms >= horizon_ms or any(
             c.clock_id not in candidates for c in closes.get(id(i), ()))}
         narrowed = {cid for cid in candidates
                     if (c := _by_id(result.clocks, cid)) is not None
@@ -117,14 +120,16 @@ def settle(site: SiteConfig, gauge_facts: list[Fact], result: SiteClocks,
             settled_ids.update(cf.facts)
         out.floors.pop(clock.clock_id, None)
         result.clocks.remove(clock)
-        if clock.clock == "routine" and clock.closed_at is not None and (
-                out.anchor is None or clock.closed_at > out.anchor.start_ms):
-            out.anchor = Anchor(clock.closed_at)
+        if clock.clock == "routine" and (out.anchor is None
+                                         or _ended(clock) > out.anchor.start_ms):
+            # After a cut clock the chain starts afresh with the next active span.
+            out.anchor = Anchor(_ended(clock), strict=clock.closed_at is not None)
     for insp in inspections:
         if id(insp) in needed:
             out.inspections.append(insp)
         else:
-            settled_ids.add(make_id("inspection_recorded", site.id, insp.ts_ms, insp.inspector))
+            settled_ids.update(inspection_fact_ids(site.id, insp))
+    settled_ids.update(fid for aid, fid in final_action_ids if aid not in kept_actions)
 
     # Open clocks: count the notices before the horizon instead of keeping them.
     repeat = hours_ms(rules.overdue_repeat_hours)
@@ -153,8 +158,33 @@ def settle(site: SiteConfig, gauge_facts: list[Fact], result: SiteClocks,
     return out
 
 
+def _action_inputs(site: SiteConfig, inspections: list[Inspection], horizon_ms: int
+                   ) -> tuple[set[str], set[int], list[tuple[str, str]]]:
+    """The corrective actions still open to change (every action of an inspection that
+    asked for one of those, since its fact lists them all), the inspections they
+    need (by ``id()``: that one, and those resolving its actions), and the
+    ``corrective_action_due`` fact ids of the actions that are final."""
+    states = action_states(record_of(i) for i in inspections)
+    pending = {s.id for s in states if not final_before(s, horizon_ms)}
+    openers = [i for i in inspections if any(a.id in pending for a in i.corrective_actions)]
+    kept = {a.id for i in openers for a in i.corrective_actions}
+    needed = {id(i) for i in openers} | {id(i) for i in inspections
+                                         if any(r in kept for r in i.resolves)}
+    finals = [(s.id, make_id("corrective_action_due", site.id, s.id, s.opened_ms))
+              for s in states if s.id not in pending and s.missed_due]
+    return kept, needed, finals
+
+
 def _by_id(clocks: list[Clock], clock_id: str) -> Clock | None:
     for clock in clocks:
         if clock.clock_id == clock_id:
             return clock
     return None
+
+
+def _ended(clock: Clock) -> int:
+    """When a clock stopped for good: closed by an inspection, or cut by a pause or the
+    end of the active period; far in the future while it runs."""
+    if clock.closed_at is not None:
+        return clock.closed_at
+    return clock.ends_at if clock.ends_at is not None else 2**62

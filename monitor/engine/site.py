@@ -18,11 +18,12 @@ from typing import Any
 
 from ..config import SiteConfig
 from . import clocks
-from .clocks import MEAN_GAUGE, Anchor, ClockFloor, SiteClocks
+from .clocks import MEAN_GAUGE, ClockFloor, SiteClocks
 from .events import Fact, SensorRecovered, SensorStale
 from .health import HealthFold, never_heard
-from .inputs import Inspection, Reading
+from .inputs import Inspection, Reading, SiteClosure
 from .rain import GAUGE_QUALIFIED, GaugeFold
+from .routine import Anchor, site_start_ms
 from .timeline import Source, Timeline
 from .traps import TrapFold
 from .turbidity import PairFold
@@ -54,6 +55,10 @@ class SiteEngine:
     storm_facts: dict[str, Fact] = field(default_factory=dict)
     anchor: Anchor | None = None
     floors: dict[str, ClockFloor] = field(default_factory=dict)
+    #: Final stabilization, once recorded (``site close``).
+    closure: SiteClosure | None = None
+    #: ``inspection_missed`` facts that have settled (left memory), for the season count.
+    missed_weeks_settled: int = 0
     #: Accepted readings per sensor, ever (status messages not counted).
     readings: dict[str, int] = field(default_factory=dict)
     #: Each sensor's first message (status included), and the silence before it
@@ -140,6 +145,8 @@ def dump_site(se: SiteEngine) -> dict[str, Any]:
         "readings": se.readings,
         "first_ms": se.first_ms,
         "silence_settled": sorted(se.silence_settled),
+        "closure": se.closure.to_json() if se.closure is not None else None,
+        "missed_weeks_settled": se.missed_weeks_settled,
     }
 
 
@@ -155,23 +162,26 @@ def load_site(site: SiteConfig, window: Window | None, sd: dict[str, Any]) -> Si
     se.clocks_now_ms = sd.get("clocks_now_ms")
     se.storm_facts = {f.id: f for f in (Fact.from_json(raw) for raw in sd.get("storm_facts", []))}
     anchor = sd.get("anchor")
-    se.anchor = Anchor(int(anchor)) if anchor is not None else None
+    se.anchor = Anchor.from_json(anchor) if anchor is not None else None
     se.floors = {cid: ClockFloor.from_json(v) for cid, v in sd.get("floors", {}).items()}
     se.readings = {str(k): int(v) for k, v in sd.get("readings", {}).items()}
     se.first_ms = {str(k): int(v) for k, v in sd.get("first_ms", {}).items()}
     se.silence_settled = set(sd.get("silence_settled", []))
+    closure = sd.get("closure")
+    se.closure = SiteClosure.from_json(closure) if closure is not None else None
+    se.missed_weeks_settled = int(sd.get("missed_weeks_settled", 0))
     se.silence = never_heard(site, se.first_ms, monitoring_start(se), se.clocks_now_ms,
                              frozenset(se.silence_settled))
     se.clocks = clocks.compute(site, list(se.storm_facts.values()), se.inspections,
                                se.first_seen_ms, se.clocks_now_ms, anchor=se.anchor,
-                               floors=se.floors)
+                               floors=se.floors, closure=se.closure)
     return se
 
 
 def monitoring_start(se: SiteEngine) -> int | None:
     """The later of ``active_since`` and the site's first message; ``active_since``
     alone for a site never heard from (an active site that is silent is not fine)."""
-    active = clocks.site_start_ms(se.config, None)
+    active = site_start_ms(se.config, None)
     if active is None or se.first_seen_ms is None:
         return active if active is not None else se.first_seen_ms
     return max(active, se.first_seen_ms)

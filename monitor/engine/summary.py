@@ -4,16 +4,20 @@ Two steps, so the answer can be recorded and read elsewhere: ``site_summary``
 takes what the engine knows (JSON-ready, independent of the wall clock; the
 daemon keeps it in the store's ``site_status`` table), and ``at_now`` turns it
 into the ``status --json`` site object at a given instant (hours left, which
-sensors are stale). Domain math stays here: the command, the dashboards and
-the report ask the engine instead of recomputing.
+sensors are stale). ``judged_at`` says which instant a recorded summary is read
+at: never before the engine's own event time, so a clock the engine closed is
+never shown open again. Domain math stays here: the command, the dashboards
+and the report ask the engine instead of recomputing.
 """
 
 from __future__ import annotations
 
 from typing import Any, cast
 
+from .actions import action_states, record_of
 from .core import Engine
 from .health import HealthFold, is_stale
+from .routine import missed_weeks
 from .times import MS_PER_HOUR, iso, parse_iso
 from .traps import TrapFold
 from .turbidity import PairFold
@@ -33,8 +37,11 @@ def site_summary(engine: Engine, site_id: str) -> dict[str, Any]:
             "started_at": iso(clock.start if clock.start is not None else clock.opened_at),
             "due": iso(clock.due) if clock.due is not None else None,
             "closed_at": iso(clock.closed_at) if clock.closed_at is not None else None,
+            "ends_at": iso(clock.ends_at) if clock.ends_at is not None else None,
             **({"event_id": clock.storm.event_id} if clock.storm is not None else {}),
         })
+    # Actions whose inspection is still in memory are those not final yet (settle.py).
+    actions = [a.to_json() for a in action_states(record_of(i) for i in se.inspections)]
     sensors = {}
     for sensor in site.sensors:
         tl = se.health[sensor.id]
@@ -58,18 +65,49 @@ def site_summary(engine: Engine, site_id: str) -> dict[str, Any]:
                       for pid, tl in se.pairs.items()},
         "sensors": sensors,
         "event_time": iso(engine.now_ms) if engine.now_ms is not None else None,
+        "corrective_actions": actions,
+        "missed_weeks_settled": se.missed_weeks_settled,
+        "closed_at": iso(se.closure.ts_ms) if se.closure is not None else None,
     }
 
 
+def judged_at(summary: dict[str, Any], wall_ms: int) -> int:
+    """The instant to read a recorded summary at: the later of the wall clock and the
+    engine's event-time now when it recorded it (``event_time``).
+
+    The engine judges clocks and silences in event time (its newest tick or
+    input, ``Engine.now_ms``), which can run ahead of the reader's wall clock: a
+    demo's simulated clock, or a node stamping readings ahead. Reading the
+    summary any earlier than the engine did would reopen clocks it has closed
+    (an inspection always advances event time to its own instant) and count
+    hours left from a past the engine has already left.
+    """
+    event_time = summary.get("event_time")
+    return wall_ms if event_time is None else max(wall_ms, parse_iso(event_time))
+
+
 def at_now(summary: dict[str, Any], now_ms: int) -> dict[str, Any]:
-    """The ``status --json`` object of a site (DESIGN § 6) at ``now_ms``."""
+    """The ``status --json`` object of a site (DESIGN § 6) at ``now_ms``.
+
+    A recorded summary is read at ``judged_at(summary, wall_ms)``, not at the
+    wall clock alone; an engine's own summary (``site_status``) at any instant.
+    """
     open_clocks = []
+    missed = int(summary.get("missed_weeks_settled", 0))
     for c in summary["clocks"]:
-        if c["closed_at"] is not None and parse_iso(c["closed_at"]) <= now_ms:
-            continue
         due = parse_iso(c["due"]) if c["due"] is not None else None
-        entry = {k: v for k, v in c.items() if k != "closed_at"}
+        ended = [parse_iso(c[k]) for k in ("closed_at", "ends_at") if c.get(k) is not None]
+        weeks = 0
+        if c["clock"] == "routine" and due is not None:
+            weeks = missed_weeks(due, now_ms, min(ended) if ended else None)
+            missed += weeks
+        if ended and min(ended) <= now_ms:
+            continue
+        entry = {k: v for k, v in c.items() if k not in ("closed_at", "ends_at")}
         entry["hours_left"] = round((due - now_ms) / MS_PER_HOUR, 2) if due is not None else None
+        entry["overdue"] = due is not None and now_ms > due
+        if c["clock"] == "routine":
+            entry["missed_weeks"] = weeks
         open_clocks.append(entry)
     open_clocks.sort(key=lambda c: (c["due"] is None, c["due"] or ""))
     sensors = {}
@@ -90,6 +128,13 @@ def at_now(summary: dict[str, Any], now_ms: int) -> dict[str, Any]:
         "traps": summary["traps"],
         "turbidity": summary["turbidity"],
         "sensors": sensors,
+        "missed_weeks": missed,
+        "corrective_actions": [
+            {**a, "overdue": a["due"] is not None and parse_iso(a["due"]) < now_ms}
+            for a in summary.get("corrective_actions", ())
+            if parse_iso(a["opened_at"]) <= now_ms
+            and (a["resolved_at"] is None or parse_iso(a["resolved_at"]) > now_ms)],
+        "closed_at": summary.get("closed_at"),
     }
 
 
