@@ -9,11 +9,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import __version__
 from .config import Config
 from .configfile import ConfigError, load_config
+
+if TYPE_CHECKING:
+    from .store import Store
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -139,17 +145,65 @@ def cmd_run(args: argparse.Namespace) -> int:
     return daemon.run()
 
 
+def _require_database(config: Config) -> Path:
+    """The state database's path; a usage error naming it when it is missing or not a
+    file (a command that would answer from no data must not answer at all)."""
+    from .host import db_path
+
+    path = db_path(config)
+    try:
+        found = path.is_file()
+        missing = not found and not path.exists()
+    except OSError as exc:  # e.g. no permission to look into state_dir
+        raise UsageError(f"state_dir: cannot read the database {path}: "
+                         f"{exc.strerror or exc}") from None
+    if missing:
+        raise UsageError(f"state_dir: no database at {path} (has `stormwatch run` run with"
+                         " this configuration?)")
+    if not found:
+        raise UsageError(f"state_dir: {path} is not a database file")
+    return path
+
+
+@contextmanager
+def _state_store(config: Config) -> Iterator[Store]:
+    """The state database, opened read-only, for a command that reads it (``status``,
+    ``logbook``, ``report``).
+
+    A missing or unreadable database is a usage error (exit 2) naming its path:
+    the command cannot know the state, and an empty answer ("OK (0 rows)", a
+    report saying there is no data) would read as good news. Errors met while
+    reading (a damaged file, a lock held past the busy timeout) say the same.
+    """
+    import sqlite3
+
+    from .host import open_store
+    from .store import StoreError
+
+    path = _require_database(config)
+    try:
+        store = open_store(config, readonly=True)
+    except StoreError as exc:
+        # Its message starts with the path already.
+        raise UsageError(f"state_dir: {exc}") from None
+    except (sqlite3.Error, OSError) as exc:
+        # sqlite3 says "file is not a database" for a text file at the path.
+        raise UsageError(f"state_dir: cannot read the database {path}: {exc}") from None
+    try:
+        with store:
+            yield store
+    except sqlite3.Error as exc:
+        raise UsageError(f"state_dir: cannot read the database {path}: {exc}") from None
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     import time
 
-    from .status import StatusError, build_status, format_status
+    from .status import build_status, format_status
 
     config = _load(args.config)
-    try:
-        status = build_status(config, round(time.time() * 1000))
-    except StatusError as exc:
-        print(f"stormwatch status: {exc}", file=sys.stderr)
-        return EXIT_CHECK_FAILED
+    with _state_store(config) as store:
+        status = build_status(config, store, round(time.time() * 1000))
     if args.json:
         print(json.dumps(status, indent=2, sort_keys=False))
     else:
@@ -157,32 +211,47 @@ def cmd_status(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_inspect(args: argparse.Namespace) -> int:
-    import time
-
-    from .engine.times import parse_iso
-    from .inspect import InspectError, record_inspection
-
+def _site_config(args: argparse.Namespace) -> Config:
     config = _load(args.config)
     if config.site(args.site) is None:
         raise UsageError(f"--site: unknown site {args.site!r} "
                          f"(configured: {', '.join(s.id for s in config.sites)})")
-    if not args.inspector.strip():
-        raise UsageError("--inspector: must not be empty")
-    if args.at is None:
-        at_ms = round(time.time() * 1000)
-    else:
-        try:
-            at_ms = parse_iso(args.at)
-        except ValueError as exc:
-            raise UsageError(f"--at: {exc} (use ISO 8601 with an offset, e.g. "
-                             "2026-11-30T09:30:00-05:00)") from None
+    return config
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    import time
+
+    from .inspect import InspectError, build_inspection, record_inspection
+
+    config = _site_config(args)
     try:
-        report = record_inspection(config, args.site, args.inspector.strip(), at_ms, args.kind,
-                                   args.notes)
+        insp = build_inspection(
+            config, args.site, args.inspector, at=args.at, kind=args.kind, notes=args.notes,
+            findings=args.finding or (), actions=args.corrective_action or (),
+            resolves=args.resolved or (), now_ms=round(time.time() * 1000))
+        _require_database(config)
+        print(record_inspection(config, insp))
     except InspectError as exc:
         raise UsageError(str(exc)) from None
-    print(report)
+    return EXIT_OK
+
+
+def cmd_site_close(args: argparse.Namespace) -> int:
+    import time
+
+    from .engine.inputs import SiteClosure
+    from .inspect import InspectError, check_not_ahead, parse_time, record_closure
+
+    config = _site_config(args)
+    now_ms = round(time.time() * 1000)
+    try:
+        at_ms = parse_time("--at", args.at, config, args.site) if args.at else now_ms
+        check_not_ahead("--at", at_ms, now_ms)
+    except InspectError as exc:
+        raise UsageError(str(exc)) from None
+    _require_database(config)
+    print(record_closure(config, SiteClosure(args.site, at_ms, now_ms, args.by, args.notes)))
     return EXIT_OK
 
 
@@ -191,7 +260,8 @@ def cmd_logbook(args: argparse.Namespace) -> int:
 
     config = _load(args.config)
     if args.action == "verify":
-        problems, rows = verify_logbook(config)
+        with _state_store(config) as store:
+            problems, rows = verify_logbook(store)
         if problems:
             for line in problems:
                 print(line, file=sys.stderr)
@@ -204,7 +274,9 @@ def cmd_logbook(args: argparse.Namespace) -> int:
         raise UsageError("--site is required to export the log book")
     if config.site(args.site) is None:
         raise UsageError(f"--site: unknown site {args.site!r}")
-    sys.stdout.write(export_logbook(config, args.site, args.format))
+    with _state_store(config) as store:
+        text = export_logbook(config, store, args.site, args.format)
+    sys.stdout.write(text)
     return EXIT_OK
 
 
@@ -293,13 +365,35 @@ def cmd_report(args: argparse.Namespace) -> int:
     from_ms, to_ms = bounds
     if from_ms >= to_ms:
         raise UsageError(f"--from {args.from_} is not before --to {args.to}")
-    html = build_report(config, site.id, from_ms, to_ms, round(time.time() * 1000))
+    # Refused before anything is written: no file is better than one that looks
+    # like a report of a site with nothing to report.
+    with _state_store(config) as store:
+        html = build_report(config, store, site.id, from_ms, to_ms, round(time.time() * 1000))
     try:
         Path(args.out).write_text(html, encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"--out: cannot write {args.out}: {exc.strerror or exc}") from None
     print(f"wrote {args.out}", file=sys.stderr)
     return EXIT_OK
+
+
+class _ActionArg(argparse.Action):
+    """``--corrective-action TEXT [--due DATE]``, repeated: pairs kept in order."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        from dataclasses import replace
+
+        from .inspect import ActionArg
+
+        actions = list(getattr(namespace, "corrective_action", None) or [])
+        if option_string == "--due":
+            if not actions or actions[-1].due is not None:
+                parser.error("--due must follow a --corrective-action")
+            actions[-1] = replace(actions[-1], due=str(values))
+        else:
+            actions.append(ActionArg(str(values)))
+        namespace.corrective_action = actions
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -341,11 +435,31 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("inspect", help="record an inspection by the qualified professional")
     p.add_argument("--config", required=True)
     p.add_argument("--site", required=True)
-    p.add_argument("--inspector", required=True)
+    p.add_argument("--inspector", required=True, action="append",
+                   help="who inspected (repeat for a joint inspection)")
     p.add_argument("--at", help="ISO 8601 time with offset (default: now)")
     p.add_argument("--kind", choices=("storm", "routine", "other"), default="routine")
     p.add_argument("--notes")
+    p.add_argument("--finding", action="append", metavar="'PRACTICE: condition'",
+                   help="what was found at one practice (repeatable)")
+    p.add_argument("--corrective-action", action=_ActionArg, metavar="TEXT",
+                   help="a repair asked for (repeatable; each may be followed by --due)")
+    p.add_argument("--due", action=_ActionArg, metavar="DATE",
+                   help="when the preceding --corrective-action is due (date or ISO time)")
+    p.add_argument("--resolved", action="append", metavar="ID",
+                   help="a corrective action found done (repeatable)")
     p.set_defaults(func=cmd_inspect)
+
+    p = sub.add_parser("site", help="site life cycle: `site close` records final stabilization")
+    site_sub = p.add_subparsers(dest="site_command", metavar="ACTION")
+    site_sub.required = True
+    p = site_sub.add_parser("close", help="record final stabilization (routine clocks end)")
+    p.add_argument("--config", required=True)
+    p.add_argument("--site", required=True)
+    p.add_argument("--at", help="date (local midnight) or ISO time with offset (default: now)")
+    p.add_argument("--by", help="who certifies it")
+    p.add_argument("--notes")
+    p.set_defaults(func=cmd_site_close)
 
     p = sub.add_parser("logbook", help="export the site log book, or verify its hash chain")
     p.add_argument("action", nargs="?", choices=("export", "verify"), default="export")

@@ -1,6 +1,8 @@
 """``stormwatch report``: a compliance report with plots, as one HTML file (DESIGN § 6).
 
-Reads the database read-only: events from ``EventLog.current`` (the
+Reads the database read-only, from a store the caller opened (``cli.py``
+refuses a missing or unreadable database: a page saying "no data" would look
+like a report): events from ``EventLog.current`` (the
 authoritative set), and for the plots the site's journal run through an
 engine with its samplers (``engine/series.py``), so a plot shows what the
 rules saw (the trap's fill after the median, the background a downstream
@@ -18,15 +20,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 from html import escape
-from pathlib import Path
 from typing import Any
 
 from .config import Config, SiteConfig
+from .engine.actions import action_states, record_of_event
 from .engine.clocks import MEAN_GAUGE
 from .engine.core import Engine
 from .engine.events import (
     ClockClosed,
     Event,
+    InspectionBackdated,
+    InspectionMissed,
     InspectionRecorded,
     SensorStale,
     StormEnded,
@@ -38,8 +42,9 @@ from .engine.events import (
     TurbidityContrast,
 )
 from .engine.series import ContrastSample, Sample, StormSample, TrapSample, attach
+from .engine.summary import at_now, judged_at
 from .engine.times import MS_PER_HOUR, parse_iso
-from .host import apply_row, db_path, open_store
+from .host import apply_row
 from .store import Store
 
 LAW = [
@@ -49,6 +54,8 @@ LAW = [
      "reports shall be maintained in a site log book."),
     ("§ 134-9A(1)", "Sediment shall be removed from sediment traps or sediment ponds whenever "
      "their design capacity has been reduced by 50%."),
+    ("§ 134-12D", "Each week's continued violation shall constitute a separate additional "
+     "violation."),
     ("§ 134-8C", "Any land development activity shall not cause an increase in turbidity that "
      "will result in substantial visible contrast to natural conditions in surface waters of "
      "the State of New York."),
@@ -281,6 +288,7 @@ class _Storm:
     clock_id: str | None = None
     informational: bool = False
     qualified: bool = False
+    event_id: str = ""
 
 
 def _storms(events: Iterable[Event]) -> list[_Storm]:
@@ -289,7 +297,7 @@ def _storms(events: Iterable[Event]) -> list[_Storm]:
         b = e.body
         if not isinstance(b, StormStarted | StormQualified | StormEnded):
             continue
-        s = by_id.setdefault(b.event_id, _Storm())
+        s = by_id.setdefault(b.event_id, _Storm(event_id=b.event_id))
         s.started_at = b.started_at
         if isinstance(b, StormQualified):
             s.qualified_at, s.total_in, s.max_24h_in = b.qualified_at, b.total_in, b.max_24h_in
@@ -302,8 +310,53 @@ def _storms(events: Iterable[Event]) -> list[_Storm]:
     return sorted(by_id.values(), key=lambda s: s.started_at or "")
 
 
-def build_report(config: Config, site_id: str, from_ms: int, to_ms: int, now_ms: int) -> str:
-    """The report for ``[from_ms, to_ms)`` as one HTML document."""
+def _actions_in(events: Iterable[Event], from_ms: int, to_ms: int) -> list[Any]:
+    """The corrective actions that were open at some time in ``[from_ms, to_ms)``."""
+    states = action_states(record_of_event(e.body) for e in events
+                           if isinstance(e.body, InspectionRecorded))
+    return [a for a in states if a.opened_ms < to_ms
+            and (a.resolved_ms is None or a.resolved_ms >= from_ms)]
+
+
+def _action_counts(events: Iterable[Event], from_ms: int, to_ms: int) -> str:
+    actions = _actions_in(events, from_ms, to_ms)
+    resolved = [a for a in actions if a.resolved_ms is not None and a.resolved_ms < to_ms]
+    return (f"{sum(1 for a in actions if a.opened_ms >= from_ms)} opened, {len(resolved)} "
+            f"resolved, {len(actions) - len(resolved)} open at the end")
+
+
+def _actions_table(events: Iterable[Event], from_ms: int, to_ms: int, now_ms: int,
+                   local: _Local) -> str:
+    rows = []
+    for a in _actions_in(events, from_ms, to_ms):
+        done = a.resolved_ms is not None and a.resolved_ms < to_ms
+        late = a.due_ms is not None and (a.resolved_ms if done else min(to_ms, now_ms)) > a.due_ms
+        status = ("resolved" if done else "open") + (" late" if late else "")
+        rows.append([escape(a.id), escape(a.text), escape(f"{local(a.opened_ms)}, {a.inspector}"),
+                     escape(local(a.due_ms)), escape(local(a.resolved_ms) if done else "—"),
+                     _outcome(status)])
+    return "<h2>Corrective actions</h2>" + _table(
+        ["Id", "Action", "Asked (when, by)", "Due", "Resolved", "Status"], rows,
+        "No corrective actions open in the period.")
+
+
+def _open_clocks(state: dict[str, Any] | None, local: _Local) -> str:
+    if state is None:
+        return ("<h2>Open inspection clocks</h2><p><em>Unknown: the daemon has recorded no "
+                "state for this site.</em></p>")
+    rows = [[escape(c["clock"]), escape(c["clock_id"]), escape(local(c["due"])),
+             _outcome("overdue") + escape(f" by {-c['hours_left']:.1f} h")
+             if c["overdue"] else escape(f"{c['hours_left']:.1f} h left")
+             if c["hours_left"] is not None else "—", escape(str(c.get("missed_weeks", "—")))]
+            for c in state["open_clocks"]]
+    return "<h2>Open inspection clocks (at the time of this report)</h2>" + _table(
+        ["Clock", "Id", "Due", "State", "Weeks missed"], rows, "No open inspection clocks.")
+
+
+def build_report(config: Config, store: Store, site_id: str, from_ms: int, to_ms: int,
+                 now_ms: int) -> str:
+    """The report for ``[from_ms, to_ms)`` as one HTML document, from an open (read-only)
+    store."""
     site = config.site(site_id)
     if site is None:
         raise ValueError(f"unknown site {site_id!r}")
@@ -320,14 +373,8 @@ def build_report(config: Config, site_id: str, from_ms: int, to_ms: int, now_ms:
         f"<blockquote><strong>{escape(ref)}</strong> {escape(text)}</blockquote>"
         for ref, text in LAW))
 
-    if not Path(db_path(config)).exists():
-        parts.append("<h2>No data</h2><p>There is no data yet: the database "
-                     f"{escape(str(db_path(config)))} does not exist.</p></body></html>")
-        return "".join(parts)
-
-    with open_store(config, readonly=True) as store:
-        all_events = store.events.current(site.id)
-        series = engine_series(config, store, site.id, from_ms, to_ms)
+    all_events = store.events.current(site.id)
+    series = engine_series(config, store, site.id, from_ms, to_ms)
 
     def in_period(e: Event) -> bool:
         return from_ms <= e.at_ms < to_ms
@@ -340,6 +387,19 @@ def build_report(config: Config, site_id: str, from_ms: int, to_ms: int, now_ms:
             storms.append(s)
     closed = {e.body.clock_id: e.body for e in all_events if isinstance(e.body, ClockClosed)}
     mine = [e.body for e in events]
+    running: set[str] = set()
+    for s in storms:
+        # An open storm's total is its running total so far (the plot's last point),
+        # not the depth at which it qualified.
+        samples = [x for xs in series.storms.values() for x in xs
+                   if x.event_id == s.event_id and x.in_event]
+        if s.ended_at is None and samples:
+            s.total_in = max(x.total_in for x in samples)
+            running.add(s.event_id)
+    recorded = store.state.site_statuses().get(site.id)
+    state = at_now(recorded.data, judged_at(recorded.data, now_ms)) if recorded else None
+    open_routine = [c for c in (state or {}).get("open_clocks", ()) if c["clock"] == "routine"]
+    missed = [b for b in mine if isinstance(b, InspectionMissed)]
 
     storm_out: list[str] = []
     for s in storms:
@@ -360,7 +420,13 @@ def build_report(config: Config, site_id: str, from_ms: int, to_ms: int, now_ms:
         ("Storm inspections", f"{storm_out.count('met')} met, {storm_out.count('late')} late, "
                               f"{storm_out.count('open') + storm_out.count('overdue')} open "
                               f"({storm_out.count('overdue')} overdue)"),
-        ("Routine inspections", f"{routine.count('met')} met, {routine.count('late')} late"),
+        ("Routine inspections", f"{routine.count('met')} met, {routine.count('late')} late, "
+         + (f"{len(open_routine)} open ({sum(c['overdue'] for c in open_routine)} overdue)"
+            if state is not None else "open: unknown (no recorded state)")),
+        ("Weeks without a required inspection (§ 134-12D)",
+         f"{len(missed)} ({len({b.clock_id for b in missed})} clock(s))"),
+        ("Backdated inspections", str(sum(1 for b in mine if isinstance(b, InspectionBackdated)))),
+        ("Corrective actions", _action_counts(all_events, from_ms, to_ms)),
         ("Trap clean-out demands",
          str(sum(1 for b in mine if isinstance(b, TrapCleanoutRequired)))),
         ("Turbidity exceedances",
@@ -374,23 +440,35 @@ def build_report(config: Config, site_id: str, from_ms: int, to_ms: int, now_ms:
     for s, outcome in zip(storms, storm_out, strict=True):
         closing = closed.get(s.clock_id or "")
         inspected = closing.inspected_at if closing is not None else None
+        total = _in(s.total_in) + (" (running)" if s.event_id in running else "")
         rows.append([escape(local(s.started_at)), escape(local(s.ended_at)),
-                     escape(_in(s.total_in)), escape(_in(s.max_24h_in)),
+                     escape(total), escape(_in(s.max_24h_in)),
                      escape(local(s.qualified_at)), escape(local(s.due)),
                      escape(local(inspected)), _outcome(outcome)])
     parts.append("<h2>Storms</h2>" + _table(
         ["Start", "End", "Total", "Max 24 h", "Qualified at", "Inspection due", "Inspected at",
          "Outcome"], rows, "No storms in the period."))
 
+    parts.append(_open_clocks(state, local))
     rows = []
     for b in mine:
         if isinstance(b, InspectionRecorded):
             clocks = [f"{c} ({closed[c].outcome})" if c in closed else c for c in b.closes]
-            rows.append([escape(local(b.inspected_at)), escape(b.inspector), escape(b.kind),
-                         escape(b.notes or ""), escape(", ".join(clocks) or "—")])
+            who = "; ".join(f"{n} ({c})" if c else n for n, c in
+                            zip(b.inspectors, b.credentials or [""] * len(b.inspectors),
+                                strict=False))
+            entered = local(b.entered_at) + (" BACKDATED" if b.backdated else "")
+            found = [f"{f['practice']}: {f['condition']}" for f in b.findings]
+            found += [f"asks {a['id']}: {a['text']}" for a in b.corrective_actions]
+            found += [f"resolves {r}" for r in b.resolves]
+            rows.append([escape(local(b.inspected_at)), escape(entered), escape(who or
+                                                                                b.inspector),
+                         escape(b.kind), escape("; ".join(found) or "—"), escape(b.notes or ""),
+                         escape(", ".join(clocks) or "—")])
     parts.append("<h2>Inspections</h2>" + _table(
-        ["Time", "Inspector", "Kind", "Notes", "Clocks closed"], rows,
-        "No inspections recorded in the period."))
+        ["Inspected", "Entered", "Inspector (credential)", "Kind", "Findings and actions",
+         "Notes", "Clocks closed"], rows, "No inspections recorded in the period."))
+    parts.append(_actions_table(all_events, from_ms, to_ms, now_ms, local))
 
     rows = []
     for e in events:

@@ -3,14 +3,17 @@
 The daemon records each site's state in the store (``site_status``, kept
 current at every tick; ``stormwatch inspect`` does the same when no daemon
 runs), so this command reads a few rows and answers at once at any journal
-size; it never rebuilds the engine. What depends on the wall clock (hours
-left, which sensors are stale) is worked out here, at the command's *now*, by
-the engine's own rules (``engine/summary.py``). The ``--json`` shape is the
-contract of DESIGN § 6.
+size; it never rebuilds the engine. What depends on time (hours left, which
+sensors are stale) is worked out here by the engine's own rules
+(``engine/summary.py``), at the later of the command's wall clock and the
+engine's recorded event time, so a clock the engine closed is never shown
+open. The ``--json`` shape is the contract of DESIGN § 6.
 
-Missing data is never good news: without a database the command says so and
-fails; a site the daemon has not recorded yet is shown as unknown, not as
-"no open clocks"; journal rows the engine has not applied yet are counted.
+Missing data is never good news: the caller refuses a missing or unreadable
+database (``cli.py``); a site the daemon has not recorded yet is shown as
+unknown, not as "no open clocks"; journal rows the engine has not applied yet
+are counted; and the header says how old the newest input and the recorded
+state are, with a warning when the daemon has stopped recording.
 """
 
 from __future__ import annotations
@@ -19,57 +22,100 @@ from datetime import datetime
 from typing import Any
 
 from .config import Config, SiteConfig
-from .engine.summary import at_now
-from .engine.times import iso
+from .engine.summary import at_now, judged_at
+from .engine.times import iso, parse_iso
 from .export.influx import export_status
-from .host import db_path, open_store
 from .models import RejectReason
+from .store import Store
 
 INGEST_REASONS = frozenset(r.value for r in RejectReason)
 
+#: The recorded state is stale after this long without a write. The daemon
+#: records every site's status at each tick: every 5 s when it is caught up,
+#: and at least every ``daemon.TICK_AT_LEAST_EVERY_S`` (60 s) while a backlog
+#: drains. The 30 s on top are for a slow commit (the store's busy timeout is
+#: 5 s) or a snapshot holding the loop; longer means the daemon is stopped or
+#: stuck. (Not imported from ``daemon.py``: that would load MQTT for a query;
+#: ``tests/test_missing_db.py`` keeps the two in step.)
+STATE_STALE_AFTER_S = 90.0
+#: A recorded time more than this ahead of the command's clock was written by
+#: another clock (a demo's simulated time, or a clock set wrong): the daemon and
+#: this command read the same machine's clock, so only an NTP step explains a
+#: few seconds.
+CLOCK_AHEAD_TOLERANCE_S = 5.0
 
-class StatusError(Exception):
-    """Nothing to show: the state directory has no database."""
+
+def newest_received_ms(store: Store) -> int | None:
+    """When the newest journaled input arrived; None when there is none, or when its
+    row has no arrival time (rows imported without one).
+
+    Readings and inspections only: ticks are the daemon's own clock, not input.
+    Ticks are journaled only when they changed something, so the step back from
+    the newest row over them is short. (The journal's own API has no such query;
+    this one is read-only and walks the primary key from its end.)
+    """
+    row = store.db.conn.execute(
+        "SELECT received_ms FROM journal WHERE kind IN ('reading', 'inspection')"
+        " ORDER BY seq DESC LIMIT 1").fetchone()
+    return None if row is None or row[0] is None else int(row[0])
 
 
-def build_status(config: Config, now_ms: int) -> dict[str, Any]:
-    """The ``status --json`` object at wall-clock ``now_ms``."""
+def _age_s(then_ms: int | None, now_ms: int) -> float | None:
+    """Seconds from ``then_ms`` to ``now_ms`` (negative: ``then_ms`` is ahead)."""
+    return None if then_ms is None else round((now_ms - then_ms) / 1000, 1)
+
+
+def _state_stale(age_s: float | None) -> bool:
+    """Not known to be fresh: never recorded, too old, or recorded by a clock ahead of
+    this one (its age cannot be judged)."""
+    return age_s is None or age_s > STATE_STALE_AFTER_S or age_s < -CLOCK_AHEAD_TOLERANCE_S
+
+
+def build_status(config: Config, store: Store, now_ms: int) -> dict[str, Any]:
+    """The ``status --json`` object at wall-clock ``now_ms``, from an open (read-only)
+    store."""
     out: dict[str, Any] = {"generated_at": iso(now_ms // 1000 * 1000), "sites": {}}
-    path = db_path(config)
-    if not path.exists():
-        raise StatusError(f"state_dir: no database at {path} (has `stormwatch run` run with"
-                          " this configuration?)")
-    with open_store(config, readonly=True) as store:
-        recorded = store.state.site_statuses()
-        lag = store.state.meta_get("lag_ms")
-        # The dead-letter table also keeps points InfluxDB refused; those are
-        # the export's (export.dead_letters), not ingest rejects.
-        rejected = {reason: n for reason, n in store.journal.reject_counts().items()
-                    if reason in INGEST_REASONS}
-        applied = max([store.events.applied_seq(), *(r.applied_seq for r in recorded.values())])
-        ingest = {"accepted": store.journal.count(), "rejected": rejected,
-                  "lag_s": round(int(lag) / 1000, 3) if lag is not None else None,
-                  "duplicates": store.journal.counter("duplicates"),
-                  "journal_seq": store.journal.max_seq(), "applied_seq": applied}
-        summary = store.outbox.summary()
-        oldest = summary.oldest_pending_ms
-        notify = {"pending": summary.pending, "delivered": summary.delivered,
-                  "failed": summary.failed, "withheld": summary.withheld,
-                  "oldest_pending_at": iso(oldest) if oldest is not None else None}
-        if config.influx is not None:
-            export = export_status(store, now_ms)
-        else:
-            export = {"behind_rows": 0, "enabled": False}
+    recorded = store.state.site_statuses()
+    lag = store.state.meta_get("lag_ms")
+    # The dead-letter table also keeps points InfluxDB refused; those are
+    # the export's (export.dead_letters), not ingest rejects.
+    rejected = {reason: n for reason, n in store.journal.reject_counts().items()
+                if reason in INGEST_REASONS}
+    applied = max([store.events.applied_seq(), *(r.applied_seq for r in recorded.values())])
+    ingest = {"accepted": store.journal.count(), "rejected": rejected,
+              "lag_s": round(int(lag) / 1000, 3) if lag is not None else None,
+              "duplicates": store.journal.counter("duplicates"),
+              "journal_seq": store.journal.max_seq(), "applied_seq": applied}
+    summary = store.outbox.summary()
+    oldest = summary.oldest_pending_ms
+    notify = {"pending": summary.pending, "delivered": summary.delivered,
+              "failed": summary.failed, "withheld": summary.withheld,
+              "oldest_pending_at": iso(oldest) if oldest is not None else None}
+    if config.influx is not None:
+        export = export_status(store, now_ms)
+    else:
+        export = {"behind_rows": 0, "enabled": False}
+    received = newest_received_ms(store)
     for site in config.sites:
         found = recorded.get(site.id)
         if found is None:
             out["sites"][site.id] = unknown_site(site)
         else:
-            out["sites"][site.id] = {**at_now(found.data, now_ms),
-                                     "recorded_at": iso(found.updated_ms)}
+            out["sites"][site.id] = {**at_now(found.data, judged_at(found.data, now_ms)),
+                                     "recorded_at": iso(found.updated_ms),
+                                     "event_time": found.data.get("event_time")}
     out["ingest"] = ingest
     out["export"] = export
     out["notify"] = notify
+    out["journal"] = {"newest_received_at": iso(received) if received is not None else None,
+                      "age_s": _age_s(received, now_ms)}
+    # Every site's status is rewritten at each tick (its event time moves), so
+    # the newest row dates the daemon's last write.
+    written = max((r.updated_ms for r in recorded.values()), default=None)
+    age = _age_s(written, now_ms)
+    out["daemon"] = {"state_written_at": iso(written) if written is not None else None,
+                     "age_s": age, "stale": _state_stale(age),
+                     "stale_after_s": STATE_STALE_AFTER_S}
     return out
 
 
@@ -86,13 +132,62 @@ def unknown_site(site: SiteConfig) -> dict[str, Any]:
                       for p in site.turbidity_pairs},
         "sensors": {s.id: {"last_seen": None, "stale": True, "battery_v": None, "kind": s.kind,
                            "readings": 0} for s in site.sensors},
+        "missed_weeks": None,
+        "corrective_actions": [],
+        "closed_at": None,
         "recorded_at": None,
     }
 
 
+def _span(seconds: float) -> str:
+    """A duration as a person reads it: "12 s", "5 min", "3.5 h", "2.0 days"."""
+    seconds = abs(seconds)
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 48 * 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
+
+
+def _ago(age_s: float) -> str:
+    if age_s < -CLOCK_AHEAD_TOLERANCE_S:
+        return f"{_span(age_s)} ahead of this machine's clock"
+    return f"{_span(max(age_s, 0.0))} ago"
+
+
+def freshness_lines(status: dict[str, Any]) -> list[str]:
+    """The header's ages of the newest input and of the recorded state, and a
+    ``WARNING:`` line when the recorded state cannot be trusted to be current."""
+    journal, daemon = status["journal"], status["daemon"]
+    if journal["age_s"] is not None:
+        newest = f"newest input {_ago(journal['age_s'])}"
+    elif status["ingest"]["accepted"]:
+        newest = "newest input: arrival time not recorded"
+    else:
+        newest = "no input journaled yet"
+    age = daemon["age_s"]
+    recorded = "state never recorded" if age is None else f"state recorded {_ago(age)}"
+    lines = [f"{newest}; {recorded}"]
+    if age is None:
+        lines.append("WARNING: no site status has been recorded: nothing below is known"
+                     " (the daemon records it while `stormwatch run` runs)")
+    elif age < -CLOCK_AHEAD_TOLERANCE_S:
+        lines.append(f"WARNING: the state was recorded at {daemon['state_written_at']},"
+                     f" {_span(age)} ahead of this machine's clock (a demo's simulated time,"
+                     " or a clock set wrong): how current it is cannot be judged")
+    elif daemon["stale"]:
+        lines.append(f"WARNING: the state was last recorded {_span(age)} ago, at"
+                     f" {daemon['state_written_at']}; a running daemon records it at least"
+                     " once a minute: is `stormwatch run` running? What follows is as of then")
+    return lines
+
+
 def format_status(config: Config, status: dict[str, Any]) -> str:
     """The human-readable ``status``."""
-    lines = [f"stormwatch status at {status['generated_at']}"]
+    lines = [f"stormwatch status at {status['generated_at']}", *freshness_lines(status)]
+    generated_ms = parse_iso(status["generated_at"])
     for site in config.sites:
         s = status["sites"][site.id]
         zone = site.zone
@@ -108,16 +203,32 @@ def format_status(config: Config, status: dict[str, Any]) -> str:
             lines.append("  UNKNOWN: no state recorded for this site yet (the daemon records"
                          " it while it runs)")
             continue
+        event_time = s.get("event_time")
+        if event_time and parse_iso(event_time) - generated_ms > CLOCK_AHEAD_TOLERANCE_S * 1000:
+            # The clocks were judged at the engine's time, not the wall clock's.
+            lines.append(f"  event time {local(event_time)}, ahead of this machine's clock:"
+                         " clocks and sensors are judged at it, as the engine judged them")
+        if s.get("closed_at"):
+            lines.append(f"  closed (final stabilization) {local(s['closed_at'])}")
         if s["open_clocks"]:
             for c in s["open_clocks"]:
                 left = c["hours_left"]
                 when = ("due " + local(c["due"]) + (f", {left:.1f} h left" if left >= 0
-                                                    else f", OVERDUE by {-left:.1f} h")
+                                                    else f", OVERDUE by {_span(-left * 3600)}")
                         if left is not None else "due when the storm ends")
+                if c.get("missed_weeks"):
+                    when += f", {c['missed_weeks']} week(s) missed"
                 lines.append(f"  clock {c['clock']:<8} {c['clock_id']:<36} {when}")
         else:
             lines.append("  no open inspection clocks")
         lines.append(f"  last inspection: {local(s['last_inspection'])}")
+        lines.append(f"  weeks without a required inspection (§ 134-12D, each a separate"
+                     f" violation): {s.get('missed_weeks', 0)}")
+        for a in s.get("corrective_actions", ()):
+            due = f"due {local(a['due'])}" if a["due"] else "no due date"
+            lines.append(f"  corrective action {a['id']}: {a['text']} ({due}"
+                         f"{', OVERDUE' if a['overdue'] else ''}; asked by {a['inspector']}"
+                         f" {local(a['opened_at'])})")
         for tid, t in s["traps"].items():
             fill = "-" if t["fill_fraction"] is None else f"{t['fill_fraction']:.0%}"
             lines.append(f"  trap {tid}: {fill} of design volume ({t['state']})")

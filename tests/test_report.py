@@ -99,13 +99,15 @@ def test_period_without_the_storm(cfg: Path, tmp_path: Path) -> None:
     assert "No storms in the period." in out.read_text(encoding="utf-8")
 
 
-def test_no_database_is_no_data_yet(tmp_path: Path) -> None:
+def test_no_database_is_refused_and_no_report_written(tmp_path: Path) -> None:
     cfg = _write_config(tmp_path)
     out = tmp_path / "r.html"
     proc = _report(cfg, "--site", SITE, "--from", "2026-05-01", "--to", "2026-05-01",
                    "--out", str(out))
-    assert proc.returncode == 0, proc.stderr
-    assert "no data yet" in out.read_text(encoding="utf-8")
+    # Issue 11: an empty report would read as "nothing happened".
+    assert proc.returncode == 2, proc.stderr
+    assert "no database" in proc.stderr and "Traceback" not in proc.stderr
+    assert not out.exists()
 
 
 @pytest.mark.parametrize(("args", "words"), [

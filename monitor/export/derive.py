@@ -87,7 +87,7 @@ def raw_points(row: JournalRow) -> list[Point]:
             fields["delay_s"] = round((row.received_ms - ts) / 1000, 3)
         return [Point.at(raw_series(measurement, str(body["site"]), str(body["sensor"])),
                          fields, ts)]
-    if row.kind == "inspection":
+    if row.kind == "inspection" and not body.get("closure"):
         return [Point.make("inspection",
                            {"site": str(body["site"]), "kind": str(body.get("kind", "routine")),
                             "inspector": str(body["inspector"])},
@@ -98,6 +98,10 @@ def raw_points(row: JournalRow) -> list[Point]:
 
 
 def _text(value: Any) -> str | None:
+    if isinstance(value, list):
+        # Structured findings: one "practice: condition" phrase each.
+        return "; ".join(f"{f.get('practice')}: {f.get('condition')}" if isinstance(f, dict)
+                         else str(f) for f in value) or None
     return None if value is None else str(value)
 
 
@@ -286,9 +290,11 @@ def minute_points(engine: Engine, config: Config, now_ms: int) -> list[Point]:
     minute, so writing a minute twice rewrites the same points.
     """
     minute = now_ms // MS_PER_MINUTE * MS_PER_MINUTE
+    # Clocks are judged in event time when that runs ahead (a demo), as status does.
+    judged = max(now_ms, engine.now_ms or now_ms)
     points: list[Point] = []
     for site in config.sites:
-        s = site_status(engine, site.id, now_ms)
+        s = site_status(engine, site.id, judged)
         hours: list[float] = []
         next_due = ""
         storm_clocks = overdue = 0
