@@ -101,7 +101,7 @@ def parse_row(config: Config, row: Mapping[str, str], *, ref_ms: int | None,
     if sensor_id == INSPECTION and INSPECTION not in site.kinds:
         for key, text in row.items():
             if text and (text := text.strip()):
-                fields[key] = _cell_ts(text) if key == "ts" else text
+                fields[key] = _cell_ts(text) if key in ("ts", "entered_at") else text
         return inspection_message(site, fields, None, ref_ms, check_future)
 
     kind = site.kinds.get(sensor_id)

@@ -50,7 +50,8 @@ from .host import (
     open_store,
 )
 from .ingest import Ingest, Received
-from .models import Rejection, parse_message
+from .models import Rejection
+from .mqttparse import parse_message
 from .mqttproc import IngestProcess
 from .store import DeadLetterIn, JournalIn, Store
 from .store.events import AlertRoutes

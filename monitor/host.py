@@ -28,7 +28,7 @@ from typing import IO, Any
 from .config import Config
 from .engine.core import Engine
 from .engine.events import Event
-from .engine.inputs import Inspection, Reading
+from .engine.inputs import Inspection, Reading, SiteClosure
 from .engine.summary import site_summary
 from .engine.times import MS_PER_HOUR, WallClock, iso
 from .store import EngineSnapshot, JournalIn, JournalRow, Store
@@ -66,9 +66,14 @@ def open_store(config: Config, *, readonly: bool = False) -> Store:
 # --------------------------------------------------------------------------- journal <-> engine
 
 
-def journal_in(item: Reading | Inspection, *, topic: str | None, received_ms: int | None
-               ) -> JournalIn:
+def journal_in(item: Reading | Inspection | SiteClosure, *, topic: str | None,
+               received_ms: int | None) -> JournalIn:
     if isinstance(item, Inspection):
+        return JournalIn("inspection", item.site, None, item.ts_ms, item.to_json(), topic,
+                         received_ms)
+    if isinstance(item, SiteClosure):
+        # Journaled as an inspection row (the table's kinds are fixed by a CHECK
+        # constraint in databases already out there); its body says ``closure``.
         return JournalIn("inspection", item.site, None, item.ts_ms, item.to_json(), topic,
                          received_ms)
     return JournalIn("reading", item.site, item.sensor, item.ts_ms, item.to_json(), topic,
@@ -101,7 +106,7 @@ class JournalWindow:
         return None
 
 
-def apply_item(engine: Engine, item: Reading | Inspection) -> list[Event]:
+def apply_item(engine: Engine, item: Reading | Inspection | SiteClosure) -> list[Event]:
     """Feed one input to the engine, unless the configuration no longer has its site or
     sensor (the row was journaled under another configuration: kept, skipped)."""
     se = engine.sites.get(item.site)
@@ -114,6 +119,8 @@ def apply_row(engine: Engine, row: JournalRow) -> list[Event]:
     """Feed one journal row to the engine (the engine's window must stand at ``row.seq``)."""
     if row.kind == "reading":
         return apply_item(engine, Reading.from_json(row.body))
+    if row.kind == "inspection" and row.body.get("closure"):
+        return apply_item(engine, SiteClosure.from_json(row.body))
     if row.kind == "inspection":
         return apply_item(engine, Inspection.from_json(row.body))
     if row.kind == "tick":

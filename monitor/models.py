@@ -8,7 +8,7 @@ points and comes out as an engine input (``Reading`` or ``Inspection``) or as a
 counts, logs and dead-letters a rejection with the raw bytes (DESIGN § 3,
 "never crash, never silently drop").
 
-``parse_message``  MQTT: size limit, topic, JSON, then the shared rules.
+``parse_message``  MQTT (``mqttparse.py``): size limit, topic, JSON, then the shared rules.
 ``parse_row``      replay CSV (``csvio.py``): cells to numbers, then the same shared rules.
 
 The shared rules are data: ``FIELD_RULES`` gives each numeric payload field its
@@ -46,16 +46,17 @@ pydantic models of ``payloads.py`` are the documented schema of § 3
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta
 from enum import Enum
-from typing import Any, Final, Literal, cast
+from typing import Final, Literal, cast
+from zoneinfo import ZoneInfo
 
 from .config import ID_PATTERN, Config
-from .engine.inputs import Inspection, Reading, SensorKind
+from .engine.inputs import CorrectiveAction, Finding, Inspection, Reading, SensorKind
 from .engine.times import MS_PER_DAY, MS_PER_MINUTE, parse_iso
 
 MessageKind = Literal["rain", "turbidity", "sediment", "status"]
@@ -71,7 +72,8 @@ MAX_TS_MS: Final = 253_402_300_799_999
 INSPECTION: Final = "inspection"
 INSPECTION_KINDS: Final = frozenset({"storm", "routine", "other"})
 
-_ID = re.compile(ID_PATTERN)
+ID_RE = re.compile(ID_PATTERN)
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
 class RejectReason(str, Enum):
@@ -95,6 +97,9 @@ class RejectReason(str, Enum):
     bad_timestamp = "bad_timestamp"        # unparseable, ISO without an offset, out of range
     future_timestamp = "future_timestamp"  # > 5 minutes after the reference time
     too_old = "too_old"                    # older than the site's lateness_days
+    #: An *inspection* dated > 5 minutes ahead (DESIGN § 3 names it apart: it
+    #: would close clocks and settle notices before their time).
+    future = "future"
     bad_value = "bad_value"                # wrong type (a string for ntu, 1.5 tips)
 
     def __str__(self) -> str:
@@ -266,16 +271,22 @@ def time_window(ts_ms: int, lateness_ms: int, ref_ms: int | None,
     return None
 
 
-def check_inspector(value: object) -> str | Rejection:
-    """``inspector``: required, non-blank text; kept without surrounding blanks."""
+def check_inspector(value: object) -> tuple[str, ...] | Rejection:
+    """``inspector``: a name, or a list of names for a joint inspection; non-blank text,
+    kept without surrounding blanks, each name once."""
     if value is None:
         return Rejection(RejectReason.missing_field, "inspector: required")
-    if not isinstance(value, str):
-        return Rejection(RejectReason.bad_value, f"inspector: must be text, got {show(value)}")
-    name = value.strip()
-    if not name:
+    values = value if isinstance(value, list) else [value]
+    names: list[str] = []
+    for item in values:
+        if not isinstance(item, str):
+            return Rejection(RejectReason.bad_value,
+                             f"inspector: must be text or a list of text, got {show(item)}")
+        if item.strip() and item.strip() not in names:
+            names.append(item.strip())
+    if not names:
         return Rejection(RejectReason.missing_field, "inspector: required (blank)")
-    return name
+    return tuple(names)
 
 
 def check_inspection_kind(value: object) -> InspectionKind | Rejection:
@@ -289,10 +300,72 @@ def check_inspection_kind(value: object) -> InspectionKind | Rejection:
 
 
 def check_text(name: str, value: object) -> str | None | Rejection:
-    """An optional free-text field (``notes``, ``findings``)."""
+    """An optional free-text field (``notes``)."""
     if value is None or isinstance(value, str):
         return value
     return Rejection(RejectReason.bad_value, f"{name}: must be text, got {show(value)}")
+
+
+def check_findings(value: object) -> tuple[Finding, ...] | Rejection:
+    """``findings``: a list of ``{practice, condition}`` (one free text is one finding)."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (Finding("general", value),) if value.strip() else ()
+    if not isinstance(value, list):
+        return Rejection(RejectReason.bad_value, f"findings: must be a list, got {show(value)}")
+    out = []
+    for i, item in enumerate(value):
+        if not (isinstance(item, dict) and isinstance(item.get("practice"), str)
+                and isinstance(item.get("condition"), str) and item["practice"].strip()):
+            return Rejection(RejectReason.bad_value, f"findings.{i}: must be "
+                             f"{{practice, condition}} as text, got {show(item)}")
+        out.append(Finding(item["practice"].strip(), item["condition"].strip()))
+    return tuple(out)
+
+
+def check_actions(value: object, zone: ZoneInfo) -> tuple[CorrectiveAction, ...] | Rejection:
+    """``corrective_actions``: a list of ``{id, text, due}`` (``due`` optional: a time with
+    offset, as ``ts``, or a date, which means by the end of that day at the site)."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        return Rejection(RejectReason.bad_value,
+                         f"corrective_actions: must be a list, got {show(value)}")
+    out = []
+    for i, item in enumerate(value):
+        if not (isinstance(item, dict) and isinstance(item.get("id"), str)
+                and ID_RE.match(item["id"]) and isinstance(item.get("text"), str)):
+            return Rejection(RejectReason.bad_value, f"corrective_actions.{i}: must be {{id, "
+                             f"text, due}} with a lower-case id, got {show(item)}")
+        due = item.get("due")
+        due_ms = None if due is None else (end_of_day_ms(str(due), zone)
+                                           if _DATE.match(str(due)) else timestamp_ms(due))
+        if isinstance(due_ms, Rejection):
+            return Rejection(RejectReason.bad_value, f"corrective_actions.{i}.due: "
+                             f"{due_ms.detail.removeprefix('ts: ')}")
+        out.append(CorrectiveAction(item["id"], item["text"], due_ms))
+    return tuple(out)
+
+
+def end_of_day_ms(day: str, zone: ZoneInfo) -> int | Rejection:
+    """The end of ``day`` (``YYYY-MM-DD``) in ``zone``: the next local midnight."""
+    try:
+        start = datetime.combine(date.fromisoformat(day), time(0, 0), tzinfo=zone)
+    except ValueError:
+        return Rejection(RejectReason.bad_timestamp, f"ts: {show(day)} is not a date")
+    return round((start + timedelta(days=1)).timestamp() * 1000)
+
+
+def check_ids(name: str, value: object) -> tuple[str, ...] | Rejection:
+    """A list of ids (``resolves``: the corrective actions an inspection closes)."""
+    if value is None:
+        return ()
+    values = value if isinstance(value, list) else [value]
+    if not all(isinstance(v, str) and ID_RE.match(v) for v in values):
+        return Rejection(RejectReason.bad_value, f"{name}: must be a list of ids, "
+                         f"got {show(value)}")
+    return tuple(str(v) for v in values)
 
 
 # --------------------------------------------------------------------------- config index
@@ -303,6 +376,9 @@ class SiteIndex:
     id: str
     lateness_ms: int
     kinds: dict[str, SensorKind]
+    #: The qualified professionals: name -> credential ("" when none); empty: no roster.
+    roster: dict[str, str]
+    zone: ZoneInfo
 
 
 _cache: tuple[Config, dict[str, SiteIndex]] | None = None
@@ -320,7 +396,9 @@ def site_index(config: Config) -> dict[str, SiteIndex]:
         return cached[1]
     index = {
         site.id: SiteIndex(site.id, round(site.lateness_days * MS_PER_DAY),
-                       {s.id: s.kind for s in site.sensors})
+                           {s.id: s.kind for s in site.sensors},
+                           {q.name: q.credential or "" for q in config.roster(site)},
+                           site.zone)
         for site in config.sites
     }
     # Holding the Config keeps the identity test sound (no id reuse after GC).
@@ -377,139 +455,52 @@ def sensor_message(site: SiteIndex, sensor: str, kind: MessageKind, fields: Mapp
 
 
 def inspection_message(site: SiteIndex, fields: Mapping[str, object], default_ts_ms: int | None,
-                ref_ms: int | None, check_future: bool) -> Inspection | Rejection:
-    """An inspection by the qualified professional (§ 134-9A(2); DESIGN § 3 table)."""
-    inspector = check_inspector(fields.get("inspector"))
-    if isinstance(inspector, Rejection):
-        return inspector
+                       ref_ms: int | None, check_future: bool, entered_ms: int | None = None
+                       ) -> Inspection | Rejection:
+    """An inspection by the qualified professional (§ 134-9A(2); DESIGN § 3 table).
+
+    With a roster, an inspection naming nobody on it is recorded as kind ``other``
+    (it closes no clock); each name's credential is taken from the roster now,
+    so the log book keeps what it was when the inspection was entered."""
+    names = check_inspector(fields.get("inspector"))
+    if isinstance(names, Rejection):
+        return names
     kind = check_inspection_kind(fields.get("kind"))
     if isinstance(kind, Rejection):
         return kind
     notes = check_text("notes", fields.get("notes"))
     if isinstance(notes, Rejection):
         return notes
-    findings = check_text("findings", fields.get("findings"))
+    findings = check_findings(fields.get("findings"))
     if isinstance(findings, Rejection):
         return findings
+    actions = check_actions(fields.get("corrective_actions"), site.zone)
+    if isinstance(actions, Rejection):
+        return actions
+    resolves = check_ids("resolves", fields.get("resolves"))
+    if isinstance(resolves, Rejection):
+        return resolves
+    if site.roster and not any(n in site.roster for n in names):
+        kind = "other"
     raw_ts = fields.get("ts")
     ts_ms = timestamp_ms(raw_ts) if raw_ts is not None or default_ts_ms is None else default_ts_ms
     if isinstance(ts_ms, Rejection):
         return ts_ms
     late = time_window(ts_ms, site.lateness_ms, ref_ms, check_future)
     if late is not None:
+        if late.reason is RejectReason.future_timestamp:
+            return Rejection(RejectReason.future, late.detail)
         return late
-    return Inspection(site=site.id, inspector=inspector, ts_ms=ts_ms, kind=kind,
-                      notes=notes, findings=findings)
-
-
-# --------------------------------------------------------------------------- MQTT
-
-
-class _DuplicateKeyError(ValueError):
-    pass
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    # json.loads keeps the last of duplicate keys; a payload saying ntu twice is
-    # ambiguous, and which copy a reader believes must not be up to the parser.
-    data = dict(pairs)
-    if len(data) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise _DuplicateKeyError(key)
-            seen.add(key)
-    return data
-
-
-def _plainly_unique(text: str) -> bool:
-    """Whether ``'":'`` in ``text`` can only be a key's end: no escaped quote (the only
-    way a string value holds ``":``) and no blank before a colon. Then a flat
-    object with as many ``":`` as keys has no duplicate key, and the fast C
-    decoder can be used without the per-object hook (a third of the parse)."""
-    return '\\"' not in text and " :" not in text and "\t:" not in text \
-        and "\n:" not in text and "\r:" not in text
-
-
-def _decode(payload: bytes) -> dict[str, Any] | Rejection:
-    try:
-        text = payload.decode("utf-8")
-    except UnicodeDecodeError:
-        return Rejection(RejectReason.invalid_json, "payload: not UTF-8")
-    if _plainly_unique(text):
-        try:
-            data = json.loads(text)
-        except (ValueError, RecursionError) as exc:
-            return Rejection(RejectReason.invalid_json, f"payload: {str(exc)[:80]}")
-        if isinstance(data, dict) and text.count('":') == len(data):
-            return data
-    try:
-        data = json.loads(text, object_pairs_hook=_unique_keys)
-    except _DuplicateKeyError as exc:
-        return Rejection(RejectReason.invalid_json, f"payload: duplicate key {show(str(exc))}")
-    except (ValueError, RecursionError) as exc:
-        # RecursionError: 4 KiB of "[" nests deeper than the interpreter allows.
-        return Rejection(RejectReason.invalid_json, f"payload: {str(exc)[:80]}")
-    if not isinstance(data, dict):
-        return Rejection(RejectReason.invalid_json, "payload: not a JSON object")
-    return data
-
-
-def parse_message(config: Config, topic: str, payload: bytes, *, ref_ms: int,
-                  received_ms: int | None = None,
-                  prefix: str | None = None) -> Reading | Inspection | Rejection:
-    """One MQTT message (DESIGN § 3) as an engine input, or why it is rejected.
-
-    ``topic`` is ``{prefix}/{site}/{sensor}/reading|status`` or
-    ``{prefix}/{site}/inspection``; ``prefix`` defaults to
-    ``config.broker.topic_prefix``. ``ref_ms`` is the reference time of the
-    future / lateness checks (the daemon passes the wall clock).
-    ``received_ms`` is the receipt time, the default ``ts`` of an inspection
-    (``ref_ms`` when not given). Never raises on any input.
-    """
-    if len(payload) > MAX_PAYLOAD_BYTES:
-        return Rejection(RejectReason.oversize,
-                         f"payload: {len(payload)} bytes, at most {MAX_PAYLOAD_BYTES}")
-    if prefix is None:
-        prefix = config.broker.topic_prefix
-    prefix = prefix.rstrip("/")
-    if prefix:
-        if not topic.startswith(prefix + "/"):
-            return Rejection(RejectReason.bad_topic,
-                             f"topic: {show(topic)} is not under {prefix}/")
-        parts = topic[len(prefix) + 1:].split("/")
-    else:
-        parts = topic.split("/")
-    if len(parts) == 2 and parts[1] == INSPECTION:
-        site_id, sensor_id, kind_word = parts[0], None, INSPECTION
-    elif len(parts) == 3 and parts[2] in ("reading", "status"):
-        site_id, sensor_id, kind_word = parts
-    else:
-        return Rejection(RejectReason.bad_topic,
-                         f"topic: {show(topic)} is not {{prefix}}/site/sensor/reading|status "
-                         "or {prefix}/site/inspection")
-    for name, ident in (("site", site_id), ("sensor", sensor_id)):
-        if ident is not None and not _ID.match(ident):
-            return Rejection(RejectReason.bad_topic, f"topic: {name} id {show(ident)} is invalid")
-
-    site = site_index(config).get(site_id)
-    if site is None:
-        return Rejection(RejectReason.unknown_site, f"site: {show(site_id)} is not configured")
-    if sensor_id is not None and sensor_id not in site.kinds:
-        return Rejection(RejectReason.unknown_sensor,
-                         f"sensor: {show(sensor_id)} is not configured for site {site.id}")
-
-    data = _decode(payload)
-    if isinstance(data, Rejection):
-        return data
-    for name, ident in (("site", site_id), ("sensor", sensor_id)):
-        given = data.get(name)
-        if ident is not None and given is not None and given != ident:
-            return Rejection(RejectReason.topic_mismatch,
-                             f"{name}: payload says {show(given)}, topic says {ident!r}")
-
-    if sensor_id is None:
-        default_ts = received_ms if received_ms is not None else ref_ms
-        return inspection_message(site, data, default_ts, ref_ms, True)
-    kind: MessageKind = "status" if kind_word == "status" else site.kinds[sensor_id]
-    return sensor_message(site, sensor_id, kind, data, ref_ms, True)
+    if entered_ms is None and fields.get("entered_at") is not None:
+        # A replay's record of when the inspection was entered (the MQTT path
+        # passes its receipt time instead: a payload cannot vouch for it).
+        entered = timestamp_ms(fields["entered_at"])
+        if isinstance(entered, Rejection):
+            return Rejection(entered.reason, "entered_at" + entered.detail.removeprefix("ts"))
+        entered_ms = entered
+    return Inspection(site=site.id, inspector=" & ".join(names), ts_ms=ts_ms, kind=kind,
+                      notes=notes, findings=findings,
+                      inspectors=names if len(names) > 1 else (),
+                      credentials=tuple(site.roster.get(n, "") for n in names)
+                      if site.roster else (),
+                      entered_ms=entered_ms, corrective_actions=actions, resolves=resolves)

@@ -16,6 +16,7 @@ from typing import Annotated, Any, ClassVar, Final
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
+from .configbase import ID_PATTERN
 from .models import (
     FIELD_RULES,
     InspectionKind,
@@ -130,15 +131,46 @@ class SedimentPayload(Payload):
     distance_in: DistanceIn | None = None
 
 
+def _names(value: object) -> str | list[str]:
+    names = check_inspector(value)
+    if isinstance(names, Rejection):
+        raise ValueError(f"{names.reason.value}: {names.detail}")
+    return names[0] if isinstance(value, str) else list(names)
+
+
+class FindingPayload(BaseModel):
+    """What the inspection found at one practice (``silt-fence-north``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    practice: str = Field(min_length=1)
+    condition: str
+
+
+class CorrectiveActionPayload(BaseModel):
+    """A repair asked for; a later inspection lists its ``id`` in ``resolves``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    id: str = Field(pattern=ID_PATTERN)
+    text: str
+    due: str | None = Field(default=None, description="a date (end of that local day) or a "
+                                                      "time with offset")
+
+
 class InspectionPayload(BaseModel):
-    """``{prefix}/{site}/inspection``: an inspection recorded in the field (§ 134-9A(2))."""
+    """``{prefix}/{site}/inspection``: an inspection recorded in the field (§ 134-9A(2)).
+    A ``ts`` more than 5 minutes ahead is rejected (``future``)."""
 
     model_config = ConfigDict(extra="ignore", frozen=True, strict=True)
 
-    inspector: Annotated[str, BeforeValidator(lambda v: _raise_on(check_inspector(v)))]
+    inspector: Annotated[str | list[str], BeforeValidator(_names)] = Field(
+        description="a name, or a list of names for a joint inspection")
     kind: InspectionKind = "routine"
     notes: str | None = None
-    findings: str | None = None
+    findings: list[FindingPayload] | str | None = None
+    corrective_actions: list[CorrectiveActionPayload] | None = None
+    resolves: list[Annotated[str, Field(pattern=ID_PATTERN)]] | None = None
     site: str | None = None
     ts: Timestamp | None = Field(default=None, description="defaults to the receipt time")
 

@@ -18,7 +18,8 @@ from monitor.configfile import load_config
 from monitor.engine.core import Engine
 from monitor.engine.times import iso
 from monitor.host import EngineHost
-from monitor.models import Rejection, RejectReason, parse_message
+from monitor.models import Rejection, RejectReason
+from monitor.mqttparse import parse_message
 from monitor.store import Store
 
 from .conftest import MakeMosquitto
@@ -268,6 +269,8 @@ def _bad_messages(now_s: int) -> list[tuple[str, str, bytes]]:
         ("bad_timestamp", r("tb-up"), j({"ts": "yesterday", "ntu": 1.0})),
         ("future_timestamp", r("tb-up"), j({"ts": now_s + 3600, "ntu": 1.0})),
         ("too_old", r("tb-up"), j({"ts": now_s - 8 * 86400, "ntu": 1.0})),
+        # An inspection dated ahead has its own code (DESIGN § 3).
+        ("future", f"{PREFIX}/{SITE}/inspection", j({"ts": now_s + 3600, "inspector": "J"})),
         ("bad_value", r("tb-up"), j({"ts": now_s, "ntu": "cloudy"})),
     ]
 

@@ -15,9 +15,10 @@ from pydantic import ValidationError
 from monitor.config import Config
 from monitor.configfile import parse_config
 from monitor.csvio import RowParser, parse_row
-from monitor.engine.inputs import Inspection, Reading
+from monitor.engine.inputs import Finding, Inspection, Reading
 from monitor.engine.times import MS_PER_DAY, MS_PER_MINUTE, parse_iso
-from monitor.models import FIELD_RULES, MAX_PAYLOAD_BYTES, Rejection, RejectReason, parse_message
+from monitor.models import FIELD_RULES, MAX_PAYLOAD_BYTES, Rejection, RejectReason
+from monitor.mqttparse import parse_message
 from monitor.payloads import (
     PAYLOAD_MODELS,
     InspectionPayload,
@@ -92,6 +93,7 @@ REASON_CASES: list[tuple[RejectReason, str, dict[str, Any] | bytes, str]] = [
      "ts"),
     (RejectReason.too_old, "site-a/rg1/reading", {"ts": REF_S - 8 * 86400, "tips_total": 1},
      "ts"),
+    (RejectReason.future, "site-a/inspection", {"ts": REF_S + 301, "inspector": "J"}, "ts"),
     (RejectReason.bad_value, "site-a/tb-up/reading", {"ts": ISO, "ntu": "12"}, "ntu"),
 ]
 
@@ -443,13 +445,37 @@ def test_inspection_with_ts() -> None:
                "notes": "silt fence intact", "findings": "trap 1 at 30%", "photo": "x.jpg"}
     assert mqtt("site-a/inspection", payload) == Inspection(
         site=SITE, inspector="J. Rivera, CPESC", ts_ms=TS, kind="storm",
-        notes="silt fence intact", findings="trap 1 at 30%")
+        notes="silt fence intact", findings=(Finding("general", "trap 1 at 30%"),),
+        entered_ms=REF)
+
+
+def test_inspection_structured_fields() -> None:
+    """Findings, corrective actions (a date due means the end of that local day), the
+    actions it resolves, and a joint inspection as a list of names."""
+    payload = {"ts": ISO, "inspector": ["A. Lee", "B. Ortiz", "A. Lee"],
+               "findings": [{"practice": "silt-fence-north", "condition": "undermined at 2+40"}],
+               "corrective_actions": [{"id": "ca-1", "text": "re-trench", "due": "2026-05-03"},
+                                      {"id": "ca-2", "text": "seed", "due": None}],
+               "resolves": ["ca-0"]}
+    result = mqtt("site-a/inspection", payload)
+    assert isinstance(result, Inspection)
+    assert result.names == ("A. Lee", "B. Ortiz") and result.inspector == "A. Lee & B. Ortiz"
+    assert result.findings == (Finding("silt-fence-north", "undermined at 2+40"),)
+    assert result.corrective_actions[0].due_ms == parse_iso("2026-05-04T00:00:00Z")
+    assert result.corrective_actions[1].due_ms is None
+    assert result.resolves == ("ca-0",)
+    for bad in ({"findings": [{"practice": "", "condition": "x"}]},
+                {"corrective_actions": [{"id": "CA 1", "text": "x"}]},
+                {"corrective_actions": [{"id": "ca-1", "text": "x", "due": "soon"}]},
+                {"resolves": [3]}):
+        assert reason(mqtt("site-a/inspection", {**payload, **bad})) is RejectReason.bad_value
 
 
 def test_inspection_without_ts_is_at_receipt() -> None:
     received = REF - 1234
     result = mqtt("site-a/inspection", {"inspector": "J. Rivera"}, received_ms=received)
-    assert result == Inspection(site=SITE, inspector="J. Rivera", ts_ms=received, kind="routine")
+    assert result == Inspection(site=SITE, inspector="J. Rivera", ts_ms=received, kind="routine",
+                                entered_ms=received)
     result = mqtt("site-a/inspection", {"inspector": "J. Rivera", "ts": None})
     assert isinstance(result, Inspection) and result.ts_ms == REF
 
@@ -462,7 +488,7 @@ def test_inspection_without_ts_is_at_receipt() -> None:
     ({"inspector": "J", "notes": ["a"]}, RejectReason.bad_value),
     ({"inspector": "J", "findings": 3}, RejectReason.bad_value),
     ({"inspector": "J", "ts": "2026-05-01"}, RejectReason.bad_timestamp),
-    ({"inspector": "J", "ts": REF_S + 3600}, RejectReason.future_timestamp),
+    ({"inspector": "J", "ts": REF_S + 3600}, RejectReason.future),
     ({"inspector": "J", "ts": REF_S - 30 * 86400}, RejectReason.too_old),
     ({"inspector": "J", "site": "site-b"}, RejectReason.topic_mismatch),
 ])

@@ -55,6 +55,8 @@ DESIGN_5_TYPES = [
     "inspection_due_soon", "inspection_overdue", "clock_closed", "trap_fill",
     "trap_cleanout_required", "trap_cleaned", "turbidity_contrast", "sensor_stale",
     "sensor_recovered", "battery_low", "counter_reset", "background_missing", "pegged",
+    # Issue 11: the inspection record.
+    "inspection_backdated", "inspection_missed", "corrective_action_due", "site_closed",
 ]
 
 SITE_DOC: dict[str, Any] = {

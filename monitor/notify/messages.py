@@ -35,14 +35,18 @@ from ..engine.events import (
     BackgroundMissing,
     BatteryLow,
     ClockClosed,
+    CorrectiveActionDue,
     CounterReset,
     Event,
+    InspectionBackdated,
     InspectionDueSoon,
+    InspectionMissed,
     InspectionOverdue,
     InspectionRecorded,
     Pegged,
     SensorRecovered,
     SensorStale,
+    SiteClosed,
     StormEnded,
     StormQualified,
     StormStarted,
@@ -341,6 +345,8 @@ def _clock_closed(c: _Ctx, e: ClockClosed) -> Content:
     name = c.clock_name(e.clock)
     due, inspected = parse_iso(e.due), parse_iso(e.inspected_at)
     facts = [Line("Inspected", c.local(inspected)), Line("Was due", c.local(due))]
+    if e.backdated and e.entered_at:
+        facts.append(Line("Entered", f"{c.local(e.entered_at)} (backdated)"))
     if e.outcome == "late":
         return Content(f"{name} recorded LATE ({hours(inspected - due)} after the deadline)",
                        f"The {name} was recorded after its deadline.", facts, WARNING,
@@ -351,13 +357,67 @@ def _clock_closed(c: _Ctx, e: ClockClosed) -> Content:
 
 def _inspection_recorded(c: _Ctx, e: InspectionRecorded) -> Content:
     facts = [Line("Inspected", c.local(e.inspected_at)), Line("Kind", e.kind)]
+    if any(e.credentials):
+        facts.append(Line("Credentials", "; ".join(
+            f"{n}: {cr}" for n, cr in zip(e.inspectors, e.credentials, strict=False) if cr)))
+    if e.backdated and e.entered_at:
+        facts.append(Line("Entered", f"{c.local(e.entered_at)} (backdated)"))
     if e.closes:
         facts.append(Line("Closes", ", ".join(e.closes)))
+    facts += [Line("Finding", f"{f['practice']}: {f['condition']}") for f in e.findings]
+    facts += [Line("Corrective action", f"{a['id']}: {a['text']}"
+                   + (f" (due {c.local(a['due'])})" if a.get("due") else ""))
+              for a in e.corrective_actions]
+    if e.resolves:
+        facts.append(Line("Resolves", ", ".join(e.resolves)))
     if e.notes:
         facts.append(Line("Notes", e.notes))
     return Content(f"inspection recorded by {e.inspector}",
                    f"An inspection by {e.inspector} was recorded in the log book.",
                    facts, SUCCESS)
+
+
+def _backdated(c: _Ctx, e: InspectionBackdated) -> Content:
+    facts = [Line("Inspected", c.local(e.inspected_at)), Line("Entered", c.local(e.entered_at)),
+             Line("Entered after", f"{e.hours_late:g} hours")]
+    if e.closes:
+        facts.append(Line("Closed", ", ".join(e.closes)))
+    return Content(
+        f"inspection entered {e.hours_late:.0f} h after its own time",
+        f"An inspection by {e.inspector} dated {c.local(e.inspected_at)} was entered only "
+        f"{c.local(e.entered_at)}. The log book keeps both times; any clock it closed had "
+        f"stood open meanwhile.", facts, WARNING, [_duty_9a2()])
+
+
+def _missed(c: _Ctx, e: InspectionMissed) -> Content:
+    return Content(
+        f"week {e.week} without the {c.clock_name(e.clock)}",
+        f"No {c.clock_name(e.clock)} has been recorded for week {e.week} since it was due "
+        f"{c.local(e.due)}.",
+        [Line("Week", f"{c.local(e.week_from)} to {c.local(e.week_to)}"),
+         Line("Clock", e.clock_id)], FAILURE,
+        [_duty_9a2(), Line("Penalty (§ 134-12D)", PENALTY_134_12D)])
+
+
+def _action_due(c: _Ctx, e: CorrectiveActionDue) -> Content:
+    return Content(
+        f"corrective action {e.action_id} due, not resolved",
+        f"The corrective action asked for by {e.inspector} on {c.local(e.opened_at)} was due "
+        f"{c.local(e.due)} and no inspection has recorded it done.",
+        [Line("Action", f"{e.action_id}: {e.text}"), Line("Due", c.local(e.due))], WARNING,
+        [Line("To do", f"repair, then record it: stormwatch inspect --site {c.event.site} "
+                       f"--inspector NAME --resolved {e.action_id}")])
+
+
+def _site_closed(c: _Ctx, e: SiteClosed) -> Content:
+    facts = [Line("Final stabilization", c.local(e.closed_at))]
+    if e.by:
+        facts.append(Line("Recorded by", e.by))
+    if e.notes:
+        facts.append(Line("Notes", e.notes))
+    return Content("site closed (final stabilization)",
+                   "Final stabilization was recorded; routine inspection clocks end here. "
+                   "Storms are still recorded.", facts, SUCCESS)
 
 
 def _trap_facts(c: _Ctx, e: TrapFill | TrapCleanoutRequired) -> list[Line]:
@@ -522,6 +582,14 @@ def _content(c: _Ctx) -> Content:
             return _storm_ended(c, e)
         case InspectionRecorded() as e:
             return _inspection_recorded(c, e)
+        case InspectionBackdated() as e:
+            return _backdated(c, e)
+        case InspectionMissed() as e:
+            return _missed(c, e)
+        case CorrectiveActionDue() as e:
+            return _action_due(c, e)
+        case SiteClosed() as e:
+            return _site_closed(c, e)
         case InspectionDueSoon() as e:
             return _due_soon(c, e)
         case InspectionOverdue() as e:

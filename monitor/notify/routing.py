@@ -77,6 +77,15 @@ DEFAULT_ROUTES: Final[dict[str, tuple[str, ...]]] = {
     "storm_ended": (),
     # The qualified professional recorded it; clock_closed says what it settled.
     "inspection_recorded": (),
+    # Entered long after its own time: it may have closed a clock that stood
+    # overdue meanwhile, so the officer hears of it (issue 11).
+    "inspection_backdated": ("officer",),
+    # Each missed week is a separate violation (§ 134-12D); the overdue notices
+    # already go out every few hours, so these are for the log book and report.
+    "inspection_missed": (),
+    "corrective_action_due": ("qp",),
+    # Final stabilization: the routine cadence ends; the officer is told.
+    "site_closed": ("qp", "officer"),
     "inspection_due_soon": ("qp",),
     # Issue 4: an overdue clock also notifies the officer.
     "inspection_overdue": ("qp", "officer"),
