@@ -242,6 +242,7 @@ def main() -> int:
         return 0
 
     workdir = args.dir or Path(tempfile.mkdtemp(prefix="stormwatch-season-"))
+    workdir.mkdir(parents=True, exist_ok=True)  # a --dir that does not exist yet
     state = workdir / "state"
     shutil.rmtree(state, ignore_errors=True)
     cfg = config(args.sites, state)
