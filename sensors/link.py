@@ -1,0 +1,128 @@
+"""The MQTT connection: paho-mqtt 2.x in its own network thread, acks through a queue.
+
+What can go wrong, and why the code is shaped this way:
+
+* **paho's offline queue lives in memory** and is lost at a restart. The node
+  never relies on it: the buffer holds every reading, and the forwarder hands
+  paho at most ``max_inflight`` of them at a time (paho's own queue is capped
+  a little above that), so paho holds a window, never a backlog.
+* **A publish while the link drops** is still queued by paho (rc
+  ``MQTT_ERR_NO_CONN``) and sent again, with DUP, after the reconnect; only
+  ``MQTT_ERR_QUEUE_SIZE`` means "not taken". ``publish`` returns the message id
+  in every other case, so the forwarder counts it as in flight.
+* **PUBACKs arrive on paho's thread**, which holds paho's message lock while it
+  calls ``on_publish``. Taking a lock of ours there could deadlock with a
+  publish from the main thread, so the callback only puts ``(mid, refused)``
+  on a queue; the main thread, which also does every publish, takes it from
+  there. A PUBACK can then never be matched before its publish returned.
+* **MQTT v5**, so an ACL refusal comes back as PUBACK reason 0x87 instead of a
+  silent drop (Mosquitto answers a 3.1.1 client with a normal PUBACK).
+* Reconnects are paho's (``loop_start``; backoff 1 s doubling up to
+  ``broker.reconnect_max_s``), also when the first connection fails.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from typing import Any, Protocol
+
+import paho.mqtt.client as mqtt
+from paho.mqtt.enums import CallbackAPIVersion, MQTTErrorCode
+from paho.mqtt.reasoncodes import ReasonCode
+
+from .config import NodeConfig
+
+log = logging.getLogger(__name__)
+
+#: (message id, refused by the broker, reason text)
+Ack = tuple[int, bool, str]
+
+
+class Link(Protocol):
+    """What the node needs of a broker connection (``MqttLink``; tests may fake it)."""
+
+    acks: queue.Queue[Ack]
+
+    @property
+    def connected(self) -> bool: ...
+
+    def start(self) -> None: ...
+
+    def publish(self, topic: str, payload: bytes) -> int | None: ...
+
+    def close(self) -> None: ...
+
+
+def _refused(reason: Any) -> tuple[bool, str]:
+    if isinstance(reason, ReasonCode):
+        return reason.is_failure, str(reason)
+    return int(reason) >= 0x80, str(reason)
+
+
+class MqttLink:
+    """One paho client; see the module docstring. ``window`` caps paho's queue."""
+
+    def __init__(self, config: NodeConfig, password: str | None, window: int,
+                 extra_queue: int = 0, reconnect_max_s: int | None = None) -> None:
+        self.host, self.port = config.broker.host, config.broker.port
+        self.keepalive_s = config.broker.keepalive_s
+        self.acks: queue.Queue[Ack] = queue.Queue()
+        self._connected = threading.Event()
+        client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=config.client_id,
+                             protocol=mqtt.MQTTv5)
+        if config.broker.username is not None:
+            client.username_pw_set(config.broker.username, password)
+        if config.broker.tls is not None:
+            client.tls_set(ca_certs=str(config.broker.tls.ca_file))
+        client.max_inflight_messages_set(window)
+        # Room for the window and a status message per sensor; anything more is a bug.
+        client.max_queued_messages_set(window + extra_queue)
+        client.reconnect_delay_set(1, reconnect_max_s or config.broker.reconnect_max_s)
+        client.on_connect = self._on_connect
+        client.on_disconnect = self._on_disconnect
+        client.on_publish = self._on_publish
+        self._client = client
+
+    @property
+    def connected(self) -> bool:
+        return self._connected.is_set()
+
+    def start(self) -> None:
+        self._client.connect_async(self.host, self.port, keepalive=self.keepalive_s)
+        self._client.loop_start()
+
+    def publish(self, topic: str, payload: bytes) -> int | None:
+        """Hand one QoS 1 message to paho: its message id, or None when paho refused it."""
+        info = self._client.publish(topic, payload, qos=1)
+        if info.rc == MQTTErrorCode.MQTT_ERR_QUEUE_SIZE:
+            return None
+        return int(info.mid)
+
+    def close(self) -> None:
+        self._client.disconnect()
+        self._client.loop_stop()
+
+    # ------------------------------------------------------------------ paho's thread
+
+    def _on_connect(self, client: mqtt.Client, userdata: Any, flags: Any, reason: Any,
+                    properties: Any) -> None:
+        refused, text = _refused(reason)
+        if refused:
+            log.error("broker %s:%s refused the connection: %s", self.host, self.port, text)
+            return
+        log.info("connected to %s:%s", self.host, self.port)
+        self._connected.set()
+
+    def _on_disconnect(self, client: mqtt.Client, userdata: Any, flags: Any, reason: Any,
+                       properties: Any) -> None:
+        if self._connected.is_set():
+            log.warning("disconnected from %s:%s (%s); readings stay in the buffer",
+                        self.host, self.port, reason)
+        self._connected.clear()
+
+    def _on_publish(self, client: mqtt.Client, userdata: Any, mid: int, reason: Any,
+                    properties: Any) -> None:
+        refused, text = _refused(reason)
+        self.acks.put((mid, refused, text))
