@@ -35,7 +35,7 @@ Deliberate leniencies (a node may add fields, DESIGN § 3): unknown keys are
 ignored; JSON ``null`` and empty CSV cells are absent; integer fields accept a
 number with no fractional part (``12.0``, as JSON Schema's "integer" does);
 the node-health fields (``battery_v``, ``seq``, ``rssi_dbm``, ``uptime_s``,
-``buffered``) are accepted on any sensor message; measurement fields on a
+``buffered``, ``dropped``) are accepted on any sensor message; measurement fields on a
 ``status`` topic are ignored rather than stored as a measurement of the wrong
 message; payload fields on an ``inspection`` topic are ignored.
 
@@ -155,6 +155,8 @@ _RULES = (
     FieldRule("rssi_dbm", False, -200.0, 30.0, None, "received signal strength in dBm"),
     FieldRule("uptime_s", False, 0, 3_155_760_000.0, None, "node uptime in seconds (100 years)"),
     FieldRule("buffered", True, 0, 2**40, None, "readings the node holds while offline"),
+    FieldRule("dropped", True, 0, 2**40, None,
+              "readings the node dropped past its buffer bound, ever"),
 )
 
 #: Every numeric payload field by name (DESIGN § 3 table).

@@ -71,6 +71,7 @@ Seq = Annotated[int, _bounds("seq"), _rule_validator("seq")]
 RssiDbm = Annotated[float, _bounds("rssi_dbm"), _rule_validator("rssi_dbm")]
 UptimeS = Annotated[float, _bounds("uptime_s"), _rule_validator("uptime_s")]
 Buffered = Annotated[int, _bounds("buffered"), _rule_validator("buffered")]
+Dropped = Annotated[int, _bounds("dropped"), _rule_validator("dropped")]
 Timestamp = Annotated[
     int | float | str,
     Field(description="ISO 8601 with Z or ±hh:mm, or Unix seconds"),
@@ -105,6 +106,7 @@ class StatusPayload(Payload):
     rssi_dbm: RssiDbm | None = None
     uptime_s: UptimeS | None = None
     buffered: Buffered | None = None
+    dropped: Dropped | None = None
 
 
 class RainPayload(Payload):

@@ -52,6 +52,9 @@ class SensorConfig(Model):
     sensor_height_in: PositiveFloat | None = None
     stale_after_minutes: PositiveFloat = 15.0
     battery_low_v: PositiveFloat | None = 3.5
+    #: The node (Pi) carrying the sensor: sensors naming one node share its MQTT
+    #: account in ``stormwatch acl`` (a node publishes for all its sensors).
+    node: Id | None = None
 
     @model_validator(mode="after")
     def _kind_fields(self) -> SensorConfig:

@@ -160,7 +160,8 @@ def dashboard_data(influx_server: Influxd, tmp_path_factory: pytest.TempPathFact
     config = export_config(tmp, influx_server, "dash")
     now_ms = int(time.time()) * 1000
     items: list[Reading | Inspection] = site_readings(now_ms - 20 * 3_600_000, 19 * 60)
-    items.append(Reading(SITE, "tb-up", "status", now_ms - 3_700_000, battery_v=3.61))
+    items.append(Reading(SITE, "tb-up", "status", now_ms - 3_700_000, battery_v=3.61,
+                         buffered=12, dropped=0))
     fill_store(config, items)
     with Store.in_dir(config.state_dir) as store:
         assert session(config, store).drain(60)

@@ -42,6 +42,10 @@ class HealthState:
     last_seen: int | None = None
     battery_v: float | None = None
     battery_low: bool = False
+    #: From the node's latest ``status``: readings it holds unacknowledged, and
+    #: readings it dropped past its buffer bound (ever).
+    buffered: int | None = None
+    dropped: int | None = None
 
 
 def is_stale(last_seen_ms: int | None, stale_after_ms: int, now_ms: int) -> bool:
@@ -79,6 +83,9 @@ class HealthFold:
                             SensorRecovered(sensor=self.sensor, last_seen=iso(ts),
                                             stale_since=iso(last + self.stale_ms))))
         state.last_seen = ts
+        if item.kind == "status":
+            state.buffered = item.buffered if item.buffered is not None else state.buffered
+            state.dropped = item.dropped if item.dropped is not None else state.dropped
         if item.battery_v is not None:
             state.battery_v = item.battery_v
             self._battery(state, ts, item.battery_v, out)
@@ -88,13 +95,16 @@ class HealthFold:
             out.append(self._stale(state.last_seen))
 
     def copy(self, state: HealthState) -> HealthState:
-        return HealthState(state.last_seen, state.battery_v, state.battery_low)
+        return HealthState(state.last_seen, state.battery_v, state.battery_low, state.buffered,
+                           state.dropped)
 
     def dump(self, state: HealthState) -> Any:
-        return [state.last_seen, state.battery_v, state.battery_low]
+        return [state.last_seen, state.battery_v, state.battery_low, state.buffered,
+                state.dropped]
 
     def load(self, data: Any) -> HealthState:
-        return HealthState(data[0], data[1], data[2])
+        # Snapshots from before node status was kept have three entries.
+        return HealthState(*data)
 
     def is_stale(self, state: HealthState, now_ms: int) -> bool:
         return is_stale(state.last_seen, self.stale_ms, now_ms)

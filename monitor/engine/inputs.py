@@ -35,6 +35,7 @@ class Reading:
     rssi_dbm: float | None = None
     uptime_s: float | None = None
     buffered: int | None = None
+    dropped: int | None = None
 
     def to_json(self) -> dict[str, object]:
         # Written out: the journal encodes every accepted reading with this.
@@ -52,7 +53,7 @@ class Reading:
 
 
 _OPTIONAL = ("tips_total", "precip_in", "seq", "ntu", "temp_c", "depth_in", "distance_in",
-             "battery_v", "rssi_dbm", "uptime_s", "buffered")
+             "battery_v", "rssi_dbm", "uptime_s", "buffered", "dropped")
 
 
 @dataclass(frozen=True, slots=True)

@@ -52,6 +52,8 @@ def site_summary(engine: Engine, site_id: str) -> dict[str, Any]:
             "battery_v": tl.state.battery_v,
             "stale_after_minutes": fold.stale_ms / 60_000,
             "readings": se.readings.get(sensor.id, 0),
+            "buffered": tl.state.buffered,
+            "dropped": tl.state.dropped,
         }
     return {
         "version": SUMMARY_VERSION,
@@ -119,6 +121,9 @@ def at_now(summary: dict[str, Any], now_ms: int) -> dict[str, Any]:
             "battery_v": h["battery_v"],
             "kind": h["kind"],
             "readings": h["readings"],
+            # From the node's latest status (null until one came).
+            "buffered": h.get("buffered"),
+            "dropped": h.get("dropped"),
         }
     return {
         "name": summary["name"],

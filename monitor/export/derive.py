@@ -54,7 +54,7 @@ from .lineprotocol import FieldValue, Int, Point, raw_series
 RAW_MEASUREMENTS = {"rain": "rain", "turbidity": "turbidity", "sediment": "sediment",
                     "status": "sensor_status"}
 #: Payload fields that are integers by nature (the rest are written as floats).
-INT_FIELDS = frozenset({"tips_total", "seq", "buffered"})
+INT_FIELDS = frozenset({"tips_total", "seq", "buffered", "dropped"})
 #: Reading keys that are tags or the timestamp, not fields.
 _NOT_FIELDS = frozenset({"site", "sensor", "kind", "ts_ms"})
 #: Severity of a pair's state, for the site summary's worst state.
