@@ -101,7 +101,7 @@ class Node:
         self.slots: dict[str, _Slot] = {}
         try:
             for sensor in config.sensors:
-                driver = make_driver(sensor, hardware)
+                driver = make_driver(sensor, hardware, config.site)
                 self.slots[sensor.id] = _Slot(sensor, driver, self.started_s)
                 state = self.buffer.state(sensor.id)
                 driver.restore(state.driver_state if state else None)

@@ -309,6 +309,19 @@ def test_csv_replay_format_with_sensor_column_and_realtime_pacing(tmp_path: Path
     assert driver.wait_s() == pytest.approx(18.0)                # 10:05 at ×10
 
 
+def test_csv_of_several_sites_keeps_the_nodes_own(tmp_path: Path) -> None:
+    """A replay file may hold sites that use one sensor id each: a node takes its site's."""
+    path = tmp_path / "card.csv"
+    path.write_text("ts,site,sensor,tips_total\n"
+                    "2026-11-29T10:00:00Z,mill-road-lot,rg1,900\n"
+                    "2026-11-29T10:00:00Z,branch-meadows,rg1,7\n"
+                    "2026-11-29T10:01:00Z,mill-road-lot,rg1,901\n")
+    config = CsvSensor.model_validate({"id": "rg1", "kind": "rain", "driver": "csv",
+                                       "file": str(path), "speed": "max"})
+    driver = CsvReplay(config, "rg1", Clock(wall_s=0).monotonic, "branch-meadows")
+    assert [s.counter for s in driver.read()] == [7]
+
+
 def test_csv_without_ts_or_fields_is_refused(tmp_path: Path) -> None:
     with pytest.raises(CsvFormatError, match="no ts column"):
         _csv(tmp_path, "time,tips_total\n")

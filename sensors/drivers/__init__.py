@@ -47,8 +47,10 @@ class Hardware:
 BOARD = Hardware()
 
 
-def make_driver(sensor: SensorBase, hardware: Hardware = BOARD) -> Driver:
-    """The driver of one configured sensor, its hardware opened."""
+def make_driver(sensor: SensorBase, hardware: Hardware = BOARD, site: str | None = None
+                ) -> Driver:
+    """The driver of one configured sensor, its hardware opened (``site``: the node's,
+    for a replay file that names sites)."""
     monotonic = hardware.monotonic or time.monotonic
     # Each driver module is imported in its branch, not at the top, so that a
     # node needs only the libraries of its own sensors (module docstring).
@@ -71,5 +73,5 @@ def make_driver(sensor: SensorBase, hardware: Hardware = BOARD) -> Driver:
 
         return ModbusSonde(sensor, hardware.serial or open_rs485)
     if isinstance(sensor, CsvSensor):
-        return CsvReplay(sensor, sensor.id, monotonic)
+        return CsvReplay(sensor, sensor.id, monotonic, site)
     raise TypeError(f"no driver for {type(sensor).__name__}")  # pragma: no cover

@@ -74,9 +74,11 @@ class CsvReplay(Driver):
     own_timestamps = True
 
     def __init__(self, config: CsvSensor, sensor_id: str,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
+                 monotonic: Callable[[], float] = time.monotonic, site: str | None = None
+                 ) -> None:
         self.path = config.file
         self.sensor_id = sensor_id
+        self.site_id = site
         self.kind = config.kind
         self.factor = (None if config.speed == "max" else
                        1.0 if config.speed == "realtime" else float(config.speed))
@@ -88,6 +90,8 @@ class CsvReplay(Driver):
             raise CsvFormatError(f"{self.path}: no ts column in the header")
         self._ts = names.index("ts")
         self._sensor = names.index("sensor") if "sensor" in names else None
+        # A replay file of several sites may use one sensor id at each.
+        self._site = names.index("site") if "site" in names and site is not None else None
         self._fields = {i: n for i, n in enumerate(names) if n in FIELDS_BY_KIND[self.kind]}
         if not self._fields:
             raise CsvFormatError(f"{self.path}: none of the columns "
@@ -129,9 +133,9 @@ class CsvReplay(Driver):
             return Sample(discarded=1, state=state)
         if not any(c.strip() for c in cells):
             return None
-        if self._sensor is not None and (len(cells) <= self._sensor
-                                         or cells[self._sensor].strip() != self.sensor_id):
-            return None
+        for column, wanted in ((self._sensor, self.sensor_id), (self._site, self.site_id)):
+            if column is not None and (len(cells) <= column or cells[column].strip() != wanted):
+                return None
         ts_ms = parse_ts_ms(cells[self._ts]) if len(cells) > self._ts else None
         # A bad row keeps its time when it has one, so pacing does not rush past it.
         bad = Sample(ts_ms=ts_ms, discarded=1, state=state)
