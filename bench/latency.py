@@ -103,12 +103,12 @@ def load_site(i: int) -> str:
     return f"load-{i:04d}"
 
 
-def write_config(path: Path, port: int, state_dir: Path, receiver_port: int, trial_sites: int,
+def write_config(path: Path, port: int, state_dir: Path, receiver_base: str, trial_sites: int,
                  load_sites: int, poll_s: float | None) -> None:
     """The daemon's configuration (JSON, which is YAML)."""
     stale = 30 * 24 * 60  # minutes: nothing goes stale during the run
     notify: dict[str, Any] = {
-        "targets": [{"url": f"json://127.0.0.1:{receiver_port}/alerts", "tags": ["qp"],
+        "targets": [{"url": f"json://{receiver_base}/alerts", "tags": ["qp"],
                      "name": "bench-receiver"}],
         "routes": {"storm_qualified": ["qp"]},
     }
@@ -342,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
             receiver = HttpReceiver().start()
             workspace.on_close(receiver.stop)
             config_path = workspace.path / "stormwatch.yaml"
-            write_config(config_path, mosquitto.port, workspace.path / "state", receiver.port,
+            write_config(config_path, mosquitto.port, workspace.path / "state", receiver.base,
                          total, args.load_sites, args.notify_poll_s)
             progress("starting `stormwatch run`")
             daemon = DaemonProcess(config_path, workspace.path / "daemon.log",

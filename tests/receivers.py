@@ -19,6 +19,7 @@ import base64
 import contextlib
 import email
 import json
+import secrets
 import socket
 import threading
 import time
@@ -191,11 +192,18 @@ class Post:
 
 
 class HttpReceiver:
-    """A JSON-accepting HTTP server on 127.0.0.1 (Apprise ``json://`` posts here)."""
+    """A JSON-accepting HTTP server on 127.0.0.1 (Apprise ``json://`` posts here).
+
+    Only POSTs under a random path of its own (``base`` = ``127.0.0.1:PORT/TOKEN``)
+    count: a stray POST from another test that reused the port (seen once) goes to
+    ``strays`` with a 404. ``Post.path`` is the path after the token.
+    """
 
     def __init__(self, port: int | None = None) -> None:
         self.port = port if port is not None else free_port()
+        self.token = secrets.token_hex(8)
         self.inbox = _Inbox()
+        self.strays: list[str] = []
         self.fail_next = 0
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -208,6 +216,13 @@ class HttpReceiver:
             def do_POST(self) -> None:  # noqa: N802 - http.server's name
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
+                prefix = f"/{receiver.token}"
+                if not (self.path == prefix or self.path.startswith(prefix + "/")
+                        or self.path.startswith(prefix + "?")):
+                    receiver.strays.append(self.path)
+                    self.send_response(404)
+                    self.end_headers()
+                    return
                 with receiver._lock:
                     fail = receiver.fail_next > 0
                     if fail:
@@ -220,8 +235,8 @@ class HttpReceiver:
                     body = json.loads(raw)
                 except ValueError:
                     body = None
-                receiver.inbox.add(Post(self.path, dict(self.headers.items()), body,
-                                        time.time()))
+                receiver.inbox.add(Post(self.path[len(prefix):] or "/",
+                                        dict(self.headers.items()), body, time.time()))
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.end_headers()
@@ -250,6 +265,11 @@ class HttpReceiver:
         if self._thread is not None:
             self._thread.join(5)
             self._thread = None
+
+    @property
+    def base(self) -> str:
+        """``127.0.0.1:PORT/TOKEN``: what a ``json://`` URL for this receiver starts with."""
+        return f"127.0.0.1:{self.port}/{self.token}"
 
     @property
     def posts(self) -> list[Post]:

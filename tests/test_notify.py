@@ -132,7 +132,7 @@ def restore_logging() -> Iterator[None]:
 
 
 def json_url(receiver: HttpReceiver, path: str = "hook") -> str:
-    return f"json://127.0.0.1:{receiver.port}/{path}"
+    return f"json://{receiver.base}/{path}"
 
 
 class Harness:
@@ -704,12 +704,12 @@ def test_apprise_configuration_files_with_env_secrets(
     yaml_file = tmp_path / "apprise.yaml"
     yaml_file.write_text(
         "urls:\n"
-        f"  - json://hook:${{HOOK_TOKEN}}@127.0.0.1:{http.port}/qp:\n"
+        f"  - json://hook:${{HOOK_TOKEN}}@{http.base}/qp:\n"
         "      - tag: qp\n"
-        f"  - json://127.0.0.1:{http.port}/team:\n"
+        f"  - json://{http.base}/team:\n"
         "      - tag: officer, ops\n")
     text_file = tmp_path / "apprise.txt"
-    text_file.write_text(f"qp=json://127.0.0.1:{http.port}/qp\nofficer,ops=console://\n")
+    text_file.write_text(f"qp=json://{http.base}/qp\nofficer,ops=console://\n")
     for path in (yaml_file, text_file):
         config = make_config(tmp_path, [], config_file=str(path))
         targets = load_targets(config.notify, env={"HOOK_TOKEN": "tok-9876"})

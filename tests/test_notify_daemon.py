@@ -50,7 +50,7 @@ notify:
     - url: "mailto://qp:${{SMTP_PASSWORD}}@127.0.0.1:{smtp}?mode=insecure&from=stormwatch@example.org&to=qp@example.org"
       tags: [qp]
       name: qp-mail
-    - url: "json://stormwatch:${{HOOK_TOKEN}}@127.0.0.1:{http}/officer"
+    - url: "json://stormwatch:${{HOOK_TOKEN}}@{http}/officer"
       tags: [officer]
 {extra_targets}  grafana_url: https://grafana.example.org/d/stormwatch?orgId=1
   poll_s: 0.2
@@ -60,9 +60,10 @@ notify:
 """
 
 
-def write_config(tmp_path: Path, broker_port: int, smtp_port: int, http_port: int,
+def write_config(tmp_path: Path, broker_port: int, smtp_port: int, http_base: str,
                  extra_targets: str = "") -> Path:
-    notify = NOTIFY.format(smtp=smtp_port, http=http_port, extra_targets=extra_targets)
+    """``http_base`` is ``HttpReceiver.base`` (host, port and its random path)."""
+    notify = NOTIFY.format(smtp=smtp_port, http=http_base, extra_targets=extra_targets)
     return daemonkit.write_config(tmp_path, broker_port, "stormwatch-notify-test",
                                   sections=notify,
                                   address="1 Meadow Lane, Village of the Branch, NY")
@@ -139,7 +140,7 @@ def test_a_storm_reaches_the_qp_by_mail_and_the_officer_by_hook(
         smtp: SmtpReceiver, http: HttpReceiver, secrets_env: None) -> None:
     smtp.start()
     broker = make_mosquitto()
-    cfg = write_config(tmp_path, broker.port, smtp.port, http.port)
+    cfg = write_config(tmp_path, broker.port, smtp.port, http.base)
     daemon = daemons.start(cfg)
 
     start = int(time.time()) // 60 * 60 - 3 * 3600
@@ -221,7 +222,7 @@ def test_an_overdue_clock_reaches_qp_and_officer_once(
     both reminders and the overdue notice fall due at once; the overdue one is sent."""
     smtp.start()
     broker = make_mosquitto()
-    cfg = write_config(tmp_path, broker.port, smtp.port, http.port)
+    cfg = write_config(tmp_path, broker.port, smtp.port, http.base)
     daemon = daemons.start(cfg)
     start = int(time.time()) // 60 * 60 - 28 * 3600
     pub = Publisher(broker.port)
@@ -253,7 +254,7 @@ def test_mail_server_down_escalates_then_delivers_once_across_kills(
         tmp_path: Path, make_mosquitto: MakeMosquitto, daemons: Daemons,
         smtp: SmtpReceiver, http: HttpReceiver, secrets_env: None) -> None:
     broker = make_mosquitto()  # the SMTP server is not started: it is down
-    cfg = write_config(tmp_path, broker.port, smtp.port, http.port)
+    cfg = write_config(tmp_path, broker.port, smtp.port, http.base)
     db = cfg.parent / "state" / "stormwatch.db"
     daemon = daemons.start(cfg)
     start = int(time.time()) // 60 * 60 - 3 * 3600
@@ -322,13 +323,13 @@ def test_notify_test_reports_each_target(
     smtp.start()
     extra = (f'    - {{url: "json://127.0.0.1:{closed_port()}/ops?+X-Token=${{HOOK_TOKEN}}", '
              "tags: [ops], name: ops-hook}\n")
-    cfg = write_config(tmp_path, 1883, smtp.port, http.port, extra_targets=extra)
+    cfg = write_config(tmp_path, 1883, smtp.port, http.base, extra_targets=extra)
 
     out = cli("notify-test", "--config", str(cfg))
     assert out.returncode == 1, out.stderr
     lines = out.stdout.splitlines()
     assert lines[0] == "ok     qp-mail [qp]"
-    assert lines[1] == f"ok     json://stormwatch:***@127.0.0.1:{http.port}/officer [officer]"
+    assert lines[1] == f"ok     json://stormwatch:***@{http.base}/officer [officer]"
     assert lines[2].startswith("FAILED ops-hook [ops]: A Connection error occurred")
     assert out.stderr.strip().endswith(
         "notify-test: 1 of 3 target(s) did not take the message: ops-hook")
