@@ -49,7 +49,8 @@ from .siterules import (
 __all__ = [
     "CLOCK_CONDITIONS", "DEFAULT_ABSOLUTE_NTU", "ENV_PREFIX", "ID_PATTERN", "SENSOR_KINDS",
     "BrokerConfig",
-    "Config", "DaemonConfig", "InfluxConfig", "Model", "NotifyConfig", "NotifyTarget", "Pause",
+    "Config", "DaemonConfig", "DeadLettersConfig", "InfluxConfig", "Model", "NotifyConfig",
+    "NotifyTarget", "Pause",
     "QualifiedProfessional",
     "RainRules", "SensorConfig", "SiteConfig", "SiteNotify", "TlsConfig", "TrapConfig",
     "TurbidityPair",
@@ -320,10 +321,25 @@ class DaemonConfig(Model):
     snapshot_retry_s: PositiveFloat = 60.0
 
 
+class DeadLettersConfig(Model):
+    """The dead-letter table (rejected messages, DESIGN § 3), bounded so that a
+    misbehaving or malicious node cannot fill the disk with it."""
+
+    #: The table's size cap in MiB; past it the oldest dead letters are pruned
+    #: (counted: ``status --json`` ``ingest.dead_letters_pruned``). Each keeps the
+    #: first 4 KiB of its payload, so 64 MiB hold at least ~15 000 of them.
+    max_mb: PositiveFloat = 64.0
+
+    @property
+    def max_bytes(self) -> int:
+        return int(self.max_mb * 1024 * 1024)
+
+
 class Config(Model):
     broker: BrokerConfig = Field(default_factory=BrokerConfig)
     state_dir: str = "/var/lib/stormwatch"
     daemon: DaemonConfig = Field(default_factory=DaemonConfig)
+    dead_letters: DeadLettersConfig = Field(default_factory=DeadLettersConfig)
     influx: InfluxConfig | None = None
     notify: NotifyConfig = Field(default_factory=NotifyConfig)
     log_format: Literal["text", "json"] = "text"

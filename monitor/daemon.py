@@ -20,20 +20,25 @@ The shell around the engine, and nothing clever:
   (``SnapshotWriter``): state, not readings, and only the checkpoints that
   changed. On start it restores the snapshot and replays the journal after
   it; events already recorded are recognised by (id, revision) and not
-  recorded or alerted twice.
+  recorded or alerted twice;
+* when the store refuses a write (disk full), nothing crashes and nothing is
+  lost: a batch whose commit failed is held unacknowledged, events are kept by
+  ``EngineHost``, the loop takes no more (the bounded queues stop paho, the
+  broker holds the rest) and retries with backoff. ``store/health.py`` logs it
+  and shows it to ``status``, with the broker connection.
 """
 
 from __future__ import annotations
 
 import gc
 import logging
-import os
 import queue
+import shutil
 import signal
-import socket
+import sqlite3
 import threading
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -49,12 +54,14 @@ from .host import (
     journal_in,
     open_store,
 )
-from .ingest import Ingest, Received
-from .models import Rejection
+from .ingest import SESSION_META, Ingest, Received, session_key
+from .logs import RejectLog, SdNotify
+from .models import Rejection, RejectReason
 from .mqttparse import parse_message
 from .mqttproc import IngestProcess
-from .store import DeadLetterIn, JournalIn, Store
+from .store import DeadLetterIn, JournalIn, Store, is_disk_full
 from .store.events import AlertRoutes
+from .store.health import DaemonHealth
 from .workers import Worker, build_routes, build_workers
 
 log = logging.getLogger("stormwatch.daemon")
@@ -73,6 +80,10 @@ STATUS_EVERY_S = 0.5
 STATUS_BACKLOG_S = 5.0
 #: Between full garbage collections (see ``_keep_heap``).
 FULL_GC_EVERY_S = 3600.0
+#: The longest wait between attempts to open or write a store that refused.
+MAX_WAIT_S = 15.0
+#: Meta key written to find out whether the store takes writes again.
+PROBE_META = "store_probe_ms"
 
 
 class SnapshotWriter:
@@ -126,65 +137,19 @@ def _write_snapshot(snapshots: Snapshots, store: Store, image: SnapshotImage,
     started = time.monotonic()
     try:
         snapshots.write(store, image, created_ms=round(clock() * 1000))
-    except Exception:
-        log.exception("snapshot at journal %s FAILED; ingest and alerts go on, it is tried"
-                      " again later (until one succeeds, a restart replays the journal from"
-                      " the last good snapshot)", image.applied_seq)
+    except Exception as exc:
+        # A full disk is an ERROR line, not a traceback: nothing here is a bug.
+        log.error("snapshot at journal %s FAILED (%s); ingest and alerts go on, it is tried"
+                  " again later (until one succeeds, a restart replays the journal from"
+                  " the last good snapshot)", image.applied_seq, exc,
+                  exc_info=not is_disk_full(exc))
         return False
     log.debug("snapshot at journal %s written in %.3f s (%d checkpoint(s) new)",
               image.applied_seq, time.monotonic() - started, len(image.put))
     return True
 
 
-# --------------------------------------------------------------------------- systemd
-
-
-class SdNotify:
-    """systemd's notify protocol (``Type=notify``), a datagram to $NOTIFY_SOCKET."""
-
-    def __init__(self) -> None:
-        addr = os.environ.get("NOTIFY_SOCKET")
-        self.addr = "\0" + addr[1:] if addr and addr.startswith("@") else addr
-        usec = os.environ.get("WATCHDOG_USEC")
-        self.watchdog_s = int(usec) / 1e6 / 2 if usec and usec.isdigit() else None
-        self._last_watchdog = 0.0
-
-    def send(self, state: str) -> None:
-        if not self.addr:
-            return
-        try:
-            with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
-                s.connect(self.addr)
-                s.sendall(state.encode())
-        except OSError as exc:
-            log.debug("sd_notify failed: %s", exc)
-
-    def watchdog(self) -> None:
-        if self.watchdog_s is None:
-            return
-        now = time.monotonic()
-        if now - self._last_watchdog >= self.watchdog_s:
-            self._last_watchdog = now
-            self.send("WATCHDOG=1")
-
-
 # --------------------------------------------------------------------------- the daemon
-
-
-@dataclass
-class RejectLog:
-    """Log each (sensor, reason) at most once a minute; count every one."""
-
-    last: dict[tuple[str, str], float] = field(default_factory=dict)
-
-    def note(self, topic: str, rejection: Rejection, now: float) -> None:
-        parts = topic.split("/")
-        sensor = "/".join(parts[-3:-1]) if len(parts) >= 3 else topic
-        key = (sensor, rejection.reason.value)
-        if now - self.last.get(key, -1e9) >= 60:
-            self.last[key] = now
-            log.warning("rejected message on %s: %s (%s)", topic, rejection.reason.value,
-                        rejection.detail)
 
 
 class Acker(Protocol):
@@ -213,8 +178,13 @@ class Daemon:
         self.workers = workers if workers is not None else build_workers(config, clock)
         self.stop_event = stop_event if stop_event is not None else threading.Event()
         self.queue: queue.Queue[Received] = queue.Queue(maxsize=QUEUE_SIZE)
-        self.rejects = RejectLog()
+        self.rejects = RejectLog(log)
         self.notify = SdNotify()
+        #: The health file, the store refusing writes (``health.trouble``), and the
+        #: batch held unacknowledged meanwhile.
+        self.health = DaemonHealth(config.state_dir, log, clock)
+        self.held: list[Received] = []
+        self._broker_up: bool | None = None
 
     def request_stop(self, *_: Any) -> None:
         self.stop_event.set()
@@ -225,36 +195,58 @@ class Daemon:
                 log.error("another stormwatch daemon holds %s", Path(self.config.state_dir)
                           / LOCK_NAME)
                 return 2
-            with open_store(self.config) as store:
+            store = self._open_store()
+            if store is None:
+                return 0  # told to stop while waiting for it
+            with store:
                 return self._run(store)
+
+    def _open_store(self) -> Store | None:
+        """The store, waited for while it cannot be opened: on a full disk SQLite cannot
+        make its WAL files ("disk I/O error"). Exiting would only have systemd start
+        the daemon again and again; waiting leaves the messages with the broker."""
+        delay = 1.0
+        while True:
+            try:
+                return open_store(self.config)
+            except sqlite3.OperationalError as exc:
+                if delay == 1.0:
+                    state = Path(self.config.state_dir).resolve()
+                    full = is_disk_full(exc) or shutil.disk_usage(state).free < 1 << 16
+                    log.error("cannot open the store in %s (%s%s); waiting for it, tried again"
+                              " every %g s at most (the broker keeps the readings meanwhile)",
+                              state, exc, ": the disk is full" if full else "", MAX_WAIT_S)
+                    self.notify.send("READY=1\nSTATUS=waiting for the store (see the log)")
+            self.notify.watchdog()  # at least every MAX_WAIT_S: well within WatchdogSec
+            if self.stop_event.wait(delay):
+                return None
+            delay = min(delay * 2, MAX_WAIT_S)
 
     def _run(self, store: Store) -> int:
         started = time.monotonic()
+        store.journal.max_dead_bytes = self.config.dead_letters.max_bytes
+        self.health.open()
         host = EngineHost.restore(self.config, store, clock=self.clock, routes=self.routes)
         host.coalesce = True
         restored_at = host.applied_seq
-        replayed = host.catch_up()
+        replayed = 0
+        try:
+            replayed = host.catch_up()
+            host.record_status()
+        except sqlite3.OperationalError as exc:
+            self.health.store_failed(exc)  # the loop goes on from where this stopped
         log.info("engine restored from the snapshot at journal %s and %s later row(s) in"
                  " %.1f s", restored_at, replayed, time.monotonic() - started)
         host.on_alerts = self._wake_workers
-        host.record_status()
         _keep_heap(full=True)
         writer = SnapshotWriter(self.config, host.snapshots, self.clock)
         writer.start()
-        sites = [s.id for s in self.config.sites]
-        ingest: Ingest | IngestProcess
-        if self.mqtt_process:
-            ingest = IngestProcess(self.config.broker, self.queue, sites=sites, clock=self.clock,
-                                   protocol=self.mqtt_protocol, connected=self.connected,
-                                   log_format=self.config.log_format,
-                                   log_level=logging.getLogger().getEffectiveLevel())
-        else:
-            ingest = Ingest(self.config.broker, self.queue, sites=sites, clock=self.clock,
-                            protocol=self.mqtt_protocol, connected=self.connected)
+        ingest = self._make_ingest(store)
         ingest.start()
         worker_stop = threading.Event()
-        threads = [threading.Thread(target=_run_worker, args=(w, worker_stop), name=w.name,
-                                    daemon=True) for w in self.workers]
+        writable = lambda: not self.health.trouble.active  # noqa: E731 - the engine thread's view
+        threads = [threading.Thread(target=_run_worker, args=(w, worker_stop, writable),
+                                    name=w.name, daemon=True) for w in self.workers]
         for t in threads:
             t.start()
         self.notify.send("READY=1")
@@ -264,22 +256,35 @@ class Daemon:
         every_rows = self.config.daemon.snapshot_every_rows
         try:
             while not self.stop_event.is_set():
+                self._watch_broker(ingest, store)
+                self.notify.watchdog()
+                if self.health.trouble.active:
+                    # Take nothing new: the queues fill and the broker holds the rest.
+                    if time.monotonic() >= self.health.trouble.retry_at:
+                        self._retry(store, ingest, host)
+                    else:
+                        self.stop_event.wait(0.05)
+                    continue
                 batch = self._take_batch(timeout=0.05)
-                if batch:
-                    self.ingest_batch(store, ingest, host, batch)
-                if store.journal.max_seq() > host.applied_seq:
-                    host.catch_up()
-                now = time.monotonic()
-                caught_up = ingest.connected.is_set() and len(batch) < BATCH_MAX and \
-                    self.queue.empty()
-                if (now - last_tick >= self.tick_every_s and caught_up) or \
-                        now - last_tick >= max(TICK_AT_LEAST_EVERY_S, self.tick_every_s):
-                    host.tick()
-                    last_tick = last_status = now
-                elif host.dirty_sites and now - last_status >= (
-                        STATUS_EVERY_S if caught_up else STATUS_BACKLOG_S):
-                    host.record([], status=True)
-                    last_status = now
+                try:
+                    if batch:
+                        self.ingest_batch(store, ingest, host, batch)
+                    if store.journal.max_seq() > host.applied_seq:
+                        host.catch_up()
+                    now = time.monotonic()
+                    caught_up = ingest.connected.is_set() and len(batch) < BATCH_MAX and \
+                        self.queue.empty()
+                    if (now - last_tick >= self.tick_every_s and caught_up) or \
+                            now - last_tick >= max(TICK_AT_LEAST_EVERY_S, self.tick_every_s):
+                        host.tick()
+                        last_tick = last_status = now
+                    elif host.dirty_sites and now - last_status >= (
+                            STATUS_EVERY_S if caught_up else STATUS_BACKLOG_S):
+                        host.record([], status=True)
+                        last_status = now
+                except sqlite3.OperationalError as exc:
+                    self.health.store_failed(exc)
+                    continue
                 for image, ok in writer.outcomes():
                     if not ok:
                         host.rows_since_snapshot += image.rows
@@ -292,21 +297,19 @@ class Daemon:
                     _keep_heap(full=now - last_full_gc >= FULL_GC_EVERY_S)
                     if now - last_full_gc >= FULL_GC_EVERY_S:
                         last_full_gc = now
-                self.notify.watchdog()
+            self._watch_broker(ingest, store)  # a connection made just before the stop
             self.notify.send("STOPPING=1")
-            log.info("stopping: draining %s queued message(s)", self.queue.qsize())
-            # Drain what the network thread already handed over, while we can still ack.
-            while True:
-                batch = self._take_batch(timeout=0.2)
-                if not batch:
-                    break
-                self.ingest_batch(store, ingest, host, batch)
+            self._drain(store, ingest, host)
         finally:
             ingest.stop()
             writer.stop()
-        host.catch_up()
-        host.record_status()
-        host.settle_backfill(all_sites=True)
+        try:
+            host.catch_up()
+            host.record_status()
+            host.settle_backfill(all_sites=True)
+        except sqlite3.OperationalError as exc:
+            log.error("could not record the final state (%s); the next start replays the"
+                      " journal", exc)
         for image, ok in writer.outcomes():
             if not ok:
                 host.rows_since_snapshot += image.rows
@@ -315,8 +318,65 @@ class Daemon:
         self._wake_workers()
         for t in threads:
             t.join(timeout=10)
+        self.health.close()
         log.info("stopped at journal %s", host.applied_seq)
         return 0
+
+    def _make_ingest(self, store: Store) -> Ingest | IngestProcess:
+        """The MQTT client, told whether the broker should still hold our session."""
+        b = self.config.broker
+        expect = store.state.meta_get(SESSION_META) == session_key(b)
+        sites = [s.id for s in self.config.sites]
+        if self.mqtt_process:
+            return IngestProcess(b, self.queue, sites=sites, clock=self.clock,
+                                 protocol=self.mqtt_protocol, connected=self.connected,
+                                 log_format=self.config.log_format,
+                                 log_level=logging.getLogger().getEffectiveLevel(),
+                                 expect_session=expect)
+        return Ingest(b, self.queue, sites=sites, clock=self.clock, protocol=self.mqtt_protocol,
+                      connected=self.connected, expect_session=expect)
+
+    def _drain(self, store: Store, ingest: Acker, host: EngineHost) -> None:
+        """At stop: journal and acknowledge what the MQTT side handed over already."""
+        log.info("stopping: draining %s queued message(s)", self.queue.qsize())
+        while not self.health.trouble.active:
+            batch = self._take_batch(timeout=0.2)
+            if not batch:
+                return
+            try:
+                self.ingest_batch(store, ingest, host, batch)
+            except sqlite3.OperationalError as exc:
+                self.health.store_failed(exc)
+        log.warning("stopping with %d message(s) not journaled, as the store refuses writes:"
+                    " they were not acknowledged, and the broker sends them again",
+                    len(self.held) + self.queue.qsize())
+
+    def _watch_broker(self, ingest: Ingest | IngestProcess, store: Store) -> None:
+        up = ingest.connected.is_set()
+        if up == self._broker_up:
+            return
+        self._broker_up = up
+        self.health.broker(up)
+        key = session_key(self.config.broker)
+        if up and key is not None and store.state.meta_get(SESSION_META) != key:
+            try:
+                store.state.meta_set(SESSION_META, key)
+            except sqlite3.OperationalError as exc:
+                log.debug("broker session not noted (%s); tried at the next connection", exc)
+
+    def _retry(self, store: Store, ingest: Acker, host: EngineHost) -> None:
+        """Try the held batch (or a small write), then the events kept back."""
+        held, self.held = self.held, []
+        try:
+            if held:
+                self.ingest_batch(store, ingest, host, held)
+            else:
+                store.state.meta_set(PROBE_META, self.health.now_ms())
+            host.record([], status=True)
+        except sqlite3.OperationalError as exc:
+            self.health.store_failed(exc)
+            return
+        self.health.store_ok(len(held))
 
     def _wake_workers(self) -> None:
         for worker in self.workers:
@@ -330,9 +390,10 @@ class Daemon:
         """
         try:
             host.snapshot()
-        except Exception:
-            log.exception("snapshot at journal %s FAILED (until one succeeds, a restart"
-                          " replays the journal from the last good snapshot)", host.applied_seq)
+        except Exception as exc:
+            log.error("snapshot at journal %s FAILED (%s; until one succeeds, a restart replays"
+                      " the journal from the last good snapshot)", host.applied_seq, exc,
+                      exc_info=not is_disk_full(exc))
             return False
         return True
 
@@ -359,26 +420,48 @@ class Daemon:
     def ingest_batch(self, store: Store, ingest: Acker, host: EngineHost,
                      batch: list[Received]) -> None:
         """One batch from the queue to the engine: parse, journal (rejects to the dead
-        letters), acknowledge, apply, record. ``bench/season.py`` drives this too."""
+        letters), acknowledge, apply, record. ``bench/season.py`` drives this too.
+
+        When the journal commit fails (``sqlite3.OperationalError``: the disk is
+        full) nothing is acknowledged or applied and the batch is kept in
+        ``held`` for a retry; the error is raised on.
+        """
         journal: list[JournalIn] = []
         items: list[tuple[Reading | Inspection, int]] = []
+        sources: list[Received] = []
         dead: list[DeadLetterIn] = []
         now = self.clock()
         ref_ms = round(now * 1000)
+        # The reject log's minute is measured on the monotonic clock: a wall clock
+        # stepped back must not silence it.
+        tick = time.monotonic()
         for m in batch:
             item = parse_message(self.config, m.topic, m.payload, ref_ms=ref_ms,
                                  received_ms=m.received_ms)
             if isinstance(item, Rejection):
                 dead.append(DeadLetterIn(m.topic, m.payload, item.reason.value, item.detail,
                                          m.received_ms))
-                self.rejects.note(m.topic, item, now)
+                self.rejects.note(m.topic, item.reason.value, item.detail, tick)
             else:
                 journal.append(journal_in(item, topic=m.topic, received_ms=m.received_ms))
                 items.append((item, m.received_ms))
-        seqs = store.journal.commit(journal, dead)
+                sources.append(m)
+
+        def conflict(index: int, detail: str) -> DeadLetterIn:
+            # A seq reused with another body: the raw message is the dead letter.
+            m, reason = sources[index], RejectReason.seq_conflict.value
+            self.rejects.note(m.topic, reason, detail, tick)
+            return DeadLetterIn(m.topic, m.payload, reason, detail, m.received_ms)
+
+        try:
+            seqs = store.journal.commit(journal, dead, conflict=conflict)
+        except sqlite3.OperationalError:
+            self.held = batch  # not on disk: not acknowledged, tried again
+            raise
         # Only now, with the batch on disk, may the broker forget it.
         ingest.ack(batch)
-        # The engine takes the batch from memory; redeliveries (no seq) are not input.
+        # The engine takes the batch from memory; redeliveries and seq conflicts (no
+        # seq) are not input.
         host.apply_committed([(seq, item, received) for seq, (item, received)
                               in zip(seqs, items, strict=True) if seq is not None])
 
@@ -400,14 +483,32 @@ def _keep_heap(*, full: bool) -> None:
     gc.freeze()
 
 
-def _run_worker(worker: Worker, stop: threading.Event) -> None:
+#: A worker failing on a store that refuses writes says so once in this long.
+WORKER_STORE_LOG_EVERY_S = 300.0
+
+
+def _run_worker(worker: Worker, stop: threading.Event,
+                writable: Callable[[], bool] = lambda: True) -> None:
+    """Run a worker; restart it after a failure. One that failed on the store (disk
+    full) waits until the engine thread finds the store writable again: restarted
+    sooner, the alert worker would send its first due alert again each time."""
+    quiet_until = 0.0
     while not stop.is_set():
         try:
             worker.run(stop)
             return
-        except Exception:  # a sink must not take the daemon down; restart it after a pause
-            log.exception("worker %s failed; restarting in 5 s", worker.name)
-            stop.wait(5.0)
+        except Exception as exc:  # a sink must not take the daemon down; restart it after a pause
+            # The store refusing writes (disk full: the engine thread reports it) is a
+            # line now and then, not a traceback every 5 s.
+            store = isinstance(exc, sqlite3.OperationalError)
+            if not store or time.monotonic() >= quiet_until:
+                quiet_until = time.monotonic() + WORKER_STORE_LOG_EVERY_S if store else 0.0
+                log.error("worker %s failed (%s); restarting it %s", worker.name, exc,
+                          "once the store takes writes" if store else "in 5 s",
+                          exc_info=not store)
+            stop.wait(10.0 if store else 5.0)  # time for the engine thread to notice
+            while store and not writable() and not stop.wait(1.0):
+                pass
 
 
 def install_signal_handlers(stop: threading.Event) -> None:

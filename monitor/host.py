@@ -18,6 +18,7 @@ import fcntl
 import json
 import logging
 import os
+import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -239,6 +240,10 @@ class EngineHost:
     #: Sites applying a backlog: wall ms of their last backfilled row, and of the
     #: start of the current deferral.
     backfill: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: Events the engine produced that the store refused to record (disk full):
+    #: the engine will not produce them again, so the next ``record`` writes them
+    #: first, in order.
+    unrecorded: list[Event] = field(default_factory=list)
 
     @classmethod
     def restore(cls, config: Config, store: Store, *, clock: WallClock = time.time,
@@ -329,12 +334,20 @@ class EngineHost:
         """Record events (one transaction with their outbox and log book rows, and the
         status of the sites they changed); ``status`` records the status of every
         site that took input since, events or not."""
+        events = self.unrecorded + events
         statuses = self._status_changes(None if status else {e.fact.site for e in events})
         if not events and not statuses:
             return 0
-        new = self.store.events.record(events, self.applied_seq,
-                                       recorded_ms=self.now_ms(), routes=self.routes,
-                                       statuses=statuses, defer=set(self.backfill))
+        try:
+            new = self.store.events.record(events, self.applied_seq,
+                                           recorded_ms=self.now_ms(), routes=self.routes,
+                                           statuses=statuses, defer=set(self.backfill))
+        except sqlite3.OperationalError:
+            # Kept for the next call (the caller retries once the store takes writes).
+            self.unrecorded = events
+            self.dirty_sites.update(statuses)
+            raise
+        self.unrecorded = []
         self.status_written.update(statuses)
         if new:
             for e in events:
@@ -370,8 +383,12 @@ class EngineHost:
             self.store.state.meta_set("lag_ms", self.lag_ms)
         events = self.engine.tick(now)
         if events:
-            (seq,) = self.store.journal.commit([JournalIn("tick", None, None, now, {"now_ms": now},
-                                                        None, now)])
+            try:
+                (seq,) = self.store.journal.commit([JournalIn("tick", None, None, now,
+                                                            {"now_ms": now}, None, now)])
+            except sqlite3.OperationalError:
+                self.unrecorded += events  # recorded later; a restart re-ticks anyway
+                raise
             if seq is not None:
                 self.applied_seq = max(self.applied_seq, seq)
         self.dirty_sites.update(s.id for s in self.config.sites)

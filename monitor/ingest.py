@@ -27,6 +27,16 @@ then reaches no daemon at all (an MQTT v5 publisher sees PUBACK 0x10 "no
 matching subscribers"). Subscriptions live in the persistent session, so a
 session resumed after switching from ``all`` to ``sites`` still holds the
 wildcards; they are unsubscribed once the site filters are in place.
+
+An unreachable broker is never silent: the first failed connection is an
+ERROR at once, naming host:port and the reason (refused, no route, name not
+known, TLS, a CONNACK refusal), and while it lasts it is repeated at growing
+intervals capped at ``CONNECT_LOG_MAX_S``, with how long and how many
+attempts (paho itself retries with a backoff capped at 60 s). A connection
+that should have resumed a persistent session (``expect_session``: this
+daemon had one before, or this is a reconnect) but finds none is a WARNING:
+whatever the broker had queued for the old session is gone (it expired, the
+broker lost its database, or another client took the client id).
 """
 
 from __future__ import annotations
@@ -35,6 +45,7 @@ import logging
 import queue
 import socket
 import ssl
+import sys
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -54,6 +65,22 @@ log = logging.getLogger("stormwatch.ingest")
 
 #: Seconds to wait for the broker's answer to a v5 CONNECT before trying 3.1.1.
 CONNACK_TIMEOUT_S = 5.0
+#: While the broker cannot be reached, the ERROR is repeated after this many
+#: seconds, then twice as long each time, up to ``CONNECT_LOG_MAX_S``.
+CONNECT_LOG_FIRST_S = 10.0
+CONNECT_LOG_MAX_S = 300.0
+
+
+#: Meta key (``store.state``) under which the daemon notes the broker session it
+#: had, so that its next start knows to expect it back (``expect_session``).
+SESSION_META = "broker_session"
+
+
+def session_key(broker: BrokerConfig) -> str | None:
+    """What names the broker session a client keeps (client id @ host:port); None when
+    it keeps none (``session_expiry_hours: 0``)."""
+    b = broker
+    return f"{b.client_id}@{b.host}:{b.port}" if b.session_expiry_hours > 0 else None
 
 
 def wildcard_filters(prefix: str) -> list[str]:
@@ -93,7 +120,10 @@ class Ingest:
     def __init__(self, broker: BrokerConfig, out: queue.Queue[Received], *,
                  sites: Sequence[str] = (), clock: WallClock = time.time,
                  protocol: int | None = None,
-                 connected: threading.Event | None = None) -> None:
+                 connected: threading.Event | None = None,
+                 expect_session: bool = False) -> None:
+        """``expect_session``: the broker should hold a session for this client id
+        already (the daemon had one); finding none is then a WARNING."""
         self.broker = broker
         self.out = out
         self.clock = clock
@@ -112,6 +142,13 @@ class Ingest:
         self.stopping = False
         self._protocol = protocol if protocol is not None else mqtt.MQTTv5
         self._connected_once = False
+        self._answered = False
+        self._expect_session = expect_session and broker.session_expiry_hours > 0
+        # The broker out of reach: since when (monotonic), attempts, when to log next.
+        self._down_since: float | None = None
+        self._attempts = 0
+        self._log_at = 0.0
+        self._log_every = CONNECT_LOG_FIRST_S
         self._swapping = False
         self._lock = threading.Lock()
         self.client = self._make_client()
@@ -136,6 +173,7 @@ class Ingest:
         client.max_inflight_messages_set(1000)
         client.reconnect_delay_set(min_delay=1, max_delay=60)
         client.on_connect = self._on_connect
+        client.on_connect_fail = self._on_connect_fail
         client.on_disconnect = self._on_disconnect
         client.on_message = self._on_message
         return client
@@ -201,13 +239,30 @@ class Ingest:
                     getattr(reason, "value", None) in (1, 0x84)):  # unacceptable protocol version
                 self._fallback_v311()
                 return
-            log.error("broker refused the connection: %s", reason)
+            self._answered = True  # it speaks v5: a refusal is no reason to fall back
+            self._unreachable(f"the broker refused the connection: {reason}")
             return
+        expected = self._expect_session or (
+            self._connected_once and self.broker.session_expiry_hours > 0)
         self._connected_once = True
         with self._lock:
             self.generation += 1
         client.subscribe([(topic, 1) for topic in self.filters])
-        session = getattr(flags, "session_present", False)
+        session = bool(getattr(flags, "session_present", False))
+        if self._down_since is not None and self._attempts:
+            log.info("reached the broker at %s:%s again after %.0f s and %d failed attempt(s)",
+                     self.broker.host, self.broker.port, time.monotonic() - self._down_since,
+                     self._attempts)
+        self._down_since, self._attempts, self._log_every = None, 0, CONNECT_LOG_FIRST_S
+        if expected and not session:
+            log.warning("the broker at %s:%s has NO session for client id %r although this"
+                        " daemon had one: readings it queued for the daemon while it was"
+                        " disconnected may be lost (the session expired after"
+                        " broker.session_expiry_hours = %g, the broker lost its persistence"
+                        " database, or another client connected with this client id)",
+                        self.broker.host, self.broker.port, self.broker.client_id,
+                        self.broker.session_expiry_hours)
+        self._expect_session = True
         if session and self.stale_filters:
             # Wildcards left from `subscribe: all`. After the SUBSCRIBE, never before: a
             # message published in between that matched neither would be dropped.
@@ -234,14 +289,42 @@ class Ingest:
 
     def _on_disconnect(self, client: mqtt.Client, userdata: Any, flags: Any, reason: Any,
                        properties: Any) -> None:
+        was_up = self.connected.is_set()
         self.connected.clear()
-        if not self._connected_once and self._protocol == mqtt.MQTTv5:
+        if not self._connected_once and not self._answered and self._protocol == mqtt.MQTTv5:
             # Some 3.1.1-only brokers (amqtt) close the socket on a v5 CONNECT
             # instead of answering "unsupported protocol version".
             self._fallback_v311()
             return
-        if not self.stopping:
+        if not self.stopping and was_up:
+            # (An attempt the broker refused ends here too; _unreachable logged it.)
             log.warning("disconnected from broker (%s); reconnecting", reason)
+            self._down_since, self._attempts = time.monotonic(), 0
+
+    def _on_connect_fail(self, client: mqtt.Client, userdata: Any) -> None:
+        # paho calls this from inside its ``except OSError``: the error is at hand.
+        exc = sys.exc_info()[1]
+        self._unreachable(f"{type(exc).__name__}: {exc}" if exc is not None else "no answer")
+
+    def _unreachable(self, reason: str) -> None:
+        """A connection attempt failed: log it at once, then at growing intervals."""
+        now = time.monotonic()
+        if self._down_since is None:
+            self._down_since = now
+        self._attempts += 1
+        where = f"{self.broker.host}:{self.broker.port}"
+        if self._attempts == 1:
+            log.error("cannot connect to the broker at %s: %s. Retrying with backoff (60 s at"
+                      " most); nothing is received until then (the nodes' readings wait in"
+                      " the broker, if it is up)", where, reason)
+        elif now >= self._log_at:
+            log.error("still cannot connect to the broker at %s after %.0f s (%d attempts): %s",
+                      where, now - self._down_since, self._attempts, reason)
+            self._log_every = min(self._log_every * 2, CONNECT_LOG_MAX_S)
+        else:
+            log.debug("connection attempt %d to %s failed: %s", self._attempts, where, reason)
+            return
+        self._log_at = now + self._log_every
 
     def _on_message(self, client: mqtt.Client, userdata: Any, msg: mqtt.MQTTMessage) -> None:
         message = Received(msg.topic, bytes(msg.payload), msg.mid, msg.qos, self.generation,

@@ -101,6 +101,10 @@ class RejectReason(str, Enum):
     #: would close clocks and settle notices before their time).
     future = "future"
     bad_value = "bad_value"                # wrong type (a string for ntu, 1.5 tips)
+    #: A reading whose ``seq`` this sensor already used for another body (DESIGN
+    #: § 3). Found by the journal commit, which knows what was sent before, not
+    #: by ``parse_message``.
+    seq_conflict = "seq_conflict"
 
     def __str__(self) -> str:
         return self.value

@@ -66,8 +66,11 @@ class IngestProcess:
     def __init__(self, broker: BrokerConfig, out: queue.Queue[Received], *,
                  sites: Sequence[str] = (), clock: WallClock = time.time,
                  protocol: int | None = None, connected: threading.Event | None = None,
-                 log_format: str = "text", log_level: int = logging.INFO) -> None:
+                 log_format: str = "text", log_level: int = logging.INFO,
+                 expect_session: bool = False) -> None:
         self.broker = broker
+        #: Passed to the child's ``Ingest``; true for every child after one connected.
+        self.expect_session = expect_session
         self.out = out
         self.sites = list(sites)
         self.clock = clock
@@ -88,7 +91,8 @@ class IngestProcess:
         self._proc = self._ctx.Process(
             target=_child, name="stormwatch-mqtt", daemon=True,
             args=(self.broker.model_dump(mode="json"), self.sites, self.protocol,
-                  self._generation, self.log_format, self.log_level, child))
+                  self._generation, self.log_format, self.log_level, self.expect_session,
+                  child))
         self._proc.start()
         child.close()
         self._reader = threading.Thread(target=self._read, args=(parent,), name="mqtt-pipe",
@@ -141,6 +145,7 @@ class IngestProcess:
                                 return
             elif kind == "up":
                 self._generation = max(self._generation, int(rest[0]))
+                self.expect_session = True
                 self.connected.set()
             elif kind == "down":
                 self.connected.clear()
@@ -158,12 +163,14 @@ class IngestProcess:
 
 
 def _child(broker_data: dict[str, Any], sites: list[str], protocol: int | None,
-           generation: int, log_format: str, log_level: int, conn: Connection) -> None:
+           generation: int, log_format: str, log_level: int, expect_session: bool,
+           conn: Connection) -> None:
     """The child's main: ``Ingest`` feeding the pipe, commands from the pipe."""
     configure(log_format, log_level)
     broker = BrokerConfig.model_validate(broker_data)
     inbox: queue.Queue[Received] = queue.Queue(maxsize=CHILD_QUEUE)
-    ingest = Ingest(broker, inbox, sites=sites, protocol=protocol)
+    ingest = Ingest(broker, inbox, sites=sites, protocol=protocol,
+                    expect_session=expect_session)
     ingest.generation = generation
     lock = threading.Lock()
     stop = threading.Event()

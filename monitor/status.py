@@ -27,6 +27,8 @@ from .engine.times import iso, parse_iso
 from .export.influx import export_status
 from .models import RejectReason
 from .store import Store
+from .store.deadletters import PRUNED_COUNTER
+from .store.health import read_health
 
 INGEST_REASONS = frozenset(r.value for r in RejectReason)
 
@@ -77,15 +79,24 @@ def build_status(config: Config, store: Store, now_ms: int) -> dict[str, Any]:
     out: dict[str, Any] = {"generated_at": iso(now_ms // 1000 * 1000), "sites": {}}
     recorded = store.state.site_statuses()
     lag = store.state.meta_get("lag_ms")
-    # The dead-letter table also keeps points InfluxDB refused; those are
+    # The running totals, not the dead-letter table: that is bounded and pruned
+    # (dead_letters.max_mb). It also keeps points InfluxDB refused; those are
     # the export's (export.dead_letters), not ingest rejects.
-    rejected = {reason: n for reason, n in store.journal.reject_counts().items()
-                if reason in INGEST_REASONS}
+    counters = store.journal.counters()
+    rejected = {name[len("rejected."):]: n for name, n in counters.items()
+                if name.startswith("rejected.") and name[len("rejected."):] in INGEST_REASONS}
     applied = max([store.events.applied_seq(), *(r.applied_seq for r in recorded.values())])
+    # What the daemon could not write to the database (health.py): the store
+    # refusing writes (disk full) and the broker connection.
+    health = read_health(store.path.parent)
+    full_since, broker = health.get("disk_full_since_ms"), health.get("broker") or {}
     ingest = {"accepted": store.journal.count(), "rejected": rejected,
               "lag_s": round(int(lag) / 1000, 3) if lag is not None else None,
-              "duplicates": store.journal.counter("duplicates"),
-              "journal_seq": store.journal.max_seq(), "applied_seq": applied}
+              "duplicates": counters.get("duplicates", 0),
+              "journal_seq": store.journal.max_seq(), "applied_seq": applied,
+              "dead_letters_pruned": counters.get(PRUNED_COUNTER, 0),
+              "disk_full_since": iso(int(full_since)) if full_since else None,
+              "store_error": health.get("store_error")}
     summary = store.outbox.summary()
     oldest = summary.oldest_pending_ms
     notify = {"pending": summary.pending, "delivered": summary.delivered,
@@ -105,6 +116,9 @@ def build_status(config: Config, store: Store, now_ms: int) -> dict[str, Any]:
                                      "recorded_at": iso(found.updated_ms),
                                      "event_time": found.data.get("event_time")}
     out["ingest"] = ingest
+    since = broker.get("since_ms")
+    out["broker"] = {"state": broker.get("state", "unknown"),
+                     "since": iso(int(since)) if since else None}
     out["export"] = export
     out["notify"] = notify
     out["journal"] = {"newest_received_at": iso(received) if received is not None else None,
@@ -131,7 +145,8 @@ def unknown_site(site: SiteConfig) -> dict[str, Any]:
         "turbidity": {p.id: {"state": "unknown", "delta_ntu": None}
                       for p in site.turbidity_pairs},
         "sensors": {s.id: {"last_seen": None, "stale": True, "battery_v": None, "kind": s.kind,
-                           "readings": 0} for s in site.sensors},
+                           "readings": 0, "buffered": None, "dropped": None}
+                    for s in site.sensors},
         "missed_weeks": None,
         "corrective_actions": [],
         "closed_at": None,
@@ -238,8 +253,16 @@ def format_status(config: Config, status: dict[str, Any]) -> str:
         for sid, h in s["sensors"].items():
             health = "STALE" if h["stale"] else "ok"
             batt = "" if h["battery_v"] is None else f", battery {h['battery_v']:.2f} V"
-            lines.append(f"  sensor {sid}: {health}, last seen {local(h['last_seen'])}{batt}")
+            node = "".join(f", {h[k]} {k}" for k in ("buffered", "dropped") if h.get(k))
+            lines.append(f"  sensor {sid}: {health}, last seen {local(h['last_seen'])}{batt}{node}")
     ing = status["ingest"]
+    broker = status.get("broker") or {}
+    lines += ["", f"broker: {broker.get('state', 'unknown')}"
+              + (f" since {broker['since']}" if broker.get("since") else "")]
+    if ing.get("disk_full_since"):
+        lines.append(f"ERROR: the database has refused writes since {ing['disk_full_since']}"
+                     f" ({ing.get('store_error') or 'disk full'}): nothing is acknowledged to"
+                     " the broker until there is space again (the broker keeps the readings)")
     rejected = sum(ing["rejected"].values())
     lines += ["", f"ingest: {ing['accepted']} accepted, {rejected} rejected"
               + (" (" + ", ".join(f"{k} {v}" for k, v in sorted(ing["rejected"].items())) + ")"

@@ -252,7 +252,9 @@ def test_dead_letters_keep_raw_bytes_and_count_reasons(store: Store) -> None:
     letters = store.journal.dead_letters()
     assert [d.reason for d in letters] == ["oversize", "unknown_site", "invalid_json"]
     assert letters[2].payload == junk and isinstance(letters[2].payload, bytes)
-    assert letters[0].topic is None and letters[0].payload == b"\x00" * 5000
+    # Only the first 4 KiB of a body are kept, with its original length (issue 13).
+    assert letters[0].topic is None and letters[0].payload == b"\x00" * 4096
+    assert letters[0].cut_from == letters[0].size == 5000
     assert dataclasses.replace(letters[1], id=0) == DeadLetter(
         0, "stormwatch/v1/zz/rg1/reading", b'{"ts":1}', "unknown_site", "zz", T0 + 1)
     assert len(store.journal.dead_letters(limit=1)) == 1

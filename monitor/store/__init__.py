@@ -5,13 +5,16 @@ after the transaction holding its reading has committed; everything else is
 derived from the journal with cursors. One ``Store`` is one connection, used
 from one thread, shared by four parts, each a class over one family of tables:
 
-``store.journal``  ``journal``, ``dead_letters``, ``counters``  (``journal.py``)
+``store.journal``  ``journal``, ``dead_letters``, ``counters``  (``journal.py``,
+                   ``deadletters.py``)
 ``store.events``   ``events``, ``logbook``                      (``events.py``)
 ``store.outbox``   ``outbox``, ``outbox_receipts``              (``outbox.py``)
 ``store.state``    ``snapshots``, ``checkpoints``, ``site_status``, ``meta``  (``state.py``)
 
 and ``db.py`` has the connection and its one transaction helper, ``schema.py``
-the migrations.
+the migrations. Beside the database, ``health.py`` keeps the one thing the
+daemon must be able to say when the database refuses writes (a full disk, the
+broker connection): a fixed-size file, rewritten in place.
 
 Invariants:
 
@@ -39,16 +42,18 @@ from __future__ import annotations
 from pathlib import Path
 from types import TracebackType
 
-from .db import DB_NAME, Db, StoreError, canonical
+from .db import DB_NAME, Db, StoreError, canonical, is_disk_full
+from .deadletters import DeadLetter, DeadLetterIn
 from .events import GENESIS_HASH, EventLog, LogbookRow, StoredEvent
-from .journal import INGEST_KINDS, DeadLetter, DeadLetterIn, Journal, JournalIn, JournalRow
+from .journal import INGEST_KINDS, SEQ_CONFLICT, Journal, JournalIn, JournalRow
 from .outbox import DueAlert, Outbox, OutboxRow, OutboxSummary, SentAlert
 from .state import EngineSnapshot, SiteStatus, State
 
-__all__ = ["DB_NAME", "GENESIS_HASH", "INGEST_KINDS", "DeadLetter", "DeadLetterIn", "DueAlert",
-           "EngineSnapshot", "EventLog", "Journal", "JournalIn", "JournalRow", "LogbookRow",
-           "Outbox", "OutboxRow", "OutboxSummary", "SentAlert", "SiteStatus", "State", "Store",
-           "StoreError", "StoredEvent", "canonical"]
+__all__ = ["DB_NAME", "GENESIS_HASH", "INGEST_KINDS", "SEQ_CONFLICT", "DeadLetter",
+           "DeadLetterIn", "DueAlert", "EngineSnapshot", "EventLog", "Journal", "JournalIn",
+           "JournalRow", "LogbookRow", "Outbox", "OutboxRow", "OutboxSummary", "SentAlert",
+           "SiteStatus", "State", "Store", "StoreError", "StoredEvent", "canonical",
+           "is_disk_full"]
 
 
 class Store:

@@ -147,6 +147,10 @@ class Db:
         conn.execute("PRAGMA synchronous = FULL")
 
     def _migrate(self) -> None:
+        if self._current():
+            # Nothing to do, so nothing written: a daemon restarting on a full
+            # disk must be able to open its store (and wait for space).
+            return
         with self.write() as conn:
             # value has no declared type: it keeps ints as ints and text as text.
             conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value NOT NULL)"
@@ -159,6 +163,14 @@ class Db:
                 for statement in statements:
                     conn.execute(statement)
             put_meta(conn, "schema_version", SCHEMA_VERSION)
+
+    def _current(self) -> bool:
+        """Whether the file is at this stormwatch's schema version (read only; the
+        migration checks again under the write lock)."""
+        conn = self.conn
+        has_meta = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone()
+        return bool(has_meta) and int(get_meta(conn, "schema_version", 0)) == SCHEMA_VERSION
 
     def _check_version(self) -> None:
         conn = self.conn
@@ -187,3 +199,10 @@ def bump(conn: sqlite3.Connection, counts: Mapping[str, int]) -> None:
         "INSERT INTO counters (name, value) VALUES (?, ?)"
         " ON CONFLICT (name) DO UPDATE SET value = value + excluded.value",
         [(name, n) for name, n in counts.items() if n])
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """Whether a write failed for lack of space: SQLite's ``SQLITE_FULL`` ("database or
+    disk is full"), which it reports when the file system says ``ENOSPC``."""
+    return isinstance(exc, sqlite3.OperationalError) and (
+        exc.sqlite_errorcode == sqlite3.SQLITE_FULL or "disk is full" in str(exc))

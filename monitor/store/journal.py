@@ -12,6 +12,16 @@ of the canonical JSON of its body (which names the site and sensor), so an
 MQTT QoS 1 redelivery of a message already journaled changes nothing but the
 ``duplicates`` counter. Rows without a site or sensor (ticks, inspections)
 store ``''`` there.
+
+Identity by ``seq``: for one sensor, ``seq`` identifies a reading (DESIGN § 3).
+A reading that carries one is also looked up by (``seq``, site, sensor) in the
+same transaction, one query per batch (the ``journal_msg_seq`` index): the
+same body again is the duplicate above, another body under a ``seq`` already
+journaled is a dead letter ``seq_conflict`` (a node that reused its numbers
+after losing its state, or a forgery), never a second reading: a repeated
+``{"precip_in": 0.30, "seq": 7}`` with a new ``ts`` would otherwise count the
+rain twice. Status messages are not readings: their ``seq``, if any, is not
+looked at.
 """
 
 from __future__ import annotations
@@ -20,11 +30,13 @@ import hashlib
 import json
 import sqlite3
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from . import deadletters
 from .db import Db, bump, canonical
+from .deadletters import DeadLetter, DeadLetterIn
 
 #: Journal kinds counted as ingest (``accepted``/``duplicates``); ticks are the
 #: daemon's own clock, not input, and would inflate ``ingest.accepted``.
@@ -34,7 +46,16 @@ INGEST_KINDS: Final = ("reading", "inspection")
 #: journal, at half the index size of the full digest.
 IDENT_BYTES: Final = 16
 
+#: The dead-letter reason of a reading whose ``seq`` was journaled with another body
+#: (``models.RejectReason.seq_conflict``; the store does not import the rules).
+SEQ_CONFLICT: Final = "seq_conflict"
+#: Rows per lookup query: three variables each, within the 999 of older SQLite.
+SEQ_LOOKUP_ROWS: Final = 300
+
 JournalKind = Literal["reading", "inspection", "tick"]
+#: Makes the dead letter of a journal row refused as a ``seq_conflict``, from its
+#: index in the batch and the detail line (the daemon passes the raw message).
+ConflictLetter = Callable[[int, str], DeadLetterIn]
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,42 +84,27 @@ class JournalRow:
     received_ms: int | None
 
 
-@dataclass(frozen=True, slots=True)
-class DeadLetterIn:
-    """One rejected message, kept with its raw bytes (DESIGN § 3)."""
-
-    topic: str | None
-    payload: bytes
-    reason: str
-    detail: str
-    received_ms: int
-
-
-@dataclass(frozen=True, slots=True)
-class DeadLetter:
-    """A dead letter as stored."""
-
-    id: int
-    topic: str | None
-    payload: bytes
-    reason: str
-    detail: str
-    received_ms: int
-
-
 class Journal:
-    """The ``journal``, ``dead_letters`` and ``counters`` tables."""
+    """The ``journal``, ``dead_letters`` and ``counters`` tables.
+
+    ``max_dead_bytes``: the cap of the dead-letter table (``dead_letters.max_mb``;
+    the daemon sets it); None keeps every dead letter.
+    """
 
     def __init__(self, db: Db) -> None:
         self.db = db
+        self.max_dead_bytes: int | None = None
 
-    def commit(self, journal: Sequence[JournalIn],
-               dead: Sequence[DeadLetterIn] = ()) -> list[int | None]:
+    def commit(self, journal: Sequence[JournalIn], dead: Sequence[DeadLetterIn] = (), *,
+               conflict: ConflictLetter | None = None) -> list[int | None]:
         """Journal accepted inputs and dead-letter rejects in ONE transaction.
 
-        Returns, per journal row, its new ``seq``, or ``None`` when the same
-        (site, sensor, body) is already journaled (an MQTT redelivery) or
-        appears earlier in this batch. When this returns, the rows are on disk.
+        Returns, per journal row, its new ``seq``, or ``None`` when it was not
+        journaled: the same (site, sensor, body) is already journaled (an MQTT
+        redelivery) or appears earlier in this batch, or its ``seq`` was
+        journaled with another body (a ``seq_conflict``: dead-lettered here, in
+        this transaction, as ``conflict(index, detail)`` makes it, or from the
+        row itself without ``conflict``). When this returns, the rows are on disk.
         """
         if not journal and not dead:
             return []
@@ -113,23 +119,30 @@ class Journal:
             text = canonical(item.body)
             ident = hashlib.sha256(text.encode("utf-8")).digest()[:IDENT_BYTES]
             rows.append((item.kind, item.site or "", item.sensor or "", item.ts_ms, ident, text,
-                         item.topic, item.received_ms))
+                         item.topic, item.received_ms, _msg_seq(item)))
         seqs: list[int | None] = []
         with self.db.write() as conn:
+            letters = list(dead)
+            refused: dict[int, str] = {}
             if rows:
-                seqs = self._insert(conn, rows)
+                refused = _seq_conflicts(conn, rows)
+                for index, detail in refused.items():
+                    letters.append(conflict(index, detail) if conflict is not None
+                                   else _own_letter(journal[index], detail))
+                seqs = self._insert(conn, [r for i, r in enumerate(rows) if i not in refused])
+                if refused:
+                    taken = iter(seqs)
+                    seqs = [None if i in refused else next(taken) for i in range(len(rows))]
             counts: Counter[str] = Counter()
-            for item, seq in zip(journal, seqs, strict=True):
-                if item.kind in INGEST_KINDS:
+            for index, (item, seq) in enumerate(zip(journal, seqs, strict=True)):
+                if item.kind in INGEST_KINDS and index not in refused:
                     counts["accepted" if seq is not None else "duplicates"] += 1
-            for letter in dead:
+            for letter in letters:
                 counts[f"rejected.{letter.reason}"] += 1
-            if dead:
-                conn.executemany(
-                    "INSERT INTO dead_letters (topic, payload, reason, detail, received_ms)"
-                    " VALUES (?, ?, ?, ?, ?)",
-                    [(d.topic, bytes(d.payload), d.reason, d.detail, d.received_ms)
-                     for d in dead])
+            if letters:
+                deadletters.insert(conn, letters)
+                if self.max_dead_bytes is not None:
+                    deadletters.prune(conn, self.max_dead_bytes)
             bump(conn, counts)
         return seqs
 
@@ -138,6 +151,8 @@ class Journal:
                         ) -> list[int | None]:
         """Insert rows numbered from the journal's next seq; a row that is already
         there (the identity index) is skipped and gets None."""
+        if not rows:
+            return []
         # We hold the write lock, so the numbers are ours. sqlite_sequence, not
         # max(seq): AUTOINCREMENT never hands out a number twice, even one whose
         # row is gone, and numbering the rows ourselves keeps that promise.
@@ -149,8 +164,8 @@ class Journal:
         # silently skip a row failing a CHECK or NOT NULL constraint and report
         # it as a duplicate; DO NOTHING skips only uniqueness conflicts.
         conn.executemany(
-            "INSERT INTO journal (seq, kind, site, sensor, ts_ms, ident, body, topic, received_ms)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            "INSERT INTO journal (seq, kind, site, sensor, ts_ms, ident, body, topic, received_ms,"
+            " msg_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
             [(first + i, *row) for i, row in enumerate(rows)])
         if conn.total_changes - before == len(rows):
             return list(range(first, first + len(rows)))
@@ -221,11 +236,15 @@ class Journal:
             "SELECT reason, count(*) FROM dead_letters GROUP BY reason ORDER BY reason")}
 
     def dead_letters(self, limit: int = 100) -> list[DeadLetter]:
-        """The newest dead letters first, each with its raw ``payload`` bytes."""
-        return [DeadLetter(id_, topic, bytes(payload), reason, detail, received)
-                for id_, topic, payload, reason, detail, received in self.db.conn.execute(
-                    "SELECT id, topic, payload, reason, detail, received_ms FROM dead_letters"
-                    " ORDER BY id DESC LIMIT ?", (limit,))]
+        """The newest dead letters first, each with its raw ``payload`` bytes (the first
+        ``deadletters.KEEP_BYTES`` of them)."""
+        return deadletters.newest(self.db.conn, limit)
+
+    def prune_dead_letters(self, max_bytes: int) -> int:
+        """Bring the dead-letter table under ``max_bytes`` now, oldest first; how many
+        rows went (``commit`` does this by itself with ``max_dead_bytes`` set)."""
+        with self.db.write() as conn:
+            return deadletters.prune(conn, max_bytes)
 
     def counter(self, name: str) -> int:
         row = self.db.conn.execute("SELECT value FROM counters WHERE name = ?", (name,)).fetchone()
@@ -234,3 +253,61 @@ class Journal:
     def counters(self) -> dict[str, int]:
         return {name: int(value) for name, value in self.db.conn.execute(
             "SELECT name, value FROM counters ORDER BY name")}
+
+
+# --------------------------------------------------------------------------- seq identity
+
+
+def _msg_seq(item: JournalIn) -> int | None:
+    """The ``seq`` that identifies this row: a reading's, not a status message's."""
+    if item.kind != "reading" or item.body.get("kind") == "status":
+        return None
+    seq = item.body.get("seq")
+    return seq if isinstance(seq, int) and not isinstance(seq, bool) else None
+
+
+def seq_lookup_sql(keys: int) -> str:
+    """The journal rows with any of ``keys`` (seq, site, sensor) triples: (seq, site,
+    sensor, ident, journal seq). CROSS JOIN: the batch's keys drive, each a point
+    lookup in ``journal_msg_seq``, whatever the planner guesses without statistics."""
+    values = ", ".join("(?, ?, ?)" for _ in range(keys))
+    return (f"WITH batch (s, site, sensor) AS (VALUES {values})"
+            " SELECT j.msg_seq, j.site, j.sensor, j.ident, j.seq FROM batch CROSS JOIN"
+            " journal AS j ON j.msg_seq = batch.s AND j.site = batch.site"
+            " AND j.sensor = batch.sensor WHERE j.msg_seq IS NOT NULL")
+
+
+def _seq_conflicts(conn: sqlite3.Connection, rows: Sequence[tuple[Any, ...]]
+                   ) -> dict[int, str]:
+    """The rows (by index) whose (seq, site, sensor) is journaled, or earlier in this
+    batch, with another body: index -> detail line. One query per
+    ``SEQ_LOOKUP_ROWS`` rows that carry a seq, none for a batch without."""
+    keyed = [(i, (row[8], row[1], row[2]), row[4]) for i, row in enumerate(rows)
+             if row[8] is not None]
+    if not keyed:
+        return {}
+    # (seq, site, sensor) -> (ident, where it was journaled: a journal seq, or None
+    # for a row earlier in this batch).
+    known: dict[tuple[int, str, str], tuple[bytes, int | None]] = {}
+    unique = list(dict.fromkeys(key for _, key, _ in keyed))
+    for start in range(0, len(unique), SEQ_LOOKUP_ROWS):
+        chunk = unique[start:start + SEQ_LOOKUP_ROWS]
+        for seq, site, sensor, ident, at in conn.execute(seq_lookup_sql(len(chunk)),
+                                                          [v for key in chunk for v in key]):
+            known[(int(seq), str(site), str(sensor))] = (bytes(ident), int(at))
+    refused: dict[int, str] = {}
+    for index, key, ident in keyed:
+        seen = known.get(key)
+        if seen is None:
+            known[key] = (ident, None)
+        elif seen[0] != ident:
+            where = f"journal row {seen[1]}" if seen[1] is not None else "earlier in this batch"
+            refused[index] = (f"seq: {key[0]} of {key[1]}/{key[2]} already identifies another"
+                              f" reading ({where})")
+    return refused
+
+
+def _own_letter(item: JournalIn, detail: str) -> DeadLetterIn:
+    """A refused row's dead letter when the caller has no raw message: its body."""
+    return DeadLetterIn(item.topic, canonical(item.body).encode("utf-8"), SEQ_CONFLICT, detail,
+                        item.received_ms if item.received_ms is not None else item.ts_ms)

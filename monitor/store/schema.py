@@ -161,5 +161,44 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
         # "Was any revision of this event logged already?" when a deferral settles.
         "CREATE INDEX logbook_event ON logbook (event_id)",
     ),
+    (
+        # For one sensor, seq identifies a reading (DESIGN § 3): the same seq
+        # with another body is a dead letter (seq_conflict), not a second
+        # reading. msg_seq is the body's seq on reading-topic rows, NULL on
+        # everything else (status messages, inspections, ticks, readings
+        # without seq). Rows of the last 7 days (the default lateness bound)
+        # before this migration get it too, but only the first row of each
+        # (site, sensor, seq): an older file may already hold the conflicts
+        # this index exists to refuse. Not older rows: that would rewrite the
+        # whole journal (a WAL as big as the file, on a disk that may be
+        # nearly full) for readings no node resends.
+        "ALTER TABLE journal ADD COLUMN msg_seq INTEGER",
+        """UPDATE journal SET msg_seq = json_extract(body, '$.seq')
+            WHERE seq IN (SELECT min(seq) FROM journal
+                          WHERE ts_ms >= (SELECT max(ts_ms) FROM journal) - 604800000
+                            AND kind = 'reading' AND json_type(body, '$.seq') = 'integer'
+                            AND json_extract(body, '$.kind') != 'status'
+                          GROUP BY site, sensor, json_extract(body, '$.seq'))""",
+        # seq first, not (site, sensor): a batch holds one reading of many
+        # sensors, and nodes number from similar starts (the bench from 1, our
+        # node from its first boot's clock), so a batch's entries land on a few
+        # leaf pages at the end instead of one page per sensor (each touched
+        # page is written to the WAL and fsynced at commit; see journal_key).
+        # Partial: rows without seq cost nothing here.
+        """CREATE UNIQUE INDEX journal_msg_seq ON journal (msg_seq, site, sensor)
+            WHERE msg_seq IS NOT NULL""",
+        # Dead letters are bounded (dead_letters.max_mb): the first 4 KiB of a
+        # payload are kept, size is its original length (NULL: kept whole,
+        # rows older than this migration), and a running total of the bytes
+        # held lets the journal prune oldest first without summing the table.
+        "ALTER TABLE dead_letters ADD COLUMN size INTEGER",
+        """UPDATE dead_letters SET size = length(payload), payload = substr(payload, 1, 4096)
+            WHERE length(payload) > 4096""",
+        """INSERT INTO counters (name, value)
+            SELECT 'dead_letter_bytes', ifnull(sum(length(payload) + length(detail)
+                                                   + ifnull(length(topic), 0) + 64), 0)
+            FROM dead_letters WHERE true HAVING count(*) > 0
+            ON CONFLICT (name) DO UPDATE SET value = excluded.value""",
+    ),
 )
 SCHEMA_VERSION: Final = len(MIGRATIONS)
