@@ -27,7 +27,16 @@ lint: venv
 	$(VENV)/bin/ruff check monitor sensors tests bench
 	$(VENV)/bin/mypy monitor sensors tests bench
 
-demo: venv
+# The demo needs the runtime only: `-e .` without the test extras (mypy, ruff,
+# hypothesis, the node's hardware libraries: some 70 packages it never imports).
+DEMO_STAMP := $(VENV)/.installed-demo
+
+$(DEMO_STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q -e .
+	touch $(DEMO_STAMP)
+
+demo: $(DEMO_STAMP)
 	$(VENV)/bin/stormwatch demo
 
 bench: venv

@@ -1,6 +1,9 @@
 """The building blocks of the configuration schema (``config.py``): the base model,
-the field types, and how a check that spans fields reports each problem at the
-field a user must edit (``sites.0.traps.1.side_slope``), all at once.
+the field types, how a check that spans fields reports each problem at the
+field a user must edit (``sites.0.traps.1.side_slope``), all at once, and how
+numbers are said in messages (``say_number``, ``bound_message``): as people
+write them, in the unit of the field's name (``at least 1 minute``, not
+``greater than or equal to 0.016666666666666666``).
 """
 
 from __future__ import annotations
@@ -48,11 +51,12 @@ def raise_problems(title: str, problems: Sequence[Problem], value: Any) -> None:
 def combined(title: str, exc: ValidationError, problems: Sequence[Problem],
               value: Any) -> ValidationError:
     """Field errors from pydantic plus our own problems, as one error."""
-    details = [InitErrorDetails(type=PydanticCustomError(e["type"], e["msg"]), loc=e["loc"],
-                                input=e["input"])
+    # The context (a bound's ``ge``, ``lt`` ...) goes along, so the message can be
+    # said again in the field's unit (``bound_message``).
+    details = [InitErrorDetails(type=PydanticCustomError(e["type"], e["msg"], e.get("ctx")),
+                                loc=e["loc"], input=e["input"])
                for e in exc.errors()]
     return ValidationError.from_exception_data(title, details + error_details(problems, value))
-
 
 
 def validate_reporting(cls: type[BaseModel], data: Any, handler: ModelWrapValidatorHandler[Any],
@@ -73,3 +77,56 @@ def as_mapping(data: Any) -> Mapping[str, Any]:
     if isinstance(data, BaseModel):
         return data.model_dump()
     return data if isinstance(data, Mapping) else {}
+
+
+# --------------------------------------------------------------------------- numbers in messages
+
+#: Units said after a number, from the end of a field's name (DESIGN § 7: units
+#: are in the names); (singular, plural).
+_UNITS: dict[str, tuple[str, str]] = {
+    "_hours": ("hour", "hours"), "_minutes": ("minute", "minutes"), "_days": ("day", "days"),
+    "_s": ("second", "seconds"), "_in": ("in", "in"), "_ft": ("ft", "ft"),
+    "_cf": ("cubic foot", "cubic feet"), "_ntu": ("NTU", "NTU"), "_v": ("V", "V"),
+}
+#: A pydantic bound's error type: its context key and how it is said.
+_BOUNDS = {"greater_than_equal": ("ge", "at least"), "greater_than": ("gt", "more than"),
+           "less_than_equal": ("le", "at most"), "less_than": ("lt", "less than")}
+
+
+def say_number(value: float) -> str:
+    """``0.5``, ``12.7``, ``24``, ``0.01667``: at most four significant digits, no
+    exponent, no trailing zeros."""
+    if value == int(value) and abs(value) < 1e15:
+        return str(int(value))
+    text = f"{value:.4g}"
+    if "e" in text:  # 1e-05: a person writes 0.00001
+        text = f"{value:.12f}".rstrip("0").rstrip(".")
+    return text
+
+
+def say_quantity(value: float, field: str) -> str:
+    """``value`` of the field named ``field`` with its unit: ``1 minute`` for 1/60 of
+    ``dry_gap_hours``, ``0.01 in`` for ``threshold_in``, a plain number otherwise."""
+    for suffix, (one, many) in _UNITS.items():
+        if field.endswith(suffix):
+            if suffix == "_hours" and 0 < abs(value) < 1:
+                return say_quantity(value * 60, "x_minutes")
+            if suffix == "_minutes" and 0 < abs(value) < 1:
+                return say_quantity(value * 60, "x_s")
+            shown = say_number(value)
+            return f"{shown} {one if shown in ('1', '-1') else many}"
+    return say_number(value)
+
+
+def bound_message(kind: str, ctx: Mapping[str, Any] | None, field: str,
+                  given: Any) -> str | None:
+    """A pydantic numeric bound error (``greater_than_equal`` ...) said as people
+    would: ``must be at least 1 minute (got 3.6 seconds)``; None for other errors."""
+    said = _BOUNDS.get(kind)
+    if said is None or not ctx or not isinstance(ctx.get(said[0]), int | float):
+        return None
+    limit = float(ctx[said[0]])
+    message = f"must be {said[1]} {say_quantity(limit, field)}"
+    if isinstance(given, int | float) and not isinstance(given, bool):
+        message += f" (got {say_quantity(float(given), field)})"
+    return message

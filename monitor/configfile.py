@@ -30,6 +30,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from .config import ENV_PREFIX, ID_PATTERN, Config
+from .configbase import bound_message
 
 
 class ConfigError(Exception):
@@ -141,6 +142,11 @@ def _format_error(err: Mapping[str, Any]) -> tuple[str, str]:
     elif kind == "string_pattern_mismatch" and (err.get("ctx") or {}).get("pattern") == ID_PATTERN:
         msg = (f"{err.get('input')!r} is not a valid id: use 1 to 63 characters of a-z, 0-9, "
                "'-' and '_', starting with a letter or digit")
+    else:
+        # A bound in the field's unit: "at least 1 minute", not pydantic's
+        # "greater than or equal to 0.016666666666666666".
+        field = next((str(p) for p in reversed(err.get("loc", ())) if isinstance(p, str)), "")
+        msg = bound_message(str(kind), err.get("ctx"), field, err.get("input")) or msg
     return path or "(top)", msg
 
 

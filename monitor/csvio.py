@@ -8,7 +8,14 @@ this module reads the replay CSV for the two commands that take one.
                                  MQTT payload's), so a row is rejected for
                                  the same reason a message would be;
 ``backtest_csv``                 the whole file at once as columns, for the
-                                 vectorised ``stormwatch backtest``.
+                                 vectorised ``stormwatch backtest``;
+``check_header``, ``not_utf8``   what both commands refuse in a file, each as
+                                 one line (``CsvInputError``).
+
+Files are read as UTF-8, with or without the byte-order mark that Excel's
+"CSV UTF-8" puts first (left in, it would be part of the first column's
+name, ``\ufeffts``, and the header would lack ``ts``). A header naming a
+column twice is refused: which of the two cells a row means cannot be known.
 
 Replay parses ~500k rows per site-year; ``RowParser`` takes a plain row in
 a few microseconds on a small 2-core machine.
@@ -16,8 +23,11 @@ a few microseconds on a small 2-core machine.
 
 from __future__ import annotations
 
+import csv
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -40,6 +50,74 @@ from .models import (
     time_window,
     timestamp_ms,
 )
+
+#: Columns every replay CSV has (DESIGN § 6).
+REQUIRED_COLUMNS = ("ts", "site", "sensor")
+#: Excel's "CSV UTF-8" starts the file with U+FEFF; ``utf-8-sig`` drops it.
+ENCODING = "utf-8-sig"
+BOM = "\ufeff"
+
+
+class CsvInputError(ValueError):
+    """The CSV file itself is unusable (unreadable, not UTF-8, a bad header)."""
+
+
+def check_header(header: list[str]) -> list[str]:
+    """The header row, with a leading byte-order mark dropped (a text source that
+    was decoded as plain UTF-8 still has it), or ``CsvInputError``."""
+    if header and header[0].startswith(BOM):
+        header = [header[0][len(BOM):], *header[1:]]
+    missing = [c for c in REQUIRED_COLUMNS if c not in header]
+    if missing:
+        raise CsvInputError(f"CSV header lacks column(s): {', '.join(missing)}"
+                            f" (found: {', '.join(header) or 'nothing'})")
+    # Empty names (a spreadsheet's trailing commas) are columns nobody reads.
+    repeated = [name for name, n in Counter(header).items() if n > 1 and name]
+    if repeated:
+        def columns(name: str) -> str:
+            at = [str(i + 1) for i, h in enumerate(header) if h == name]
+            return ", ".join(at[:-1]) + " and " + at[-1]
+
+        where = "; ".join(f"{name} in columns {columns(name)}" for name in repeated)
+        raise CsvInputError(f"CSV header names a column more than once ({where}): "
+                            "keep one of each")
+    return header
+
+
+def not_utf8(path: str | Path) -> str:
+    """Where the first byte that is not UTF-8 lies in a file, for a one-line error.
+
+    The decoder's own position is within the chunk it was decoding, not the
+    file, so the file is read again by lines (a newline byte is never part of
+    a multi-byte UTF-8 character, so each line decodes on its own).
+    """
+    offset = 0
+    try:
+        with open(path, "rb") as handle:
+            for number, line in enumerate(handle, 1):
+                try:
+                    line.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    return (f"not UTF-8 text: byte 0x{line[exc.start]:02x} at offset "
+                            f"{offset + exc.start} (line {number}); save it as UTF-8 "
+                            "(in Excel: CSV UTF-8)")
+                offset += len(line)
+    except OSError:
+        pass
+    return "not UTF-8 text; save it as UTF-8 (in Excel: CSV UTF-8)"
+
+
+def read_header(path: str | Path) -> list[str]:
+    """The checked header of a CSV file (``check_header``), or ``CsvInputError``
+    for a file that cannot be read."""
+    try:
+        with open(path, encoding=ENCODING, newline="") as handle:
+            return check_header(next(csv.reader(handle), []))
+    except OSError as exc:
+        raise CsvInputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:
+        raise CsvInputError(f"{path}: {not_utf8(path)}") from None
+
 
 # --------------------------------------------------------------------------- rows
 
@@ -224,10 +302,11 @@ def backtest_csv(config: Config, path: str) -> BacktestResult:
     one by one. Unlike ``replay``, rows are not checked against the lateness
     bound: a backtest looks at the record as a whole.
     """
-    frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8")
-    missing = [c for c in ("ts", "site", "sensor") if c not in frame.columns]
-    if missing:
-        raise ValueError(f"CSV header lacks column(s): {', '.join(missing)}")
+    read_header(path)  # pandas would rename a repeated column (tips_total.1) and go on
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding=ENCODING)
+    except UnicodeDecodeError:
+        raise CsvInputError(f"{path}: {not_utf8(path)}") from None
     rows = len(frame)
     skipped: dict[str, int] = {}
 

@@ -7,34 +7,33 @@ terminal can be told: a name off the roster is refused (exit 2, the roster
 listed) rather than recorded as kind ``other``; a time ahead of the clock is
 refused rather than dead-lettered.
 
-When a daemon holds the state directory, an inspection is published on the
-site's inspection topic (DESIGN § 3), so it takes the same path as one from
-the field; if the broker cannot be reached, it is written straight into the
-journal, which the running daemon picks up within its next loop. A site
-closure has no topic and always goes through the journal. When no daemon
-runs, this command takes the state lock itself, journals the input and brings
-the engine up to date, so the clock it satisfies is closed in the database at
-once.
+Either way the input goes into the journal, the daemon's own input: when a
+daemon holds the state directory it applies the row within its next loop
+(not through the broker: the shipped broker ties client ids to accounts, so
+a client with the daemon's account would take over its session); when no
+daemon runs, this command takes the state lock itself, journals the input and
+brings the engine up to date, so the clock it satisfies is closed in the
+database at once.
+
+What it prints gives times in the site's local time with the zone named
+(``localtime.py``), like ``status`` and the report; the messages that refuse
+a flag repeat the time as it was typed.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-import paho.mqtt.client as mqtt
-from paho.mqtt.enums import CallbackAPIVersion
-
 from .config import Config
-from .configfile import read_secret
 from .engine.events import ClockClosed, InspectionRecorded, SiteClosed
 from .engine.inputs import Inspection, SiteClosure
 from .engine.routine import local_midnight_ms
 from .engine.times import iso, parse_iso
 from .host import EngineHost, daemon_lock, journal_in, open_store
+from .localtime import local_text
 from .models import FUTURE_TOLERANCE_MS, Rejection, RejectReason, inspection_message, site_index
 
 WAIT_FOR_DAEMON_S = 20.0
@@ -137,19 +136,28 @@ def record_inspection(config: Config, insp: Inspection) -> str:
                 host.record_status()
                 host.snapshot()
                 return _report(config, insp, "recorded in the database (no daemon running)")
-    via = "sent to the running daemon through the broker"
-    if not _publish(config, insp):
-        with open_store(config) as store:
-            store.journal.commit([journal_in(insp, topic=None,
-                                           received_ms=round(time.time() * 1000))])
-        via = "written to the database for the running daemon (broker unreachable)"
+    # Not through the broker: the shipped broker ties client ids to accounts
+    # (use_username_as_clientid), and a client logging in with the daemon's
+    # account would take over the daemon's session. The journal is the
+    # daemon's own input; it applies rows written by others within a loop.
+    with open_store(config) as store:
+        store.journal.commit([journal_in(insp, topic=None,
+                                       received_ms=round(time.time() * 1000))])
+    via = "written to the database for the running daemon"
     deadline = time.monotonic() + WAIT_FOR_DAEMON_S
     while time.monotonic() < deadline:
         if _recorded(config, insp) is not None:
             return _report(config, insp, via)
         time.sleep(0.2)
-    return (f"Inspection by {insp.inspector} at {iso(insp.ts_ms)} {via}; the daemon has not "
-            f"confirmed it within {WAIT_FOR_DAEMON_S:.0f} s (see `stormwatch status`).")
+    return (f"Inspection by {insp.inspector} at {_local(config, insp.site, insp.ts_ms)} {via};"
+            f" the daemon has not confirmed it within {WAIT_FOR_DAEMON_S:.0f} s"
+            " (see `stormwatch status`).")
+
+
+def _local(config: Config, site_id: str, when: int | str | None) -> str:
+    site = config.site(site_id)
+    assert site is not None  # the command refused an unknown --site
+    return local_text(when, site.zone)
 
 
 def record_closure(config: Config, closure: SiteClosure) -> str:
@@ -162,7 +170,8 @@ def record_closure(config: Config, closure: SiteClosure) -> str:
             host.catch_up()
             host.record_status()
             host.snapshot()
-    head = f"Site {closure.site} closed (final stabilization) at {iso(closure.ts_ms)}"
+    head = (f"Site {closure.site} closed (final stabilization) at "
+            f"{_local(config, closure.site, closure.ts_ms)}")
     deadline = time.monotonic() + (0 if held is not None else WAIT_FOR_DAEMON_S)
     while True:
         with open_store(config, readonly=True) as store:
@@ -172,52 +181,6 @@ def record_closure(config: Config, closure: SiteClosure) -> str:
             return head + ": written for the running daemon, which has not confirmed it yet" \
                           " (see `stormwatch status`)."
         time.sleep(0.2)
-
-
-def _publish(config: Config, insp: Inspection) -> bool:
-    """Publish with QoS 1 and wait for the broker's acknowledgement."""
-    b = config.broker
-    client = mqtt.Client(CallbackAPIVersion.VERSION2, protocol=mqtt.MQTTv5)
-    if b.username:
-        client.username_pw_set(b.username, read_secret(b.password_file))
-    if b.tls is not None:
-        client.tls_set(ca_certs=b.tls.ca_file, certfile=b.tls.cert_file, keyfile=b.tls.key_file)
-        client.tls_insecure_set(b.tls.insecure)
-    payload = inspection_payload(insp)
-    try:
-        client.connect(b.host, b.port, keepalive=30)
-    except OSError:
-        return False
-    client.loop_start()
-    try:
-        info = client.publish(f"{b.topic_prefix.rstrip('/')}/{insp.site}/inspection",
-                              json.dumps(payload).encode(), qos=1)
-        info.wait_for_publish(timeout=10)
-        return info.is_published()
-    except (RuntimeError, ValueError):
-        return False
-    finally:
-        client.disconnect()
-        client.loop_stop()
-
-
-def inspection_payload(insp: Inspection) -> dict[str, object]:
-    """The MQTT inspection payload (DESIGN § 3) of an inspection."""
-    names = insp.names
-    payload: dict[str, object] = {"inspector": list(names) if len(names) > 1 else names[0],
-                                  "kind": insp.kind, "ts": iso(insp.ts_ms)}
-    if insp.notes:
-        payload["notes"] = insp.notes
-    if insp.findings:
-        payload["findings"] = [{"practice": f.practice, "condition": f.condition}
-                               for f in insp.findings]
-    if insp.corrective_actions:
-        payload["corrective_actions"] = [
-            {"id": a.id, "text": a.text, "due": iso(a.due_ms) if a.due_ms is not None else None}
-            for a in insp.corrective_actions]
-    if insp.resolves:
-        payload["resolves"] = list(insp.resolves)
-    return payload
 
 
 def _recorded(config: Config, insp: Inspection) -> InspectionRecorded | None:
@@ -231,10 +194,11 @@ def _recorded(config: Config, insp: Inspection) -> InspectionRecorded | None:
 
 def _report(config: Config, insp: Inspection, via: str) -> str:
     rec = _recorded(config, insp)
-    head = f"Inspection by {insp.inspector} at {iso(insp.ts_ms)} {via}."
+    head = f"Inspection by {insp.inspector} at {_local(config, insp.site, insp.ts_ms)} {via}."
     if insp.corrective_actions:
         head += " Corrective actions: " + "; ".join(
-            f"{a.id} ({a.text}{', due ' + iso(a.due_ms) if a.due_ms is not None else ''})"
+            f"{a.id} ({a.text}"
+            f"{', due ' + _local(config, insp.site, a.due_ms) if a.due_ms is not None else ''})"
             for a in insp.corrective_actions) + "."
     if rec is None:
         return head
@@ -246,5 +210,6 @@ def _report(config: Config, insp: Inspection, via: str) -> str:
     parts = []
     for cid in rec.closes:
         c = closed.get(cid)
-        parts.append(f"{cid} ({c.outcome}, due {c.due})" if c else cid)
+        parts.append(f"{cid} ({c.outcome}, due {_local(config, insp.site, c.due)})"
+                     if c else cid)
     return head + " Closed: " + "; ".join(parts) + "."

@@ -11,16 +11,16 @@ stale), and the final set of events is what ``--format jsonl`` prints.
 from __future__ import annotations
 
 import csv
+import io
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import IO
 
 from .config import Config, SiteConfig
-from .csvio import RowParser
+from .csvio import ENCODING, CsvInputError, RowParser, check_header, not_utf8
 from .engine.core import Engine
 from .engine.events import (
     BackgroundMissing,
@@ -41,14 +41,12 @@ from .engine.events import (
     TurbidityContrast,
     in_event_order,
 )
-from .engine.times import parse_iso
+from .localtime import local_text
 from .models import Rejection, RejectReason
 
-REQUIRED_COLUMNS = ("ts", "site", "sensor")
 
-
-class ReplayInputError(Exception):
-    """The CSV itself is unusable (missing file or header)."""
+class ReplayInputError(CsvInputError):
+    """The CSV itself is unusable (missing file, not UTF-8, a bad header)."""
 
 
 @dataclass
@@ -67,12 +65,10 @@ class ReplayResult:
 
 
 def _header(reader: Iterator[list[str]]) -> list[str]:
-    header = next(reader, [])
-    missing = [c for c in REQUIRED_COLUMNS if c not in header]
-    if missing:
-        raise ReplayInputError(f"CSV header lacks column(s): {', '.join(missing)}"
-                               f" (found: {', '.join(header) or 'nothing'})")
-    return header
+    try:
+        return check_header(next(reader, []))
+    except CsvInputError as exc:
+        raise ReplayInputError(str(exc)) from None
 
 
 def replay(config: Config, source: str | Path | IO[str],
@@ -83,18 +79,36 @@ def replay(config: Config, source: str | Path | IO[str],
     result = ReplayResult(engine)
     if isinstance(source, (str, Path)):
         if str(source) == "-":
-            _feed(config, sys.stdin, result, progress)
+            _feed_stdin(config, result, progress)
         else:
             try:
-                with open(source, encoding="utf-8", newline="") as handle:
+                with open(source, encoding=ENCODING, newline="") as handle:
                     _feed(config, handle, result, progress)
             except OSError as exc:
                 raise ReplayInputError(f"{source}: cannot read ({exc.strerror})") from None
+            except UnicodeDecodeError:
+                # Raised by the text layer while the reader pulls a line: nothing
+                # of the file is reported on, whatever rows were folded before it.
+                raise ReplayInputError(f"{source}: {not_utf8(source)}") from None
     else:
         _feed(config, source, result, progress)
     if engine.watermark_ms is not None:
         engine.tick(engine.watermark_ms)
     return result
+
+
+def _feed_stdin(config: Config, result: ReplayResult,
+                progress: Callable[[int], None] | None) -> None:
+    """``--input -``: standard input as UTF-8 whatever the locale says, like a file."""
+    handle = io.TextIOWrapper(sys.stdin.buffer, encoding=ENCODING, newline="")
+    try:
+        _feed(config, handle, result, progress)
+    except UnicodeDecodeError:
+        # The text layer decodes ahead of the reader, so only a lower bound is known.
+        raise ReplayInputError(f"standard input: not UTF-8 text (past data row {result.rows});"
+                               " save it as UTF-8 (in Excel: CSV UTF-8)") from None
+    finally:
+        handle.detach()  # sys.stdin keeps its buffer
 
 
 def _feed(config: Config, handle: IO[str], result: ReplayResult,
@@ -135,10 +149,7 @@ HEALTH_TYPES = frozenset(cls.TYPE for cls in (SensorStale, SensorRecovered, Batt
 
 
 def _local(site: SiteConfig, when: str | int | None) -> str:
-    if when is None or when == "":
-        return "-"
-    ms = when if isinstance(when, int) else parse_iso(when)
-    return datetime.fromtimestamp(ms / 1000, tz=site.zone).strftime("%Y-%m-%d %H:%M %Z")
+    return local_text(when, site.zone)
 
 
 def format_table(config: Config, result: ReplayResult) -> str:

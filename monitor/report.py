@@ -2,13 +2,14 @@
 
 Reads the database read-only, from a store the caller opened (``cli.py``
 refuses a missing or unreadable database: a page saying "no data" would look
-like a report): events from ``EventLog.current`` (the
-authoritative set), and for the plots the site's journal run through an
-engine with its samplers (``engine/series.py``), so a plot shows what the
-rules saw (the trap's fill after the median, the background a downstream
-reading was paired with, the storm's running total), never a recomputation
-that could contradict an alert. Every time is shown in the site's own time
-zone; plots are inline PNG (matplotlib, Agg).
+like a report). Events come from the log book (``logbook.current_events``: the
+authoritative set, covered by the hash chain whose head the header prints, so
+an edit of the ``events`` table cannot reach the report). The plots come from
+the site's journal run through an engine with its samplers
+(``engine/series.py``), so a plot shows what the rules saw (the trap's fill
+after the median, the storm's running total), never a recomputation that could
+contradict an alert; the open clocks from the recorded site status. Neither
+is chained. Times are in the site's zone; plots are inline PNG (matplotlib).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from .engine.series import ContrastSample, Sample, StormSample, TrapSample, atta
 from .engine.summary import at_now, judged_at
 from .engine.times import MS_PER_HOUR, parse_iso
 from .host import apply_row
+from .logbook import current_events, verify_logbook
 from .store import Store
 
 LAW = [
@@ -364,16 +366,26 @@ def build_report(config: Config, store: Store, site_id: str, from_ms: int, to_ms
     title = f"Stormwater compliance report — {site.name or site.id}"
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{escape(title)}</title>"
              f"<style>{CSS}</style></head><body><h1>{escape(title)}</h1>"]
+    book = current_events(store, site.id)
+    problems = verify_logbook(store).problems
     header = [("Site", f"{site.name or ''} ({site.id})"), ("Address", site.address or "—"),
               ("Condition", site.condition),
               ("Period", f"{local(from_ms)} to {local(to_ms)} (end exclusive)"),
-              ("Time zone", site.timezone), ("Generated at", local(now_ms))]
+              ("Time zone", site.timezone), ("Generated at", local(now_ms)),
+              # The head a later `logbook verify --anchor SEQ:HASH` checks this report against.
+              ("Log book head", book.head.describe(site.zone) + "; the events below are read "
+               f"from the log book up to this row (anchor {book.head.anchor})"),
+              ("Log book check", "hash chain intact" if not problems else
+               f"FAILED: {len(problems)} problem(s); run `stormwatch logbook verify`")]
+    if book.pending:
+        header.append(("Not yet in the log book", f"{book.pending} event(s) of a backlog still "
+                       "being applied, shown from the events table"))
     parts.append(_table(["", ""], [[escape(k), escape(v)] for k, v in header], ""))
     parts.append("<h2>The law</h2>" + "".join(
         f"<blockquote><strong>{escape(ref)}</strong> {escape(text)}</blockquote>"
         for ref, text in LAW))
 
-    all_events = store.events.current(site.id)
+    all_events = book.events
     series = engine_series(config, store, site.id, from_ms, to_ms)
 
     def in_period(e: Event) -> bool:

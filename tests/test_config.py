@@ -194,9 +194,9 @@ def _edit(path: str, value: Any) -> dict[str, Any]:
     ("sites.0.timezone", "America",   # a directory of the tz database, once a traceback
      "sites.0.timezone: unknown time zone 'America' (use an IANA name such as America/New_York)"),
     ("sites.0.traps.0.bottom_width_ft", 0,
-     "sites.0.traps.0.bottom_width_ft: Input should be greater than 0"),
+     "sites.0.traps.0.bottom_width_ft: must be more than 0 ft (got 0 ft)"),
     ("sites.0.traps.0.design_depth_ft", -4,
-     "sites.0.traps.0.design_depth_ft: Input should be greater than 0"),
+     "sites.0.traps.0.design_depth_ft: must be more than 0 ft (got -4 ft)"),
     ("sites.0.traps.0.side_slope", None,
      "sites.0.traps.0.side_slope: required for shape trapezoidal"),
     ("sites.0.traps.0", {"id": "riser", "sensor": "trap1-depth", "shape": "cylindrical",
@@ -224,7 +224,7 @@ def _edit(path: str, value: Any) -> dict[str, Any]:
      "Input should be a valid number"),
     ("sites.0.sensors.0", {"id": "rg1"}, "sites.0.sensors.0.kind: required field is missing"),
     ("sites.0", "branch-meadows", "sites.0: must be a mapping of fields (key: value)"),
-    ("broker", {"port": 70000}, "broker.port: Input should be less than or equal to 65535"),
+    ("broker", {"port": 70000}, "broker.port: must be at most 65535 (got 70000)"),
     ("influx", {"url": "http://127.0.0.1:8086"}, "influx.bucket: required for api v2"),
     ("influx", {"api": "v1"}, "influx.database: required for api v1"),
 ])
@@ -279,8 +279,7 @@ def test_dimensions_of_another_shape_are_an_error() -> None:
     ([[0, 0], [3, 600]],
      ["sites.0.traps.0.design_depth_ft: 4 ft lies beyond the stage_storage table "
       "(last row at 3 ft)"]),
-    ([[0, 0], [4, -1]], ["sites.0.traps.0.stage_storage.1.1: Input should be greater than or "
-                         "equal to 0"]),
+    ([[0, 0], [4, -1]], ["sites.0.traps.0.stage_storage.1.1: must be at least 0 (got -1)"]),
 ])
 def test_stage_storage_table(table: list[list[float]], lines: list[str]) -> None:
     trap = {"id": "pond-1", "sensor": "trap1-depth", "shape": "stage_storage",
@@ -302,7 +301,7 @@ def test_three_mistakes_give_exactly_three_lines() -> None:
     data["sites"][0]["sensors"][1]["in_per_tip"] = 0.01
     data["sites"][0]["traps"][0]["sensor"] = "rg1"
     assert problems(data) == [
-        "sites.0.rain.threshold_in: Input should be greater than or equal to 0.01",
+        "sites.0.rain.threshold_in: must be at least 0.01 in (got 0 in)",
         "sites.0.sensors.1.in_per_tip: applies to rain sensors only, not to a turbidity sensor",
         "sites.0.traps.0.sensor: 'rg1' is a rain sensor, not a sediment sensor",
     ]

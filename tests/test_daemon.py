@@ -87,7 +87,7 @@ def test_persistent_session_storm_and_inspection_while_running(site: Site) -> No
     out = cli("inspect", "--config", str(cfg), "--site", SITE, "--inspector", "J. Rivera",
               "--kind", "storm", "--notes", "silt fence intact")
     assert out.returncode == 0, out.stderr
-    assert "through the broker" in out.stdout
+    assert "for the running daemon" in out.stdout
     closed = wait_until(lambda: [e for e in events_of(cfg, "clock_closed")
                                  if e["clock"] == "storm"], 10, "the storm clock to close")
     assert closed[0]["outcome"] == "met"
@@ -272,6 +272,8 @@ def _bad_messages(now_s: int) -> list[tuple[str, str, bytes]]:
         # An inspection dated ahead has its own code (DESIGN § 3).
         ("future", f"{PREFIX}/{SITE}/inspection", j({"ts": now_s + 3600, "inspector": "J"})),
         ("bad_value", r("tb-up"), j({"ts": now_s, "ntu": "cloudy"})),
+        # seq 7 of tb-up is the good reading's (sent first): another body under it.
+        ("seq_conflict", r("tb-up"), j({"ts": now_s - 60, "ntu": 4.0, "seq": 7})),
     ]
 
 
@@ -281,8 +283,11 @@ def test_every_reject_reason_is_dead_lettered_and_counted(site: Site) -> None:
     bad = _bad_messages(now)
     assert {reason for reason, _, _ in bad} == {r.value for r in RejectReason}
     pub = Publisher(broker.port)
+    # The good reading first: the seq_conflict case reuses its seq. One publisher,
+    # one topic: the broker delivers them in this order.
+    pub.send(reading_topic("tb-up"), {"ts": now, "ntu": 3.5, "seq": 7})
     pub.send_many([(topic, payload) for _, topic, payload in bad])
-    pub.send(reading_topic("tb-up"), {"ts": now, "ntu": 3.5})  # and the daemon carries on
+    pub.send(reading_topic("tb-up"), {"ts": now, "ntu": 3.5, "seq": 7})  # a plain duplicate
     pub.close()
     wait_until(lambda: journal_count(cfg) == 1, 20, "the good reading")
     status = wait_until(lambda: _status_if(cfg, len(bad)), 20, "every reject counted")
@@ -292,6 +297,10 @@ def test_every_reject_reason_is_dead_lettered_and_counted(site: Site) -> None:
         dead = store.journal.dead_letters(limit=100)
     by_reason = {d.reason: d for d in dead}
     assert by_reason["invalid_json"].payload == b"{not json"
+    # The raw bytes of the conflicting message, not the accepted one's.
+    assert json.loads(by_reason["seq_conflict"].payload)["ntu"] == 4.0
+    wait_until(lambda: _status_with(cfg, lambda s: s["ingest"]["duplicates"] == 1), 20,
+               "the repeated good reading counted as a duplicate")
     assert daemon.running
     assert daemon.stop() == 0
 

@@ -1,4 +1,5 @@
-"""``stormwatch notify-test``: a test message to every target (or a tag's), a verdict per target.
+"""``stormwatch notify-test``: a test message to every target (or a tag's), a verdict per target;
+and ``send_to``, the same sending for other one-off messages (``logbook anchor --send``).
 
 The first thing a new user runs: it goes through the same targets, the same
 Apprise sends and the same secret masking as the daemon, without touching the
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..config import Config
@@ -38,12 +40,22 @@ def probe_message(config: Config, target: Target, tag: str | None, now_ms: int) 
     return Message(f"stormwatch test message ({site.name or site.id})", text, markdown, INFO)
 
 
+def send_to(config: Config, tag: str | None,
+            message: Callable[[Target], Message]) -> list[Verdict]:
+    """Send ``message(target)`` once to each target that receives ``tag`` (all when
+    None), through the targets the daemon loads; a verdict per target.
+
+    What ``notify-test`` and ``logbook anchor --send`` share. Raises
+    ``NotifySetupError`` when the targets cannot be loaded.
+    """
+    targets = [t for t in load_targets(config.notify) if tag is None or t.receives(tag)]
+    return [Verdict(t, t.send(message(t))) for t in targets]
+
+
 def run_test(config: Config, tag: str | None = None) -> list[Verdict]:
     """Send the test message to each target that receives ``tag`` (all when None).
 
     Raises ``NotifySetupError`` when the targets cannot be loaded.
     """
-    targets = [t for t in load_targets(config.notify) if tag is None or t.receives(tag)]
     now_ms = round(time.time() * 1000)
-    return [Verdict(t, t.send(probe_message(config, t, tag, now_ms)))
-            for t in targets]
+    return send_to(config, tag, lambda t: probe_message(config, t, tag, now_ms))

@@ -1,0 +1,178 @@
+"""What every command shares: exit codes, one-line errors, the output, the state.
+
+Exit codes (DESIGN § 6): 0 ok, 1 a check failed, 2 bad usage or bad
+configuration. A user error is one readable line on stderr, never a traceback:
+a command raises ``UsageError`` and ``cli.main`` prints it.
+
+Standard output is a file like any other and can fail: ``> /dev/full``, a
+full disk, a dead terminal. ``emit`` and ``flush_output`` turn such a failure
+into ``OutputError`` (one line, exit 2). A closed pipe (``| head``) is not a
+failure: it stays ``BrokenPipeError``, which ``main`` answers with exit 0.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from ..config import Config
+from ..configfile import ConfigError, load_config
+from ..host import db_path, open_store
+from ..logs import configure
+from ..statedir import state_dir_problem
+from ..store import Store, StoreError
+
+EXIT_OK, EXIT_CHECK_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """A user error: printed as one line, exit 2."""
+
+
+class OutputError(Exception):
+    """Standard output did not take what the command wrote (its reason is the message)."""
+
+
+def load(path: str) -> Config:
+    """The configuration, or exit 2 with each of its problems on a line."""
+    try:
+        return load_config(path)
+    except ConfigError as exc:
+        for line in exc.lines:
+            print(line, file=sys.stderr)
+        raise SystemExit(EXIT_USAGE) from None
+
+
+def site_config(args_config: str, site_id: str) -> Config:
+    """The configuration of a command that names ``--site``; an unknown site is refused."""
+    config = load(args_config)
+    if config.site(site_id) is None:
+        raise UsageError(f"--site: unknown site {site_id!r} "
+                         f"(configured: {', '.join(s.id for s in config.sites)})")
+    return config
+
+
+# --------------------------------------------------------------------------- output
+
+
+def emit(text: str) -> None:
+    """Write ``text`` to standard output (``OutputError`` when it cannot take it)."""
+    try:
+        sys.stdout.write(text)
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise OutputError(exc.strerror or str(exc)) from None
+
+
+def flush_output() -> None:
+    """Flush standard output now, while a failure can still be reported: the
+    interpreter's own flush at exit would print a traceback-like complaint."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise OutputError(exc.strerror or str(exc)) from None
+
+
+def discard_output() -> None:
+    """Point standard output at /dev/null: what a failed write left in the buffer is
+    flushed again at exit, and must not fail a second time there."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, sys.stdout.fileno())
+        finally:
+            os.close(devnull)
+    except (OSError, ValueError):  # no real file behind sys.stdout (a test's capture)
+        pass
+
+
+def write_file(flag: str, path: str, text: str) -> None:
+    """Write an ``--out`` file, or a usage error that says why it cannot be written."""
+    target = Path(path)
+    try:
+        target.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"{flag}: cannot write {path}: {_why_not(target, exc)}") from None
+
+
+def _why_not(target: Path, exc: OSError) -> str:
+    # "No such file or directory" for a missing folder reads as if the file
+    # itself were expected to exist; say which part is missing.
+    parent = target.parent
+    try:
+        if isinstance(exc, IsADirectoryError) or target.is_dir():
+            return "it is a directory (name a file in it)"
+        if not parent.exists():
+            return f"there is no folder {parent}"
+        if not parent.is_dir():
+            return f"{parent} is a file, not a folder"
+    except OSError:
+        pass
+    return str(exc.strerror or exc)
+
+
+# --------------------------------------------------------------------------- state
+
+
+def check_state_dir(config: Config, *, write: bool, create: bool = False) -> None:
+    """Refuse an unusable ``state_dir`` with one line naming the path (``statedir.py``)."""
+    problem = state_dir_problem(config.state_dir, write=write, create=create)
+    if problem is not None:
+        raise UsageError(f"state_dir: {problem}")
+
+
+def require_database(config: Config, *, write: bool = False) -> Path:
+    """The state database's path; a usage error naming it when it is missing or not a
+    file (a command that would answer from no data must not answer at all)."""
+    check_state_dir(config, write=write)
+    path = db_path(config)
+    try:
+        found = path.is_file()
+        missing = not found and not path.exists()
+    except OSError as exc:  # e.g. no permission to look into state_dir
+        raise UsageError(f"state_dir: cannot read the database {path}: "
+                         f"{exc.strerror or exc}") from None
+    if missing:
+        raise UsageError(f"state_dir: no database at {path} (has `stormwatch run` run with"
+                         " this configuration?)")
+    if not found:
+        raise UsageError(f"state_dir: {path} is not a database file")
+    return path
+
+
+@contextmanager
+def state_store(config: Config) -> Iterator[Store]:
+    """The state database, opened read-only, for a command that reads it (``status``,
+    ``logbook``, ``report``).
+
+    A missing or unreadable database is a usage error (exit 2) naming its path:
+    the command cannot know the state, and an empty answer ("OK (0 rows)", a
+    report saying there is no data) would read as good news. Errors met while
+    reading (a damaged file, a lock held past the busy timeout) say the same.
+    """
+    path = require_database(config)
+    try:
+        store = open_store(config, readonly=True)
+    except StoreError as exc:
+        # Its message starts with the path already.
+        raise UsageError(f"state_dir: {exc}") from None
+    except (sqlite3.Error, OSError) as exc:
+        # sqlite3 says "file is not a database" for a text file at the path.
+        raise UsageError(f"state_dir: cannot read the database {path}: {exc}") from None
+    try:
+        with store:
+            yield store
+    except sqlite3.Error as exc:
+        raise UsageError(f"state_dir: cannot read the database {path}: {exc}") from None
+
+
+def setup_logging(config: Config, level: str) -> None:
+    configure(config.log_format, getattr(logging, level.upper(), logging.INFO))

@@ -1,0 +1,126 @@
+"""Commands on files: ``check-config``, ``replay``, ``backtest``, ``acl`` (DESIGN § 6).
+
+None of them touches the state directory. What they can meet is a bad file
+(a configuration with mistakes, a CSV that is not UTF-8 or names a column
+twice) or a place the output cannot go (a missing folder for ``--out``, a
+full disk behind standard output): each is one line and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ..config import Config
+from ..plausible import warnings
+from .common import EXIT_OK, EXIT_USAGE, UsageError, emit, load, write_file
+
+
+def cmd_check_config(args: argparse.Namespace) -> int:
+    config = load(args.file)
+    found = warnings(config)
+    for line in found:
+        # --strict: the same lines as errors (a deployment check that must fail).
+        print(line if args.strict else f"warning: {line}", file=sys.stderr)
+    if found and args.strict:
+        return EXIT_USAGE
+    emit(summarise(config) + "\n")
+    return EXIT_OK
+
+
+def summarise(config: Config) -> str:
+    """One paragraph: what this configuration will watch."""
+    parts = []
+    for site in config.sites:
+        kinds = {k: sum(1 for s in site.sensors if s.kind == k)
+                 for k in ("rain", "turbidity", "sediment")}
+        clocks = ("storm and 7-day inspection clocks" if site.clocks_apply
+                  else "storms recorded as informational (no inspection clocks)")
+        parts.append(
+            f"{site.id} ({site.name or 'unnamed'}, condition {site.condition}, {site.timezone}): "
+            f"{kinds['rain']} rain gauge(s), {kinds['turbidity']} turbidity probe(s), "
+            f"{kinds['sediment']} sediment sensor(s); storms of {site.rain.threshold_in:.2f} in "
+            f"by {site.rain.mode} with a {site.rain.dry_gap_hours:g} h dry gap; "
+            f"{len(site.traps)} trap(s), {len(site.turbidity_pairs)} turbidity pair(s); {clocks}")
+    return (f"OK: {len(config.sites)} site(s). " + "; ".join(parts) + ". "
+            f"Broker {config.broker.host}:{config.broker.port}, state in {config.state_dir}, "
+            f"InfluxDB {'off' if config.influx is None else config.influx.url}, "
+            f"{len(config.notify.targets)} notification target(s).")
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from ..csvio import CsvInputError
+    from ..replay import format_table, replay
+
+    config = load(args.config)
+    show_progress = sys.stderr.isatty() and not args.quiet
+
+    def progress(rows: int) -> None:
+        print(f"\rreplay: {rows:,} rows", end="", file=sys.stderr, flush=True)
+
+    try:
+        result = replay(config, args.input, progress if show_progress else None)
+    except CsvInputError as exc:
+        raise UsageError(str(exc)) from None
+    if show_progress:
+        print("", file=sys.stderr)
+    if args.format == "jsonl":
+        for event in result.events():
+            emit(json.dumps(event.to_json(), separators=(",", ":")) + "\n")
+    else:
+        emit(format_table(config, result))
+    if result.rejected and not args.quiet:
+        total = sum(result.rejected.values())
+        reasons = ", ".join(f"{k} {v}" for k, v in sorted(result.rejected.items()))
+        print(f"replay: {result.rows} rows, {total} rejected ({reasons})", file=sys.stderr)
+        for line in result.first_rejects[:5]:
+            print(f"  {line}", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_backtest(args: argparse.Namespace) -> int:
+    # pandas costs a second to import: only the command that needs it pays.
+    import pandas as pd
+
+    from ..csvio import CsvInputError, backtest_csv, event_rows
+
+    config = load(args.config)
+    try:
+        result = backtest_csv(config, args.input)
+    except CsvInputError as exc:
+        raise UsageError(f"--input: {exc}") from None
+    except (ValueError, pd.errors.ParserError) as exc:
+        raise UsageError(f"--input: {args.input}: {str(exc).splitlines()[0]}") from None
+    rows = event_rows(result.events)
+    if args.format == "jsonl":
+        for row in rows:
+            emit(json.dumps(row, separators=(",", ":")) + "\n")
+    else:
+        emit(f"{'site':<16} {'gauge':<10} {'started':<21} {'ended':<21} {'total':>7} "
+             f"{'max 24h':>8}  qualified at\n")
+        for r in rows:
+            total = f"{r['total_in']:.2f}"
+            emit(f"{r['site']:<16} {r['gauge']:<10} {r['started_at']:<21} "
+                 f"{r['ended_at'] or 'open':<21} {total:>7} {r['max_24h_in']:8.2f}  "
+                 f"{r['qualified_at'] or '-'}\n")
+    if result.skipped:
+        reasons = ", ".join(f"{k} {v}" for k, v in sorted(result.skipped.items()))
+        print(f"backtest: {result.rows} rows, skipped {reasons}", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_acl(args: argparse.Namespace) -> int:
+    from ..acl import AclError, render_acl
+
+    config = load(args.config)
+    try:
+        text = render_acl(config)
+    except AclError as exc:
+        raise UsageError(str(exc)) from None
+    if args.out:
+        write_file("--out", args.out, text)
+        print(f"wrote {args.out}", file=sys.stderr)
+    else:
+        emit(text)
+    return EXIT_OK
