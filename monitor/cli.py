@@ -13,6 +13,10 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+# The simulated sites run the node runtime (DESIGN § 6: "published through the
+# node runtime"); only its arguments are built here, paho loads when it runs.
+from sensors.simulate import add_arguments as add_simulate_arguments
+
 from . import __version__
 from .commands.common import (
     EXIT_OK,
@@ -138,6 +142,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="keep the demo's state directory, with a configuration to look at it")
     p.add_argument("--state-dir", help="use this state directory (kept afterwards)")
     p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("simulate", help="realistic readings for the configured sites (a design "
+                       "storm), published through the sensor-node runtime")
+    add_simulate_arguments(p)  # its own func: sensors.simulate.run_args
 
     p = sub.add_parser("notify-test", help="send a test message to every notification target")
     p.add_argument("--config", required=True)

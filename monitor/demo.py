@@ -2,16 +2,31 @@
 
 An embedded MQTT broker (amqtt, MQTT 3.1.1, in this process), the real daemon
 (journal, engine, outbox, log book in a temporary state directory), and a
-simulated site (``sensors.simulator``) publishing through the broker exactly as
-nodes would. Time runs ``speed`` times faster than the wall clock (the daemon
-takes its clock by injection), so a storm, its 24-hour inspection clock, the
-reminders and the inspection that closes it pass in about a minute.
+simulated site run by ``stormwatch simulate`` (``sensors/simulate.py``): the
+real node runtime (buffer, ``seq``, tip counter, ``status``, MQTT link) with
+simulated sensors (``sensors/drivers/sim.py``), so the daemon receives what
+nodes would send. Time runs ``speed`` times faster than the wall clock (the
+daemon and the node take the same clock by injection), so a storm, its 24-hour
+inspection clock, the reminders and the inspection that closes it pass in
+about a minute.
+
+The storm is an SCS type II storm of 0.80 in over two hours, 30 minutes in: it
+crosses 0.50 in (§ 134-9A(2)) about an hour after it starts, muddies the
+outfall's downstream probe while it is intense (§ 134-8C), and washes enough
+sediment into the trap to pass 50 % of its design volume (§ 134-9A(1)). A
+simulated qualified professional inspects two hours before the deadline.
+
+With ``--keep`` or ``--state-dir`` the state directory stays, with a
+configuration file beside the database (``stormwatch-demo.yaml``), so that
+``status``, ``logbook`` and ``report`` can look at what the demo recorded;
+the demo prints those commands at the end.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import shlex
 import shutil
 import socket
 import sys
@@ -25,9 +40,11 @@ from typing import IO
 from zoneinfo import ZoneInfo
 
 import paho.mqtt.client as mqtt
+import yaml
 from paho.mqtt.enums import CallbackAPIVersion
 
-from sensors.simulator import Scenario
+from sensors.config import SimStorm
+from sensors.simulate import EXIT_OK, Plan, Simulation
 
 from .config import Config
 from .configfile import parse_config
@@ -50,10 +67,49 @@ from .engine.events import (
 )
 from .engine.times import parse_iso
 from .host import open_store
+from .statedir import state_dir_problem
 
 SITE = "demo-meadows"
 ZONE = "America/New_York"
+#: The configuration written beside a kept database.
+CONFIG_NAME = "stormwatch-demo.yaml"
+#: Simulated hours the demo runs: the storm, its 24-hour clock, the inspection.
+DEMO_HOURS = 30
+#: How long the daemon may take to connect to the embedded broker (real seconds).
+CONNECT_TIMEOUT_S = 20.0
+#: The storm: depth (in), duration (h) and start (simulated seconds after the start).
+STORM_IN, STORM_HOURS, STORM_AT_S = 0.80, 2.0, 30 * 60
+#: Seconds between readings of each simulated sensor.
+READ_EVERY_S = 60.0
+#: Inches of sediment per inch of runoff in the trap: the sim driver's default (3)
+#: barely moves a trap in one storm; 48 takes it from 15 % of its design depth
+#: (7.2 in, 7 % of its volume) to 36 in (61 %), past the clean-out threshold.
+TRAP_IN_PER_RUNOFF_IN = 48.0
+#: Real seconds the simulated site may take to deliver its last readings.
+DRAIN_S = 10.0
 log = logging.getLogger("stormwatch.demo")
+
+#: The range of ``speed`` (simulated seconds per real second), from what the demo
+#: is made of. The simulated node reads every sensor every simulated minute, and a
+#: gauge or probe goes stale after 15 silent simulated minutes (the sediment
+#: sensor after 30), so each reading must reach the engine within about 14
+#: simulated minutes: 840 / speed real seconds (0.23 s at 3600), through the node's
+#: buffer (a commit per read), the broker, the daemon's batch and its fsync'd
+#: journal commit. The node's loop also has to take a simulated minute's readings
+#: within the 60 / speed s that minute lasts (17 ms at 3600), or it falls further
+#: behind (it catches up, never skips, but late readings look stale). The earlier
+#: demo, publishing from a loop of its own, was measured on a shared 2-core
+#: machine: clean at 14 400; at 20 000 the loop fell behind and over 100 false
+#: ``sensor_stale`` followed; at 1e9 every reading was ``too_old`` (one
+#: millisecond of delivery is then more than the 7-day lateness bound). 3600 (a
+#: day in 24 s) keeps a margin for a busy or small machine such as a Raspberry
+#: Pi. Below 1 the demo would run slower than real time (at 1 it already takes
+#: its 30 hours).
+MIN_SPEED, MAX_SPEED = 1.0, 3600.0
+
+
+class DemoError(Exception):
+    """The demo cannot run as asked (a bad speed, an unusable state directory)."""
 
 
 def free_port() -> int:
@@ -131,14 +187,14 @@ class DemoClock:
     def __call__(self) -> float:
         return self.start_s + (time.monotonic() - self._m0) * self.speed
 
-    def sleep_until(self, sim_s: float) -> None:
-        real = (sim_s - self()) / self.speed
-        if real > 0:
-            time.sleep(real)
+    def rate(self) -> float:
+        """Simulated seconds per real second (0 once frozen): the node's loop sleeps by it."""
+        return self.speed
 
 
-def demo_config(port: int, state_dir: Path) -> Config:
-    return parse_config({
+def demo_settings(port: int, state_dir: Path) -> dict[str, object]:
+    """The demo's configuration as the YAML document it would be."""
+    return {
         "broker": {"host": "127.0.0.1", "port": port, "client_id": "stormwatch-demo"},
         "state_dir": str(state_dir),
         "notify": {"targets": [{"url": "console://", "tags": ["qp", "officer", "ops"]}]},
@@ -157,7 +213,51 @@ def demo_config(port: int, state_dir: Path) -> Config:
                        "bottom_length_ft": 20, "bottom_width_ft": 10, "side_slope": 2,
                        "design_depth_ft": 4}],
         }],
-    }, env={})
+    }
+
+
+def demo_config(port: int, state_dir: Path) -> Config:
+    return parse_config(demo_settings(port, state_dir), env={})
+
+
+def write_demo_config(port: int, state_dir: Path) -> Path:
+    """Write the demo's configuration beside its database, for the commands that read it."""
+    path = state_dir / CONFIG_NAME
+    header = ("# The configuration of a `stormwatch demo` run, written beside its database so\n"
+              "# that status, logbook and report can read what it recorded. The broker was\n"
+              "# the demo's own (gone with it); the demo's clock ran ahead of the wall clock.\n")
+    try:
+        path.write_text(header + yaml.safe_dump(demo_settings(port, state_dir.resolve()),
+                                                sort_keys=False), encoding="utf-8")
+    except OSError as exc:
+        raise DemoError(f"--state-dir: cannot write {path}: {exc.strerror or exc}") from None
+    return path
+
+
+def demo_plan(config: Config, start_s: int, speed: float) -> Plan:
+    """The simulated site: ``DEMO_HOURS`` from ``start_s``, the storm, the demo's trap."""
+    site = config.site(SITE)
+    assert site is not None  # demo_settings has it
+    storm = SimStorm(depth_in=STORM_IN, hours=STORM_HOURS, type="II",
+                     start_s=start_s + STORM_AT_S)
+    return Plan(float(start_s), float(start_s + DEMO_HOURS * 3600), speed, READ_EVERY_S,
+                storm=storm, sites=(site,), seed=0,
+                overrides={"trap1-depth": {"sediment_in_per_runoff_in": TRAP_IN_PER_RUNOFF_IN}})
+
+
+def check_demo(speed: float, state_dir: Path | None) -> None:
+    """Refuse a speed outside ``MIN_SPEED``..``MAX_SPEED`` or an unusable state directory
+    before anything starts (``DemoError``, one line)."""
+    if not MIN_SPEED <= speed <= MAX_SPEED:  # NaN too
+        why = ("faster, the simulated readings reach the daemon after their sensors count "
+               "as stale (false sensor_stale) or too old (too_old)" if speed > MAX_SPEED
+               else "slower, the demo would run slower than real time" if speed < MIN_SPEED
+               else "it is not a number")
+        raise DemoError(f"--speed: {speed:g} is outside {MIN_SPEED:g} to {MAX_SPEED:g}: {why}")
+    if state_dir is not None:
+        problem = state_dir_problem(state_dir, write=True, create=True)
+        if problem is not None:
+            raise DemoError(f"--state-dir: {problem}")
 
 
 def describe(event: Event, zone: ZoneInfo) -> str:
@@ -203,38 +303,52 @@ def describe(event: Event, zone: ZoneInfo) -> str:
 
 def run_demo(out: IO[str] = sys.stdout, *, speed: float = 1800.0, keep: bool = False,
              state_dir: Path | None = None) -> int:
-    """Run the demo to the end (about a minute at the default speed)."""
-    for name in ("amqtt", "transitions", "asyncio", "stormwatch.ingest"):
+    """Run the demo to the end (about a minute at the default speed): 0, or 1 when the
+    simulated site could not deliver its readings; ``DemoError`` before anything
+    starts when it cannot run as asked."""
+    check_demo(speed, state_dir)
+    for name in ("amqtt", "transitions", "asyncio", "stormwatch.ingest", "sensors"):
         logging.getLogger(name).setLevel(logging.ERROR)
     zone = ZoneInfo(ZONE)
     owned = state_dir is None
     state = Path(tempfile.mkdtemp(prefix="stormwatch-demo-")) if state_dir is None else state_dir
     port = free_port()
+    kept = write_demo_config(port, state) if keep or not owned else None
     broker = EmbeddedBroker(port).start()
     start_s = (int(time.time()) // 3600 - 2) * 3600  # whole hour, two hours ago
     clock = DemoClock(start_s, speed)
     config = demo_config(port, state)
     daemon = Daemon(config, clock=clock, tick_every_s=0.3, mqtt_protocol=mqtt.MQTTv311)
-    worker = threading.Thread(target=daemon.run, name="demo-daemon", daemon=True)
+    failure: list[BaseException] = []
+    worker = threading.Thread(target=_run_daemon, args=(daemon, failure), name="demo-daemon",
+                              daemon=True)
+    plan = demo_plan(config, start_s, speed)
+    said: list[str] = []  # what the simulation has to say: shown only when it failed
+    site = Simulation(plan, config, clock=clock, drain_s=DRAIN_S, say=said.append,
+                      mqtt_protocol=mqtt.MQTTv311)
+    site_rc: list[int] = []
+    nodes = threading.Thread(target=lambda: site_rc.append(site.run()), name="demo-site",
+                             daemon=True)
     print(f"stormwatch demo: site {SITE}, time x{speed:g}, broker 127.0.0.1:{port}, "
           f"state in {state}", file=out)
-    worker.start()
-    if not daemon.connected.wait(20):
-        raise RuntimeError("the daemon did not connect to the embedded broker")
-    clock.restart()  # simulated time starts once the daemon listens
-    scenario = Scenario(SITE, start_s)
+    storm = [datetime.fromtimestamp(start_s + STORM_AT_S + h * 3600, tz=zone).strftime(f)
+             for h, f in ((0, "%a %H:%M"), (STORM_HOURS, "%H:%M"))]
+    print(f"stormwatch demo: a {STORM_IN:.2f} in storm (SCS type II) {storm[0]}-{storm[1]}; "
+          f"a node (the real runtime, simulated sensors) reads {len(plan.sites[0].sensors)} "
+          "sensors each simulated minute", file=out, flush=True)
     printed = 0
     try:
+        worker.start()
+        _wait_connected(daemon, worker, failure)
+        clock.restart()  # simulated time starts once the daemon listens
+        nodes.start()
         pub = mqtt.Client(CallbackAPIVersion.VERSION2, protocol=mqtt.MQTTv311)
         pub.connect("127.0.0.1", port)
         pub.loop_start()
         inspected = False
-        minute = 0
-        end_minute = 30 * 60  # thirty simulated hours
-        while minute < end_minute:
-            clock.sleep_until(start_s + minute * 60)
-            for topic, payload in scenario.messages(minute):
-                pub.publish(topic, payload, qos=1)
+        poll_s = min(60.0 / speed, 0.25)  # about a simulated minute
+        while clock() < plan.end_s and nodes.is_alive():
+            time.sleep(poll_s)
             if not inspected:
                 due = _storm_due(state)
                 if due is not None and clock() >= due - 2 * 3600:
@@ -245,21 +359,65 @@ def run_demo(out: IO[str] = sys.stdout, *, speed: float = 1800.0, keep: bool = F
                                 qos=1)
                     inspected = True
             printed = _print_new(state, printed, zone, out)
-            minute += 1
         clock.freeze()
-        time.sleep(1.0)  # the last readings reach the journal, the last alerts their targets
+        nodes.join(DRAIN_S + 15)  # the site delivers its last readings, then stops
+        time.sleep(1.0)  # they reach the journal, the last alerts their targets
         printed = _print_new(state, printed, zone, out)
         pub.loop_stop()
         pub.disconnect()
     finally:
+        site.stop.set()
+        if nodes.ident is not None:  # started
+            nodes.join(timeout=20)
         daemon.request_stop()
         worker.join(timeout=20)
         broker.stop()
         if owned and not keep:
             shutil.rmtree(state, ignore_errors=True)
-    print(f"stormwatch demo: done, {printed} events."
-          + (f" State kept in {state}." if keep or not owned else ""), file=out)
-    return 0
+    rc = site_rc[0] if site_rc else 1
+    if rc != EXIT_OK:
+        for line in said:
+            if not line.startswith(("at ", "delivering, at ")):
+                print(f"stormwatch demo: simulated site: {line}", file=out)
+    print(f"stormwatch demo: done, {printed} events.", file=out)
+    if kept is not None:
+        print(look_at(kept, start_s, zone), file=out)
+    return 0 if rc == EXIT_OK else 1
+
+
+def look_at(config_path: Path, start_s: int, zone: ZoneInfo) -> str:
+    """Where the demo's state is kept and the commands that show it."""
+    cfg = shlex.quote(str(config_path))
+    first = datetime.fromtimestamp(start_s, tz=zone).date()
+    last = datetime.fromtimestamp(start_s + DEMO_HOURS * 3600, tz=zone).date()
+    return "\n".join([
+        f"State kept in {config_path.parent}, with its configuration; look at it with:",
+        f"  stormwatch status --config {cfg}",
+        f"  stormwatch logbook --config {cfg} --site {SITE} --format md",
+        f"  stormwatch report --config {cfg} --site {SITE} --from {first} --to {last}"
+        " --out demo-report.html"])
+
+
+def _run_daemon(daemon: Daemon, failure: list[BaseException]) -> None:
+    """The daemon's thread: what stops it early is kept for the demo to report in one
+    line (a thread's exception would print a traceback, and the demo would wait on)."""
+    try:
+        if daemon.run() != 0:
+            failure.append(RuntimeError("the daemon stopped (see the message above)"))
+    except Exception as exc:  # reported by _wait_connected
+        failure.append(exc)
+
+
+def _wait_connected(daemon: Daemon, worker: threading.Thread,
+                    failure: list[BaseException]) -> None:
+    deadline = time.monotonic() + CONNECT_TIMEOUT_S
+    while not daemon.connected.wait(0.1):
+        if not worker.is_alive():
+            why = failure[0] if failure else RuntimeError("it stopped")
+            raise DemoError(f"the daemon did not start: {why}")
+        if time.monotonic() > deadline:
+            raise DemoError(f"the daemon did not connect to the embedded broker within "
+                            f"{CONNECT_TIMEOUT_S:.0f} s")
 
 
 def _storm_due(state: Path) -> float | None:

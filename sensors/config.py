@@ -247,9 +247,58 @@ class CsvSensor(SensorBase):
         return self
 
 
-Sensor = Annotated[GpioSensor | Ads1115Sensor | MaxbotixSensor | ModbusSensor | CsvSensor,
-                   Field(discriminator="driver")]
-DRIVERS = ("gpio", "ads1115", "maxbotix", "modbus", "csv")
+class SimStorm(Model):
+    """The design storm of a simulated sensor (``drivers/sim.py``)."""
+
+    depth_in: NonNegativeFloat = 1.0
+    #: The storm's duration; the 24-hour distribution is stretched or squeezed to it.
+    hours: PositiveFloat = 24.0
+    #: The SCS (NRCS) 24-hour distribution: II (most of the US) or III (Gulf, Atlantic).
+    type: Literal["II", "III"] = "II"
+    #: When it starts, Unix seconds.
+    start_s: Annotated[float, Field(allow_inf_nan=False)]
+
+
+class SimSensor(SensorBase):
+    """Readings made up for ``stormwatch simulate`` (``drivers/sim.py``): no hardware.
+
+    One reading every ``every_s`` from ``start_s`` to ``end_s`` (Unix seconds of
+    the simulated clock), each stamped with its own grid time.
+    """
+
+    driver: Literal["sim"]
+    start_s: Annotated[float, Field(allow_inf_nan=False)]
+    end_s: Annotated[float, Field(allow_inf_nan=False)]
+    storm: SimStorm | None = None
+    #: Seeds the sensor's noise: the same seed gives the same readings.
+    seed: int = 0
+    #: rain: depth of one tip of the simulated bucket.
+    in_per_tip: PositiveFloat = 0.01
+    #: turbidity: NTU without rain, and NTU added per in/h of recent rain intensity.
+    background_ntu: NonNegativeFloat = 8.0
+    ntu_per_in_per_h: NonNegativeFloat = 10.0
+    noise_ntu: NonNegativeFloat = 0.5
+    #: turbidity: the probe's full scale (a reading never exceeds it: it pegs).
+    max_ntu: PositiveFloat = 1000.0
+    #: sediment: depth before the storm, and inches of sediment per inch of runoff.
+    sediment_start_in: NonNegativeFloat = 6.0
+    sediment_in_per_runoff_in: NonNegativeFloat = 3.0
+    #: sediment: rain that wets the ground before any runs off.
+    initial_abstraction_in: NonNegativeFloat = 0.2
+    noise_in: NonNegativeFloat = 0.05
+    #: sediment: set, readings are ``distance_in`` from a sensor this high; unset, ``depth_in``.
+    sensor_height_in: PositiveFloat | None = None
+
+    @model_validator(mode="after")
+    def _period(self) -> SimSensor:
+        if self.end_s < self.start_s:
+            raise ValueError("end_s: must not be before start_s")
+        return self
+
+
+Sensor = Annotated[GpioSensor | Ads1115Sensor | MaxbotixSensor | ModbusSensor | CsvSensor
+                   | SimSensor, Field(discriminator="driver")]
+DRIVERS = ("gpio", "ads1115", "maxbotix", "modbus", "csv", "sim")
 
 
 class NodeConfig(Model):

@@ -16,7 +16,10 @@ What can go wrong, and why the code is shaped this way:
   on a queue; the main thread, which also does every publish, takes it from
   there. A PUBACK can then never be matched before its publish returned.
 * **MQTT v5**, so an ACL refusal comes back as PUBACK reason 0x87 instead of a
-  silent drop (Mosquitto answers a 3.1.1 client with a normal PUBACK).
+  silent drop (Mosquitto answers a 3.1.1 client with a normal PUBACK). A
+  broker that speaks 3.1.1 only (amqtt, the embedded broker of ``stormwatch
+  demo``) refuses a v5 CONNECT: ``MqttLink(protocol=mqtt.MQTTv311)`` is for it,
+  at the price of that silent drop (``stormwatch-node`` itself always uses v5).
 * Reconnects are paho's (``loop_start``; backoff 1 s doubling up to
   ``broker.reconnect_max_s``), also when the first connection fails.
 """
@@ -29,7 +32,7 @@ import threading
 from typing import Any, Protocol
 
 import paho.mqtt.client as mqtt
-from paho.mqtt.enums import CallbackAPIVersion, MQTTErrorCode
+from paho.mqtt.enums import CallbackAPIVersion, MQTTErrorCode, MQTTProtocolVersion
 from paho.mqtt.reasoncodes import ReasonCode
 
 from .config import NodeConfig
@@ -65,13 +68,14 @@ class MqttLink:
     """One paho client; see the module docstring. ``window`` caps paho's queue."""
 
     def __init__(self, config: NodeConfig, password: str | None, window: int,
-                 extra_queue: int = 0, reconnect_max_s: int | None = None) -> None:
+                 extra_queue: int = 0, reconnect_max_s: int | None = None,
+                 protocol: int = mqtt.MQTTv5) -> None:
         self.host, self.port = config.broker.host, config.broker.port
         self.keepalive_s = config.broker.keepalive_s
         self.acks: queue.Queue[Ack] = queue.Queue()
         self._connected = threading.Event()
         client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=config.client_id,
-                             protocol=mqtt.MQTTv5)
+                             protocol=MQTTProtocolVersion(protocol))
         if config.broker.username is not None:
             client.username_pw_set(config.broker.username, password)
         if config.broker.tls is not None:

@@ -20,6 +20,7 @@ from ..config import (
     MaxbotixSensor,
     ModbusSensor,
     SensorBase,
+    SimSensor,
 )
 from .base import Driver, Sample, SerialPort
 from .csvfile import CsvReplay
@@ -74,4 +75,10 @@ def make_driver(sensor: SensorBase, hardware: Hardware = BOARD, site: str | None
         return ModbusSonde(sensor, hardware.serial or open_rs485)
     if isinstance(sensor, CsvSensor):
         return CsvReplay(sensor, sensor.id, monotonic, site)
+    if isinstance(sensor, SimSensor):
+        from .sim import SimulatedSensor
+
+        # Its clock is simulated Unix time: ``stormwatch simulate`` passes its clock
+        # as ``monotonic`` (and as the node's wall clock); a node file, the wall clock.
+        return SimulatedSensor(sensor, hardware.monotonic or time.time)
     raise TypeError(f"no driver for {type(sensor).__name__}")  # pragma: no cover
