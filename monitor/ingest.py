@@ -41,6 +41,7 @@ broker lost its database, or another client took the client id).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import socket
@@ -211,7 +212,7 @@ class Ingest:
         try:
             self.client.disconnect()
         finally:
-            self.client.loop_stop()
+            stop_loop(self.client)
 
     # ------------------------------------------------------------------ acks
 
@@ -280,7 +281,7 @@ class Ingest:
         log.info("broker does not speak MQTT v5; using 3.1.1")
 
         def swap() -> None:
-            self.client.loop_stop()
+            stop_loop(self.client)
             self._protocol = mqtt.MQTTv311
             self.client = self._make_client()
             self.start()
@@ -337,3 +338,12 @@ class Ingest:
             except queue.Full:
                 if self.stopping:
                     return
+
+
+def stop_loop(client: mqtt.Client) -> None:
+    """``client.loop_stop()``, safe against paho 2.x's own race: its network thread
+    clears ``_thread`` as it exits, between ``loop_stop``'s check and its join, and
+    ``loop_stop`` then raises AttributeError (seen when a disconnect ends the
+    thread first). The thread has ended either way."""
+    with contextlib.suppress(AttributeError):
+        client.loop_stop()

@@ -26,6 +26,7 @@ What can go wrong, and why the code is shaped this way:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import threading
@@ -106,7 +107,10 @@ class MqttLink:
 
     def close(self) -> None:
         self._client.disconnect()
-        self._client.loop_stop()
+        # paho 2.x's race: its network thread clears ``_thread`` as it exits,
+        # between loop_stop's check and its join; it has ended either way.
+        with contextlib.suppress(AttributeError):
+            self._client.loop_stop()
 
     # ------------------------------------------------------------------ paho's thread
 
