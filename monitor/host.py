@@ -376,13 +376,14 @@ class EngineHost:
         return changed
 
     def tick(self) -> list[Event]:
-        """Tick on the wall clock; journal the tick when it changed anything; record the
-        sites' status."""
+        """Tick on the wall clock; journal the tick when it changed anything (an event, or
+        a tail readings had touched: see ``Engine.tick_refreshed``); record the sites'
+        status."""
         now = self.now_ms()
         if self.lag_ms is not None:
             self.store.state.meta_set("lag_ms", self.lag_ms)
         events = self.engine.tick(now)
-        if events:
+        if events or self.engine.tick_refreshed:
             try:
                 (seq,) = self.store.journal.commit([JournalIn("tick", None, None, now,
                                                             {"now_ms": now}, None, now)])

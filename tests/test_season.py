@@ -228,14 +228,6 @@ def _replay_csv(path: Path, messages: list[dict[str, Any]]) -> None:
 @pytest.mark.integration
 @pytest.mark.skipif(FakeClock.library() is None, reason="libfaketime not installed (Debian"
                     " package faketime; `make test` installs it as root)")
-# A known defect, found by this test in CI under load and reproduced offline:
-# when the SIGKILL restart restores from a snapshot several compaction blocks
-# old (journal 9394 of 14 413, 1 176 rows to replay), the replay publishes
-# retractions of facts the uninterrupted daemon settles instead (storm_ended
-# 2026-05-13, storm_qualified and clock_closed of 05-18): the final engine state
-# is equal, but the store keeps the retractions. Not strict: with a recent
-# snapshot it passes. To be fixed first next (issue 8's restore contract).
-@pytest.mark.xfail(strict=False, reason="restore from an old snapshot retracts settled facts")
 def test_thirty_days_of_the_real_daemon_with_restarts_match_replay(
         tmp_path: Path, make_mosquitto: MakeMosquitto) -> None:
     """The real daemon, its wall clock moved through 30 days by libfaketime, with a

@@ -105,6 +105,12 @@ class Engine:
         self.retired: dict[str, int] = {}
         self.watermark_ms: int | None = None
         self.tick_ms: int | None = None
+        #: Whether the last ``tick`` refreshed a tail that readings had touched. Such a
+        #: tick changes what compaction settles even when it publishes nothing (a storm
+        #: end concluded by the tail and again by a later reading leaves the tail), so
+        #: a host that journals ticks must journal it, or a replay of its journal
+        #: (a restart) retracts facts the live engine settled.
+        self.tick_refreshed = False
         self.stats = Stats()
         #: The block of event time of the last compaction.
         self._compacted_block: int | None = None
@@ -141,8 +147,10 @@ class Engine:
         self.tick_ms = now_ms if self.tick_ms is None else max(self.tick_ms, now_ms)
         now_ms = self.tick_ms
         out: list[Event] = []
+        self.tick_refreshed = False
         for se in self.sites.values():
             for name, tl in se.all_timelines():
+                self.tick_refreshed = self.tick_refreshed or tl.tail_dirty
                 changed = tl.advance_to(now_ms)
                 if changed:
                     out += self._publish(tl.truth, changed)
