@@ -78,13 +78,17 @@ class DaemonProcess:
         self.proc: subprocess.Popen[bytes] | None = None
         self.env = env or {}
 
-    def start(self) -> DaemonProcess:
+    def start(self, *, wait_connected: bool = True) -> DaemonProcess:
+        """Start it; unless ``wait_connected`` is False (a broker that is down or comes
+        late), wait until it has connected."""
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "monitor.cli", "run", "--config", str(self.config_path),
              "--log-level", "debug"], stdout=log, stderr=log, cwd=ROOT,
             env={**os.environ, "PYTHONPATH": str(ROOT), **self.env})
         log.close()
+        if not wait_connected:
+            return self
         offset = self.log_path.stat().st_size
         wait_until(lambda: "connected to" in self.log_text()[offset - 200 if offset > 200 else 0:]
                    or self.proc is None or self.proc.poll() is not None, 20,

@@ -252,3 +252,18 @@ def wait_until(condition: Callable[[], Any], timeout_s: float = 20, what: str = 
             return value
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.02)
+
+
+def buffer_counts(db: Path) -> tuple[int, int]:
+    """(rows waiting, readings committed ever) as another process sees the buffer."""
+    if not db.exists():
+        return 0, 0
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+    try:
+        waiting = conn.execute("SELECT count(*) FROM readings").fetchone()[0]
+        ever = conn.execute("SELECT ifnull(sum(readings), 0) FROM sensors").fetchone()[0]
+        return int(waiting), int(ever)
+    except sqlite3.OperationalError:  # the child has not created the tables yet
+        return 0, 0
+    finally:
+        conn.close()

@@ -7,10 +7,7 @@ the real daemon process (``tests/daemonkit.py``).
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -45,15 +42,6 @@ def _status(cfg: Path) -> dict[str, Any]:
 # ---------------------------------------------------------------------- an unreachable broker
 
 
-def _start_unconnected(daemon: DaemonProcess) -> None:
-    """``DaemonProcess.start`` without waiting for a connection (there is none to wait for)."""
-    log = open(daemon.log_path, "ab")  # noqa: SIM115 - handed to the child
-    daemon.proc = subprocess.Popen(
-        [sys.executable, "-m", "monitor.cli", "run", "--config", str(daemon.config_path),
-         "--log-level", "debug"], stdout=log, stderr=log, cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)})
-    log.close()
-
 
 @pytest.mark.integration
 def test_daemon_says_at_once_that_the_broker_is_unreachable(
@@ -62,7 +50,7 @@ def test_daemon_says_at_once_that_the_broker_is_unreachable(
     cfg = write_config(tmp_path, port)
     daemon = DaemonProcess(cfg)
     try:
-        _start_unconnected(daemon)
+        daemon.start(wait_connected=False)
         line = wait_until(lambda: re.search(r".*ERROR.*cannot connect to the broker at "
                                             rf"127\.0\.0\.1:{port}: (.*)", daemon.log_text()),
                           20, "the ERROR line")

@@ -18,7 +18,6 @@ import errno
 import json
 import os
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,7 +27,6 @@ import pytest
 
 from .conftest import MakeMosquitto
 from .daemonkit import (
-    ROOT,
     DaemonProcess,
     Publisher,
     cli,
@@ -114,15 +112,6 @@ class Readings:
             assert time.monotonic() < deadline, "the daemon never reported the disk full"
 
 
-def start_without_waiting(daemon: DaemonProcess) -> None:
-    """``DaemonProcess.start`` without waiting for a broker connection (it comes late)."""
-    log = open(daemon.log_path, "ab")  # noqa: SIM115 - handed to the child
-    daemon.proc = subprocess.Popen(
-        [sys.executable, "-m", "monitor.cli", "run", "--config", str(daemon.config_path),
-         "--log-level", "debug"], stdout=log, stderr=log, cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)})
-    log.close()
-
 
 def journaled(cfg: Path) -> list[int]:
     with store_of(cfg) as store:
@@ -177,7 +166,7 @@ def test_disk_full_holds_acknowledgements_and_resumes_losing_nothing(
         #    cannot make one): it waits for the store instead of crash-looping.
         assert daemon.stop() == 0
         filler = fill(small_state)
-        start_without_waiting(daemon)
+        daemon.start(wait_connected=False)
         wait_until(lambda: "cannot open the store" in daemon.log_text(), 30, "the ERROR")
         readings.send(pub, 10)  # queued by the broker for the daemon's session
         time.sleep(2.0)  # a retry or two

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -37,7 +36,7 @@ from monitor.store import Store
 
 from .conftest import MakeMosquitto
 from .daemonkit import Daemons, cli, journal_count, wait_until, write_config
-from .nodekit import PREFIX, SITE, write_node_config
+from .nodekit import PREFIX, SITE, buffer_counts, write_node_config
 from .services import publish
 
 pytestmark = pytest.mark.integration
@@ -108,23 +107,8 @@ def _start_node(config_path: Path, log_path: Path) -> subprocess.Popen[bytes]:
         log.close()
 
 
-def _buffer(db: Path) -> tuple[int, int]:
-    """(rows waiting for a PUBACK, readings committed ever) as another process sees them."""
-    if not db.exists():
-        return 0, 0
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-    try:
-        waiting = conn.execute("SELECT count(*) FROM readings").fetchone()[0]
-        ever = conn.execute("SELECT ifnull(sum(readings), 0) FROM sensors").fetchone()[0]
-        return int(waiting), int(ever)
-    except sqlite3.OperationalError:  # the child has not created its tables yet
-        return 0, 0
-    finally:
-        conn.close()
-
-
 def _committed_at_least(db: Path, n: int) -> Callable[[], bool]:
-    return lambda: _buffer(db)[1] >= n
+    return lambda: buffer_counts(db)[1] >= n
 
 
 # --------------------------------------------------------------------------- the daemon
@@ -190,12 +174,12 @@ def test_a_node_through_an_outage_and_a_sigkill_delivers_every_reading_once(
                        f"{BEFORE_OUTAGE} readings journaled before the outage")
 
             broker.stop()
-            at_stop = _buffer(db)[1]
+            at_stop = buffer_counts(db)[1]
             wait_until(_committed_at_least(db, at_stop + OFFLINE_STEP), 30,
                        "the node to commit readings while the broker is down")
             children[0].send_signal(signal.SIGKILL)
             children[0].wait(10)
-            waiting, at_kill = _buffer(db)
+            waiting, at_kill = buffer_counts(db)
             assert waiting > 0, "killed with nothing waiting in the buffer: proves nothing"
             assert at_kill < TOTAL, (
                 f"killed after the whole card was committed ({at_kill} readings): the kill "
@@ -209,7 +193,7 @@ def test_a_node_through_an_outage_and_a_sigkill_delivers_every_reading_once(
 
             wait_until(lambda: len(_journal(cfg)) >= TOTAL, 60,
                        f"all {TOTAL} readings journaled", interval_s=0.5)
-            wait_until(lambda: _buffer(db) == (0, TOTAL), 30,
+            wait_until(lambda: buffer_counts(db) == (0, TOTAL), 30,
                        "every reading committed by the node and acknowledged by the broker")
 
             # Every row of the card exactly once, with its own time and value.

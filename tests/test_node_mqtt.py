@@ -13,7 +13,6 @@ import logging
 import os
 import random
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -35,6 +34,7 @@ from .nodekit import (
     SITE,
     Subscriber,
     accepted,
+    buffer_counts,
     daemon_config,
     running,
     wait_until,
@@ -60,24 +60,9 @@ def _card(path: Path, rows: int, start_s: int, sensors: tuple[str, ...] = ("rg2"
     path.write_text("\n".join(lines) + "\n")
 
 
-def _buffer(db: Path) -> tuple[int, int]:
-    """(rows waiting, readings committed ever) as another process sees the buffer."""
-    if not db.exists():
-        return 0, 0
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-    try:
-        waiting = conn.execute("SELECT count(*) FROM readings").fetchone()[0]
-        ever = conn.execute("SELECT ifnull(sum(readings), 0) FROM sensors").fetchone()[0]
-        return int(waiting), int(ever)
-    except sqlite3.OperationalError:  # the child has not created the tables yet
-        return 0, 0
-    finally:
-        conn.close()
-
-
 def _at_least(db: Path, column: int, value: int) -> Callable[[], bool]:
-    """Whether ``_buffer(db)[column]`` has reached ``value`` (0: rows waiting, 1: ever)."""
-    return lambda: _buffer(db)[column] >= value
+    """Whether ``buffer_counts(db)[column]`` has reached ``value`` (0: rows waiting, 1: ever)."""
+    return lambda: buffer_counts(db)[column] >= value
 
 
 def _by_seq(daemon: Config, messages: list[tuple[str, bytes]]) -> dict[tuple[str, int], bytes]:
@@ -114,12 +99,13 @@ def test_backlog_after_a_broker_outage_arrives_in_order_with_original_times(
         with running(_node(config)):
             sub.wait_for(lambda s: len(s.readings()) >= 10, what="the first readings")
             broker.stop()
-            committed = _buffer(db)[1]
-            wait_until(lambda: _buffer(db)[1] >= committed + 16, what="readings while offline")
-            assert _buffer(db)[0] >= 10               # they wait in the buffer
+            committed = buffer_counts(db)[1]
+            wait_until(lambda: buffer_counts(db)[1] >= committed + 16,
+                       what="readings while offline")
+            assert buffer_counts(db)[0] >= 10               # they wait in the buffer
             broker.start()
             sub.wait_for(lambda s: len(_by_seq(daemon, s.readings())) == 80, what="all 80")
-            wait_until(lambda: _buffer(db)[0] == 0, what="every PUBACK")
+            wait_until(lambda: buffer_counts(db)[0] == 0, what="every PUBACK")
     finally:
         sub.stop()
     readings = _by_seq(daemon, sub.readings())
@@ -156,13 +142,13 @@ def test_past_the_bound_the_oldest_are_dropped_and_the_newest_all_arrive(
     db = config.buffer.path
     try:
         with running(_node(config)):
-            wait_until(lambda: _buffer(db)[1] == 150, what="the card to be committed")
-            kept = _buffer(db)[0]
+            wait_until(lambda: buffer_counts(db)[1] == 150, what="the card to be committed")
+            kept = buffer_counts(db)[0]
             assert 20 < kept < 60
             broker.start()
             sub.wait_for(lambda s: any(b["dropped"] for _, b in s.statuses())
                          and len(_by_seq(daemon, s.readings())) >= kept, what="the backlog")
-            wait_until(lambda: _buffer(db)[0] == 0, what="every PUBACK")
+            wait_until(lambda: buffer_counts(db)[0] == 0, what="every PUBACK")
     finally:
         sub.stop()
     seqs = sorted(seq for _, seq in _by_seq(daemon, sub.readings()))
@@ -209,7 +195,7 @@ def test_sigkill_at_any_moment_loses_nothing_and_never_changes_a_seq(
         for kill in range(4):                         # killed while committing and publishing
             child = _start_child(path, log_path)
             children.append(child)
-            before = _buffer(config.buffer.path)[1]
+            before = buffer_counts(config.buffer.path)[1]
             wait_until(_at_least(config.buffer.path, 1, before + 1), what="the child to commit")
             if kill:  # the first time right after the first commit, then with a backlog
                 waiting = rng.randint(1, 15)
@@ -217,15 +203,15 @@ def test_sigkill_at_any_moment_loses_nothing_and_never_changes_a_seq(
             time.sleep(rng.uniform(0, 0.03))
             child.send_signal(signal.SIGKILL)
             child.wait(10)
-            unacked_at_kill.append(_buffer(config.buffer.path)[0])
+            unacked_at_kill.append(buffer_counts(config.buffer.path)[0])
         # Killed with readings committed and not yet acknowledged, before the card's end.
         assert any(unacked_at_kill), unacked_at_kill
-        assert _buffer(config.buffer.path)[1] < ROWS, "killed too late to prove anything"
+        assert buffer_counts(config.buffer.path)[1] < ROWS, "killed too late to prove anything"
         child = _start_child(path, log_path)
         children.append(child)
         sub.wait_for(lambda s: len({json.loads(p)["seq"] for _, p in s.readings()}) >= ROWS,
                      timeout_s=30, what="every row")
-        wait_until(lambda: _buffer(config.buffer.path)[0] == 0, what="every PUBACK")
+        wait_until(lambda: buffer_counts(config.buffer.path)[0] == 0, what="every PUBACK")
         child.send_signal(signal.SIGTERM)
         assert child.wait(10) == 0, log_path.read_text()
     finally:
