@@ -234,16 +234,24 @@ class Timeline(Generic[S]):
             self.checkpoints = [Checkpoint(horizon_ms, self.fold.copy(self.state))]
         self.base_ms = horizon_ms
         split = bisect_left(self.produced, horizon_ms, key=_first)
-        gone = self.produced[:split]
-        del self.produced[:split]
+        gone, after = self.produced[:split], self.produced[split:]
         if self.recent_from is not None and self.recent_from < horizon_ms:
             del self.recent[:bisect_left(self.recent, horizon_ms, key=_ts)]
             self.recent_from = horizon_ms
-        live = {f.id for _, f in self.produced} | {f.id for f in self.tail}
+        live = {f.id for _, f in after} | {f.id for f in self.tail}
         final = []
-        for _, fact in gone:
-            if fact.id not in live and self.truth.pop(fact.id, None) is not None:
+        # A fact still live is not final, and its last revision before the horizon
+        # stays: it is what the truth falls back to when the live one goes. (A tail
+        # from a tick ahead of the readings can hold a storm end the readings then
+        # concluded themselves; the next tick drops it from the tail, and without
+        # this revision the storm would have no end at all.)
+        kept: dict[str, tuple[int, Fact]] = {}
+        for at, fact in gone:
+            if fact.id in live:
+                kept[fact.id] = (at, fact)
+            elif self.truth.pop(fact.id, None) is not None:
                 final.append(fact.id)
+        self.produced = sorted(kept.values(), key=_first) + after
         return final
 
     # ------------------------------------------------------------------ internals
