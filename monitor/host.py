@@ -380,13 +380,15 @@ class EngineHost:
         a tail readings had touched: see ``Engine.tick_refreshed``); record the sites'
         status."""
         now = self.now_ms()
-        if self.lag_ms is not None:
-            self.store.state.meta_set("lag_ms", self.lag_ms)
         events = self.engine.tick(now)
         if events or self.engine.tick_refreshed:
+            # Journal rows are identified by their content, and a frozen or stepped
+            # wall clock ticks at the same ``now`` again after more readings: where the
+            # tick fell (``after_seq``) keeps it a row of its own, not a duplicate.
+            body = {"now_ms": now, "after_seq": self.applied_seq}
             try:
                 (seq,) = self.store.journal.commit([JournalIn("tick", None, None, now,
-                                                            {"now_ms": now}, None, now)])
+                                                            body, None, now)])
             except sqlite3.OperationalError:
                 self.unrecorded += events  # recorded later; a restart re-ticks anyway
                 raise
@@ -394,6 +396,12 @@ class EngineHost:
                 self.applied_seq = max(self.applied_seq, seq)
         self.dirty_sites.update(s.id for s in self.config.sites)
         self.record(events, status=True)
+        # When the engine last saw time pass, and with how much of the journal: the
+        # status shows it, and a test waits for a tick after its last reading with it.
+        meta: dict[str, int | str] = {"tick_ms": now, "tick_applied_seq": self.applied_seq}
+        if self.lag_ms is not None:
+            meta["lag_ms"] = self.lag_ms
+        self.store.state.meta_update(meta)
         if self.coalesce:
             self.settle_backfill()
         return events

@@ -127,9 +127,12 @@ def build_status(config: Config, store: Store, now_ms: int) -> dict[str, Any]:
     # the newest row dates the daemon's last write.
     written = max((r.updated_ms for r in recorded.values()), default=None)
     age = _age_s(written, now_ms)
+    # The engine's own clock: its last tick (event time passing without readings).
+    ticked = store.state.meta_get("tick_ms")
     out["daemon"] = {"state_written_at": iso(written) if written is not None else None,
                      "age_s": age, "stale": _state_stale(age),
-                     "stale_after_s": STATE_STALE_AFTER_S}
+                     "stale_after_s": STATE_STALE_AFTER_S,
+                     "ticked_at": iso(int(ticked)) if ticked is not None else None}
     return out
 
 

@@ -234,6 +234,19 @@ def journal_count(config_path: Path) -> int:
         return store.journal.count()
 
 
+def ticked_after_input(config_path: Path) -> bool:
+    """Whether the daemon's engine has ticked since it applied the newest journaled
+    reading or inspection (what the daemon records at each tick: ``tick_applied_seq``)."""
+    db = config_path.parent / "state" / "stormwatch.db"
+    if not db.exists():
+        return False
+    with Store(db, readonly=True) as store:
+        ticked = store.state.meta_get("tick_applied_seq")
+        (newest,) = store.db.conn.execute(
+            "SELECT max(seq) FROM journal WHERE kind != 'tick'").fetchone()
+    return ticked is not None and newest is not None and int(ticked) >= newest
+
+
 def events_of(config_path: Path, kind: str) -> list[dict[str, Any]]:
     db = config_path.parent / "state" / "stormwatch.db"
     if not db.exists():

@@ -132,6 +132,10 @@ class State:
         they change only together with the rows they describe."""
         self.db.set_meta({key: value})
 
+    def meta_update(self, values: Mapping[str, int | str]) -> None:
+        """Set several meta values in one transaction (see ``meta_set``)."""
+        self.db.set_meta(values)
+
     def cursor(self, name: str) -> int:
         """A named position in the journal (e.g. the InfluxDB exporter's); 0 when unset."""
         return int(get_meta(self.db.conn, f"cursor.{name}", 0))
