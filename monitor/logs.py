@@ -43,10 +43,14 @@ _SECRET_END = re.compile(r"[@\s]")
 
 
 def clip(text: str, limit: int = TOPIC_MAX) -> str:
-    """``text`` cut to ``limit`` characters, saying how long it was when cut."""
-    if len(text) <= limit:
+    """``text`` cut to ``limit`` characters, saying how long it was when cut, with
+    control characters escaped: a topic holding a newline must not forge a log line
+    (the fuzz target's report)."""
+    if len(text) > limit:
+        text = f"{text[:limit]}…[{len(text)} chars]"
+    if text.isprintable():
         return text
-    return f"{text[:limit]}…[{len(text)} chars]"
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _has_scheme(text: str, end: int) -> bool:

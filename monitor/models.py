@@ -112,10 +112,13 @@ class RejectReason(str, Enum):
 
 @dataclass(frozen=True, slots=True)
 class Rejection:
-    """A rejected input: the reason code and one short line naming the field."""
+    """A rejected input: the reason code and one short line naming the field;
+    ``ts_ms``, for a timestamp outside the time window, is that timestamp (the
+    daemon names a node whose clock is off by it)."""
 
     reason: RejectReason
     detail: str
+    ts_ms: int | None = None
 
 
 # --------------------------------------------------------------------------- the rule tables
@@ -269,11 +272,11 @@ def time_window(ts_ms: int, lateness_ms: int, ref_ms: int | None,
         return None
     if check_future and ts_ms > ref_ms + FUTURE_TOLERANCE_MS:
         return Rejection(RejectReason.future_timestamp,
-                         f"ts: {(ts_ms - ref_ms) / 1000:.0f} s after the reference time")
+                         f"ts: {(ts_ms - ref_ms) / 1000:.0f} s after the reference time", ts_ms)
     if ts_ms < ref_ms - lateness_ms:
         return Rejection(RejectReason.too_old,
                          f"ts: {(ref_ms - ts_ms) / MS_PER_DAY:.2f} days before the reference "
-                         f"time (lateness_days {lateness_ms / MS_PER_DAY:g})")
+                         f"time (lateness_days {lateness_ms / MS_PER_DAY:g})", ts_ms)
     return None
 
 
@@ -360,6 +363,10 @@ def end_of_day_ms(day: str, zone: ZoneInfo) -> int | Rejection:
         start = datetime.combine(date.fromisoformat(day), time(0, 0), tzinfo=zone)
     except ValueError:
         return Rejection(RejectReason.bad_timestamp, f"ts: {show(day)} is not a date")
+    # The range of every other timestamp: the end of 9999-12-31 overflows a datetime,
+    # and a year before 1000 does not print as ISO 8601 (the fuzz target found both).
+    if not date(1970, 1, 1) <= start.date() < date(9999, 12, 31):
+        return Rejection(RejectReason.bad_timestamp, f"ts: {show(day)} is outside 1970..9999")
     return round((start + timedelta(days=1)).timestamp() * 1000)
 
 
@@ -495,7 +502,7 @@ def inspection_message(site: SiteIndex, fields: Mapping[str, object], default_ts
     late = time_window(ts_ms, site.lateness_ms, ref_ms, check_future)
     if late is not None:
         if late.reason is RejectReason.future_timestamp:
-            return Rejection(RejectReason.future, late.detail)
+            return Rejection(RejectReason.future, late.detail, late.ts_ms)
         return late
     if entered_ms is None and fields.get("entered_at") is not None:
         # A replay's record of when the inspection was entered (the MQTT path

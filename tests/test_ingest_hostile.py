@@ -292,6 +292,9 @@ def test_clip_marks_what_it_cut() -> None:
     cut = clip("t" * 60_000)
     assert cut.startswith("t" * TOPIC_MAX) and cut.endswith("…[60000 chars]")
     assert len(cut) < TOPIC_MAX + 20
+    # A newline in a topic must not forge a log line (the fuzz target's report).
+    assert clip("a/b\n12:00:00 WARNING forged\x00/c") == "a/b\\n12:00:00 WARNING forged\\x00/c"
+    assert clip("né/ü") == "né/ü"
 
 
 def test_the_reject_log_memory_stays_bounded(caplog: pytest.LogCaptureFixture) -> None:

@@ -120,6 +120,35 @@ def test_reason(expected: RejectReason, tail: str, payload: dict[str, Any] | byt
     assert detail in result.detail
 
 
+#: What the fuzz target found (``tests/reliability/test_fuzz.py``): each was accepted, or
+#: raised, and stopped the daemon at the journal commit or at a later tick.
+FUZZ_FOUND: list[tuple[str, dict[str, Any], RejectReason, str]] = [
+    ("lone surrogate", {"inspector": "J. R\ud800"}, RejectReason.invalid_json,
+     "lone surrogate"),
+    ("lone surrogate in notes", {"inspector": "J", "notes": "\udfff"},
+     RejectReason.invalid_json, "lone surrogate"),
+    ("due past datetime.max", {"inspector": "J", "corrective_actions": [
+        {"id": "ca-1", "text": "fix", "due": "9999-12-31"}]}, RejectReason.bad_value,
+     "corrective_actions.0.due: '9999-12-31' is outside 1970..9999"),
+    ("due before 1970", {"inspector": "J", "corrective_actions": [
+        {"id": "ca-1", "text": "fix", "due": "0500-06-15"}]}, RejectReason.bad_value,
+     "outside 1970..9999"),
+]
+
+
+@pytest.mark.parametrize(("name", "payload", "expected", "detail"), FUZZ_FOUND,
+                         ids=[case[0] for case in FUZZ_FOUND])
+def test_what_the_fuzzer_found_is_refused(name: str, payload: dict[str, Any],
+                                          expected: RejectReason, detail: str) -> None:
+    result = mqtt("site-a/inspection", {"ts": ISO, **payload})
+    assert isinstance(result, Rejection), result
+    assert result.reason is expected and detail in result.detail, result
+    good = mqtt("site-a/inspection", {"ts": ISO, "inspector": "J. R\u00e9",
+                                      "corrective_actions": [
+                                          {"id": "ca-1", "text": "fix", "due": "9999-12-30"}]})
+    assert isinstance(good, Inspection) and good.inspector == "J. Ré", good
+
+
 def test_reason_is_its_code() -> None:
     assert RejectReason("too_old") is RejectReason.too_old
     assert str(RejectReason.too_old) == "too_old"

@@ -197,6 +197,19 @@ def test_identity_ignores_key_order_and_delivery_metadata(store: Store) -> None:
     assert store.journal.commit([reading(T0), again])[1] is None
 
 
+def test_a_redelivered_inspection_is_the_same_though_it_arrived_later(store: Store) -> None:
+    """An inspection's body holds when it reached the daemon (``entered_ms``); a QoS 1
+    redelivery arrives later and is still the same message (the fuzz target counted
+    it twice)."""
+    first = Inspection(SITE, "J. Qualified", T0, "routine", entered_ms=T0 + MIN)
+    again = dataclasses.replace(first, entered_ms=T0 + 5 * MIN)
+    seqs = store.journal.commit([
+        JournalIn("inspection", SITE, None, T0, first.to_json(), received_ms=T0 + MIN),
+        JournalIn("inspection", SITE, None, T0, again.to_json(), received_ms=T0 + 5 * MIN)])
+    assert seqs[0] is not None and seqs[1] is None
+    assert store.journal.counters() == {"accepted": 1, "duplicates": 1}
+
+
 def test_ts_ms_must_be_the_body_time(store: Store) -> None:
     good = reading(T0)
     with pytest.raises(ValueError, match="differs"):

@@ -117,7 +117,11 @@ class Journal:
                 raise ValueError(f"journal row ts_ms {item.ts_ms} differs from its body's"
                                  f" {body_ts}")
             text = canonical(item.body)
-            ident = hashlib.sha256(text.encode("utf-8")).digest()[:IDENT_BYTES]
+            # An inspection's ``entered_ms`` is when it reached the daemon: an MQTT
+            # redelivery of the same inspection arrives later, and is still the same.
+            same = text if "entered_ms" not in item.body else canonical(
+                {k: v for k, v in item.body.items() if k != "entered_ms"})
+            ident = hashlib.sha256(same.encode("utf-8")).digest()[:IDENT_BYTES]
             rows.append((item.kind, item.site or "", item.sensor or "", item.ts_ms, ident, text,
                          item.topic, item.received_ms, _msg_seq(item)))
         seqs: list[int | None] = []
