@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint demo bench venv system-deps clean
+.PHONY: test test-reliability lint demo bench venv system-deps clean
 
 venv: $(STAMP)
 
@@ -22,6 +22,11 @@ system-deps:
 
 test: venv system-deps
 	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+# The reliability suite alone (issue 13, Build 4): the real daemon through outages,
+# asserted by counts, one summary line per scenario. `make test` runs it too.
+test-reliability: venv system-deps
+	$(PY) -m pytest -q tests/reliability $(PYTEST_ARGS)
 
 lint: venv
 	$(VENV)/bin/ruff check monitor sensors tests bench

@@ -20,6 +20,7 @@ import os
 import subprocess
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -42,22 +43,30 @@ pytestmark = pytest.mark.integration
 SIZE = "16m"
 
 
-@pytest.fixture
-def small_state(tmp_path: Path) -> Iterator[Path]:
-    """``tmp_path/state`` (the daemon's state_dir in ``write_config``) on a 16 MiB tmpfs."""
-    state = tmp_path / "state"
-    state.mkdir()
+@contextmanager
+def small_tmpfs(directory: Path, size: str = SIZE) -> Iterator[Path]:
+    """``directory`` (created) on a tmpfs of ``size``, unmounted at the end. Skips,
+    saying it cannot mount, where mounting is impossible (not root, or a container
+    without CAP_SYS_ADMIN)."""
+    directory.mkdir(parents=True, exist_ok=True)
     if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs for the state directory needs root")
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={SIZE},mode=0755", "tmpfs",
-                           str(state)], capture_output=True, text=True)
+        pytest.skip("cannot mount a tmpfs for the state directory: mounting needs root")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs",
+                           str(directory)], capture_output=True, text=True)
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip() or done.returncode})")
     try:
-        yield state
+        yield directory
     finally:
-        if subprocess.run(["umount", str(state)], capture_output=True).returncode != 0:
-            subprocess.run(["umount", "-l", str(state)], capture_output=True)
+        if subprocess.run(["umount", str(directory)], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", str(directory)], capture_output=True)
+
+
+@pytest.fixture
+def small_state(tmp_path: Path) -> Iterator[Path]:
+    """``tmp_path/state`` (the daemon's state_dir in ``write_config``) on a 16 MiB tmpfs."""
+    with small_tmpfs(tmp_path / "state") as state:
+        yield state
 
 
 def fill(directory: Path) -> Path:
@@ -136,8 +145,11 @@ def test_disk_full_holds_acknowledgements_and_resumes_losing_nothing(
         filler = fill(small_state)
         full = readings.until_full(pub, cfg)
         assert full["ingest"]["store_error"] and "full" in full["ingest"]["store_error"]
+        offset = len(daemon.log_text())
         readings.send(pub, 20)  # more while it waits: the broker keeps them
-        time.sleep(2.0)  # a retry or two fail meanwhile
+        # A retry fails meanwhile (the daemon logs each failed retry at debug level).
+        wait_until(lambda: "the store still refuses writes" in daemon.log_text()[offset:],
+                   30, "a failed retry")
         assert daemon.running
         held = len(readings.sent) - journal_count(cfg)
         assert held >= 20
@@ -169,7 +181,9 @@ def test_disk_full_holds_acknowledgements_and_resumes_losing_nothing(
         daemon.start(wait_connected=False)
         wait_until(lambda: "cannot open the store" in daemon.log_text(), 30, "the ERROR")
         readings.send(pub, 10)  # queued by the broker for the daemon's session
-        time.sleep(2.0)  # a retry or two
+        # Not a guess: lets the real backoff run (first retry 1 s after the ERROR); the
+        # daemon reports no attempt at opening the store but the first, so no wait can.
+        time.sleep(2.0)
         assert daemon.running
         filler.unlink()
         wait_until(lambda: journal_count(cfg) == len(readings.sent), 60,

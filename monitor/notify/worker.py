@@ -18,7 +18,8 @@ due row (one alert × one tag):
    a target never gets the same alert twice through a retry, a second tag or
    a restart (a crash between a send and its receipt's commit is the one
    window left, and the alert id in the body makes that repeat
-   recognisable);
+   recognisable); a receipt the store refuses (disk full) is kept in memory
+   and written first once it takes writes, never sent again meanwhile;
 4. marks the row ``delivered`` when every target has it; otherwise counts the
    attempt, keeps the error (masked) and schedules the next attempt with
    capped exponential backoff and jitter (``policy.backoff_s``), or gives up
@@ -41,6 +42,7 @@ from __future__ import annotations
 
 import logging
 import random
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -81,6 +83,10 @@ class NotifyWorker:
         self.targets = targets if targets is not None else load_targets(config.notify)
         self.rand = rand
         self._wake = threading.Event()
+        #: Sends a target confirmed whose receipt the store refused (disk full), by
+        #: (outbox row, target): written before anything else is sent, and never sent
+        #: again meanwhile. The worker object outlives its restarts (``daemon.py``).
+        self._unrecorded: dict[tuple[int, str], int] = {}
 
     # -- the loop -------------------------------------------------------------
 
@@ -117,6 +123,7 @@ class NotifyWorker:
         now = self.now_ms()
         alert_id, tag = row.alert_id, row.tag
         event = row.event
+        self._record_receipts(store)
         try:
             decision = policy.decide(store, row)
             if decision.withheld is not None:
@@ -129,14 +136,16 @@ class NotifyWorker:
                 self._fail(store, row, now, f"no target receives tag {tag!r}", final=True)
                 return
             have = store.outbox.receipts(alert_id)
-            pending = [t for t in targets if t.key not in have]
+            pending = [t for t in targets
+                       if t.key not in have and (row.id, t.key) not in self._unrecorded]
             errors: list[str] = []
             message = render(self._alert(store, row, now, decision.previous))
             for target in pending:
                 result = target.send(message)
                 sent_ms = self.now_ms()
                 if result.ok:
-                    store.outbox.receipt(row.id, target.key, now_ms=sent_ms)
+                    self._unrecorded[(row.id, target.key)] = sent_ms
+                    self._record_receipts(store)
                     log.info("alert %s (%s, %s) delivered to %s via %s", alert_id,
                              event.type, event.site, tag, target.label)
                 else:
@@ -146,9 +155,17 @@ class NotifyWorker:
                 return
             reached = len(targets) > len(errors)
             self._fail(store, row, now, "; ".join(errors), reached=reached)
+        except sqlite3.OperationalError:
+            raise  # the store refuses writes: the worker waits until it takes them again
         except Exception as exc:  # a bug or a broken row must not wedge the queue
             log.exception("alert %s to %s: unexpected error; retrying later", alert_id, tag)
             self._fail(store, row, now, f"internal error: {type(exc).__name__}: {exc}")
+
+    def _record_receipts(self, store: Store) -> None:
+        """Write the receipts of confirmed sends the store refused before."""
+        for (row_id, key), sent_ms in list(self._unrecorded.items()):
+            store.outbox.receipt(row_id, key, now_ms=sent_ms)
+            del self._unrecorded[(row_id, key)]
 
     def _alert(self, store: Store, row: DueAlert, now: int,
                previous: Event | None) -> Alert:
