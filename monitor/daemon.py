@@ -13,11 +13,13 @@ The shell around the engine, and nothing clever:
   process wrote (``stormwatch inspect`` while the broker is unreachable); it
   records the resulting events, their outbox rows and log book rows in one
   transaction, and wakes the alert worker;
-* it ticks the engine on the wall clock; a tick that produced events is itself
+* it ticks the engine on the wall clock, without its steps (``tickclock.py``:
+  NTP after a cold start must not fire or hold back notices); a tick that
+  changed anything is itself
   journaled, so a restart replays exactly what happened; each tick also
   records every site's status (``site_status``) for ``stormwatch status``;
 * it snapshots the engine every so often, from a thread of its own
-  (``SnapshotWriter``): state, not readings, and only the checkpoints that
+  (``snapshotwriter.py``): state, not readings, and only the checkpoints that
   changed. On start it restores the snapshot and replays the journal after
   it; events already recorded are recognised by (id, revision) and not
   recorded or alerted twice;
@@ -48,8 +50,6 @@ from .engine.times import WallClock
 from .host import (
     LOCK_NAME,
     EngineHost,
-    SnapshotImage,
-    Snapshots,
     daemon_lock,
     journal_in,
     open_store,
@@ -59,9 +59,12 @@ from .logs import RejectLog, SdNotify
 from .models import Rejection, RejectReason
 from .mqttparse import parse_message
 from .mqttproc import IngestProcess
+from .nodeclocks import NodeClocks
+from .snapshotwriter import SnapshotWriter
 from .store import DeadLetterIn, JournalIn, Store, is_disk_full
 from .store.events import AlertRoutes
 from .store.health import DaemonHealth
+from .tickclock import TickClock
 from .workers import Worker, build_routes, build_workers
 
 log = logging.getLogger("stormwatch.daemon")
@@ -84,69 +87,6 @@ FULL_GC_EVERY_S = 3600.0
 MAX_WAIT_S = 15.0
 #: Meta key written to find out whether the store takes writes again.
 PROBE_META = "store_probe_ms"
-
-
-class SnapshotWriter:
-    """Writes snapshot images on a thread of its own, with its own store connection,
-    so a snapshot never stalls acknowledgements. One image at a time; a failure is
-    logged loudly and reported to the engine thread, which tries again later."""
-
-    def __init__(self, config: Config, snapshots: Snapshots,
-                 clock: WallClock = time.time) -> None:
-        self.config = config
-        self.snapshots = snapshots
-        self.clock = clock
-        self._inbox: queue.Queue[SnapshotImage | None] = queue.Queue(maxsize=1)
-        self._outcomes: queue.Queue[tuple[SnapshotImage, bool]] = queue.Queue()
-        self.busy = False
-        self._thread = threading.Thread(target=self._run, name="snapshots", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def submit(self, image: SnapshotImage) -> None:
-        self.busy = True
-        self._inbox.put(image)
-
-    def outcomes(self) -> list[tuple[SnapshotImage, bool]]:
-        """Images written (True) or failed (False) since the last call."""
-        out = []
-        while True:
-            try:
-                out.append(self._outcomes.get_nowait())
-            except queue.Empty:
-                return out
-
-    def stop(self) -> None:
-        self._inbox.put(None)
-        self._thread.join(timeout=60)
-
-    def _run(self) -> None:
-        with open_store(self.config) as store:
-            while True:
-                image = self._inbox.get()
-                if image is None:
-                    return
-                ok = _write_snapshot(self.snapshots, store, image, self.clock)
-                self.busy = False
-                self._outcomes.put((image, ok))
-
-
-def _write_snapshot(snapshots: Snapshots, store: Store, image: SnapshotImage,
-                    clock: WallClock) -> bool:
-    started = time.monotonic()
-    try:
-        snapshots.write(store, image, created_ms=round(clock() * 1000))
-    except Exception as exc:
-        # A full disk is an ERROR line, not a traceback: nothing here is a bug.
-        log.error("snapshot at journal %s FAILED (%s); ingest and alerts go on, it is tried"
-                  " again later (until one succeeds, a restart replays the journal from"
-                  " the last good snapshot)", image.applied_seq, exc,
-                  exc_info=not is_disk_full(exc))
-        return False
-    log.debug("snapshot at journal %s written in %.3f s (%d checkpoint(s) new)",
-              image.applied_seq, time.monotonic() - started, len(image.put))
-    return True
 
 
 # --------------------------------------------------------------------------- the daemon
@@ -174,11 +114,15 @@ class Daemon:
         self.connected = threading.Event()
         self.tick_every_s = tick_every_s
         self.clock = clock
+        # An injected clock (the demo's simulated time) never steps: it is its own
+        # monotonic clock.
+        self.tick_clock = TickClock() if clock is time.time else TickClock(clock, clock)
         self.routes = routes if routes is not None else build_routes(config)
         self.workers = workers if workers is not None else build_workers(config, clock)
         self.stop_event = stop_event if stop_event is not None else threading.Event()
         self.queue: queue.Queue[Received] = queue.Queue(maxsize=QUEUE_SIZE)
         self.rejects = RejectLog(log)
+        self.node_clocks = NodeClocks(config.broker.topic_prefix)
         self.notify = SdNotify()
         #: The health file, the store refusing writes (``health.trouble``), and the
         #: batch held unacknowledged meanwhile.
@@ -228,6 +172,7 @@ class Daemon:
         self.health.open()
         host = EngineHost.restore(self.config, store, clock=self.clock, routes=self.routes)
         host.coalesce = True
+        host.tick_clock = self.tick_clock
         restored_at = host.applied_seq
         replayed = 0
         try:
@@ -235,6 +180,7 @@ class Daemon:
             host.record_status()
         except sqlite3.OperationalError as exc:
             self.health.store_failed(exc)  # the loop goes on from where this stopped
+        self.tick_clock.start(host.engine.tick_ms)
         log.info("engine restored from the snapshot at journal %s and %s later row(s) in"
                  " %.1f s", restored_at, replayed, time.monotonic() - started)
         host.on_alerts = self._wake_workers
@@ -276,7 +222,8 @@ class Daemon:
                         self.queue.empty()
                     if (now - last_tick >= self.tick_every_s and caught_up) or \
                             now - last_tick >= max(TICK_AT_LEAST_EVERY_S, self.tick_every_s):
-                        host.tick()
+                        host.tick(self.node_clocks.meta())
+                        self.node_clocks.dirty = False  # written with the tick
                         last_tick = last_status = now
                     elif host.dirty_sites and now - last_status >= (
                             STATUS_EVERY_S if caught_up else STATUS_BACKLOG_S):
@@ -442,7 +389,10 @@ class Daemon:
                 dead.append(DeadLetterIn(m.topic, m.payload, item.reason.value, item.detail,
                                          m.received_ms))
                 self.rejects.note(m.topic, item.reason.value, item.detail, tick)
+                self.node_clocks.rejected(m.topic, item, m.received_ms)
             else:
+                if isinstance(item, Reading):
+                    self.node_clocks.accepted(item, m.received_ms)
                 journal.append(journal_in(item, topic=m.topic, received_ms=m.received_ms))
                 items.append((item, m.received_ms))
                 sources.append(m)

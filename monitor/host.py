@@ -20,7 +20,7 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +34,7 @@ from .engine.summary import site_summary
 from .engine.times import MS_PER_HOUR, WallClock, iso
 from .store import EngineSnapshot, JournalIn, JournalRow, Store
 from .store.events import AlertRoutes
+from .tickclock import TickClock
 
 log = logging.getLogger("stormwatch.daemon")
 
@@ -244,6 +245,8 @@ class EngineHost:
     #: the engine will not produce them again, so the next ``record`` writes them
     #: first, in order.
     unrecorded: list[Event] = field(default_factory=list)
+    #: The daemon's tick time (the wall clock without its steps); None: ``clock``.
+    tick_clock: TickClock | None = None
 
     @classmethod
     def restore(cls, config: Config, store: Store, *, clock: WallClock = time.time,
@@ -375,11 +378,13 @@ class EngineHost:
         self.dirty_sites -= sites
         return changed
 
-    def tick(self) -> list[Event]:
-        """Tick on the wall clock; journal the tick when it changed anything (an event, or
-        a tail readings had touched: see ``Engine.tick_refreshed``); record the sites'
-        status."""
-        now = self.now_ms()
+    def tick(self, meta: Mapping[str, int | str] | None = None) -> list[Event]:
+        """Tick on the wall clock (``tick_clock``'s, when set: not its steps); journal the
+        tick when it changed anything (an event, or a tail readings had touched: see
+        ``Engine.tick_refreshed``); record the sites' status, and ``meta`` with the
+        tick's own."""
+        clock = self.tick_clock
+        now = self.now_ms() if clock is None else clock.now_ms(self.engine.watermark_ms)
         events = self.engine.tick(now)
         if events or self.engine.tick_refreshed:
             # Journal rows are identified by their content, and a frozen or stepped
@@ -398,10 +403,12 @@ class EngineHost:
         self.record(events, status=True)
         # When the engine last saw time pass, and with how much of the journal: the
         # status shows it, and a test waits for a tick after its last reading with it.
-        meta: dict[str, int | str] = {"tick_ms": now, "tick_applied_seq": self.applied_seq}
+        values: dict[str, int | str] = {
+            "tick_ms": now, "tick_applied_seq": self.applied_seq,
+            "wall_step_ms": (clock.step_ms or 0) if clock is not None else 0}
         if self.lag_ms is not None:
-            meta["lag_ms"] = self.lag_ms
-        self.store.state.meta_update(meta)
+            values["lag_ms"] = self.lag_ms
+        self.store.state.meta_update({**values, **(meta or {})})
         if self.coalesce:
             self.settle_backfill()
         return events

@@ -18,6 +18,8 @@ state are, with a warning when the daemon has stopped recording.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -26,6 +28,8 @@ from .engine.summary import at_now, judged_at
 from .engine.times import iso, parse_iso
 from .export.influx import export_status
 from .models import RejectReason
+from .nodeclocks import META_KEY as CLOCKS_META
+from .nodeclocks import clock_of
 from .store import Store
 from .store.deadletters import PRUNED_COUNTER
 from .store.health import read_health
@@ -60,6 +64,21 @@ def newest_received_ms(store: Store) -> int | None:
         "SELECT received_ms FROM journal WHERE kind IN ('reading', 'inspection')"
         " ORDER BY seq DESC LIMIT 1").fetchone()
     return None if row is None or row[0] is None else int(row[0])
+
+
+def _node_clocks(store: Store) -> dict[str, Any]:
+    """The sensors whose readings came with a timestamp off (``nodeclocks.py``)."""
+    text = store.state.meta_get(CLOCKS_META)
+    try:
+        notes = json.loads(text) if isinstance(text, str) else {}
+    except ValueError:
+        return {}
+    return notes if isinstance(notes, dict) else {}
+
+
+def _step_s(step_ms: int | str | None) -> float | None:
+    """The wall clock's step the daemon's ticks are ignoring (``tickclock.py``), in s."""
+    return round(int(step_ms) / 1000, 1) if step_ms else None
 
 
 def _age_s(then_ms: int | None, now_ms: int) -> float | None:
@@ -107,6 +126,7 @@ def build_status(config: Config, store: Store, now_ms: int) -> dict[str, Any]:
     else:
         export = {"behind_rows": 0, "enabled": False}
     received = newest_received_ms(store)
+    clocks = _node_clocks(store)
     for site in config.sites:
         found = recorded.get(site.id)
         if found is None:
@@ -115,6 +135,8 @@ def build_status(config: Config, store: Store, now_ms: int) -> dict[str, Any]:
             out["sites"][site.id] = {**at_now(found.data, judged_at(found.data, now_ms)),
                                      "recorded_at": iso(found.updated_ms),
                                      "event_time": found.data.get("event_time")}
+        for sid, sensor in out["sites"][site.id]["sensors"].items():
+            sensor["clock"] = clock_of(clocks, site.id, sid)
     out["ingest"] = ingest
     since = broker.get("since_ms")
     out["broker"] = {"state": broker.get("state", "unknown"),
@@ -132,7 +154,8 @@ def build_status(config: Config, store: Store, now_ms: int) -> dict[str, Any]:
     out["daemon"] = {"state_written_at": iso(written) if written is not None else None,
                      "age_s": age, "stale": _state_stale(age),
                      "stale_after_s": STATE_STALE_AFTER_S,
-                     "ticked_at": iso(int(ticked)) if ticked is not None else None}
+                     "ticked_at": iso(int(ticked)) if ticked is not None else None,
+                     "wall_clock_step_s": _step_s(store.state.meta_get("wall_step_ms"))}
     return out
 
 
@@ -199,6 +222,11 @@ def freshness_lines(status: dict[str, Any]) -> list[str]:
         lines.append(f"WARNING: the state was last recorded {_span(age)} ago, at"
                      f" {daemon['state_written_at']}; a running daemon records it at least"
                      " once a minute: is `stormwatch run` running? What follows is as of then")
+    step = daemon.get("wall_clock_step_s")
+    if step:
+        lines.append(f"WARNING: the daemon's wall clock stepped {_span(abs(step))}"
+                     f" {'forward' if step > 0 else 'back'}; its ticks keep to the monotonic"
+                     " clock until readings confirm the new time (check NTP on this machine)")
     return lines
 
 
@@ -258,6 +286,8 @@ def format_status(config: Config, status: dict[str, Any]) -> str:
             batt = "" if h["battery_v"] is None else f", battery {h['battery_v']:.2f} V"
             node = "".join(f", {h[k]} {k}" for k in ("buffered", "dropped") if h.get(k))
             lines.append(f"  sensor {sid}: {health}, last seen {local(h['last_seen'])}{batt}{node}")
+            if h.get("clock"):
+                lines.append("  " + _clock_line(site, sid, h["clock"], local))
     ing = status["ingest"]
     broker = status.get("broker") or {}
     lines += ["", f"broker: {broker.get('state', 'unknown')}"
@@ -275,3 +305,20 @@ def format_status(config: Config, status: dict[str, Any]) -> str:
         lines.append(f"  {behind} journal row(s) not applied yet: the state above is from before"
                      " them (the daemon applies them when it runs)")
     return "\n".join(lines)
+
+
+def _clock_line(site: SiteConfig, sensor_id: str, clock: dict[str, Any],
+                local: Callable[[str | None], str]) -> str:
+    """A sensor whose newest word came with a timestamp off: its node's clock, or a
+    backlog it is sending."""
+    node = next((s.node for s in site.sensors if s.id == sensor_id and s.node), None)
+    who = f"sensor {sensor_id}" + (f" (node {node})" if node else "")
+    off = _span(abs(clock["offset_s"]))
+    if clock["reason"] == "late":
+        what = (f"readings arrive {off} after their timestamps: the node's clock is behind,"
+                " or it is sending a backlog")
+    else:
+        what = (f"readings stamped {off} {'ahead of' if clock['ahead'] else 'behind'} this"
+                f" daemon's clock are refused ({clock['reason']}, {clock['count']} so far):"
+                " check the node's clock (NTP)")
+    return f"WARNING: {who}: {what}; newest {local(clock['at'])}"
