@@ -279,3 +279,39 @@ class Background(threading.Thread):
         self.join(timeout_s)
         if self.error is not None:
             raise self.error
+
+
+def last_tick_ms(config_path: Path) -> int | None:
+    """When the daemon's engine last ticked (meta ``tick_ms``); None before its first tick."""
+    db = config_path.parent / "state" / "stormwatch.db"
+    if not db.exists():
+        return None
+    with Store(db, readonly=True) as store:
+        ticked = store.state.meta_get("tick_ms")
+    return None if ticked is None else int(ticked)
+
+
+def ticked_after_input_since(config_path: Path, tick_before: int | None) -> bool:
+    """``ticked_after_input`` by a tick other than ``tick_before`` (``last_tick_ms`` read
+    before the daemon was started): a tick of this run, not one an earlier run recorded.
+
+    The engine ticks only after its start-up replay, and records a tick's events
+    (with their outbox rows) before the tick itself, so once this holds, this run
+    has applied every journaled input and recorded the events it and the tick caused.
+    """
+    ticked = last_tick_ms(config_path)
+    return ticked is not None and ticked != tick_before and ticked_after_input(config_path)
+
+
+def outbox_settled(config_path: Path) -> bool:
+    """No alert is left to send: no recorded event waits for its outbox rows (a
+    backlog's deferral, ``EventLog.deferred_count``) and no outbox row is pending.
+
+    Recorded events only: wait for ``ticked_after_input_since`` first, so that the
+    events the journal can still cause are recorded.
+    """
+    db = config_path.parent / "state" / "stormwatch.db"
+    if not db.exists():
+        return False
+    with Store(db, readonly=True) as store:
+        return store.events.deferred_count() == 0 and store.outbox.summary().pending == 0

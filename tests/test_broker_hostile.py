@@ -29,7 +29,7 @@ from .daemonkit import (
     wait_until,
     write_config,
 )
-from .services import make_password_file
+from .services import make_password_file, publish_reason
 
 
 def _status(cfg: Path) -> dict[str, Any]:
@@ -133,7 +133,8 @@ def _hijack(port: int, client_id: str, user: str, password: str) -> None:
     client.username_pw_set(user, password)
     client.connect("127.0.0.1", port, keepalive=30, clean_start=True)
     client.loop_start()
-    time.sleep(0.5)
+    # The broker has dealt with the session it names by the time it answers (CONNACK).
+    wait_until(client.is_connected, 10, "the broker to accept the connection")
     client.disconnect()
     client.loop_stop()
 
@@ -183,8 +184,17 @@ def test_a_sensor_account_cannot_take_the_daemons_session(
             assert "NO session" not in daemon.log_text()
         else:
             wait_until(lambda: "has NO session" in daemon.log_text(), 10, "the warning")
-            time.sleep(1.0)
-            assert journal_count(cfg) == 0
+            # A barrier: one more reading, published once the daemon's new subscription
+            # takes it (PUBACK success, not "no matching subscribers"). The broker would
+            # hand over anything it still held for the daemon first, so once the
+            # barrier is journaled, none of the 50 is coming.
+            barrier = json.dumps({"ts": now, "tips_total": 50}).encode()
+            wait_until(lambda: publish_reason(
+                "127.0.0.1", broker.port, reading_topic("rg1"), barrier,
+                username=f"{SITE}.rg1", password=password) == 0, 10,
+                "the daemon's subscription to take the barrier")
+            wait_until(lambda: journal_count(cfg) >= 1, 10, "the barrier journaled")
+            assert journal_count(cfg) == 1
         assert daemon.stop() == 0
     finally:
         daemon.close()

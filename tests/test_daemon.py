@@ -33,7 +33,9 @@ from .daemonkit import (
     counter_storm,
     events_of,
     journal_count,
+    last_tick_ms,
     reading_topic,
+    ticked_after_input_since,
     wait_until,
     write_config,
 )
@@ -113,9 +115,12 @@ def test_inspection_while_daemon_stopped(site: Site) -> None:
     (closed,) = [e for e in events_of(cfg, "clock_closed") if e["clock"] == "storm"]
     assert closed["outcome"] == "met" and closed["inspected_at"] == at
 
-    # The daemon starting again neither loses nor repeats it.
+    # The daemon starting again neither loses nor repeats it: once it has replayed the
+    # journal and ticked past the inspection, nothing more can record the close.
+    tick_before = last_tick_ms(cfg)
     daemon.start()
-    time.sleep(1.0)
+    wait_until(lambda: ticked_after_input_since(cfg, tick_before), 30,
+               "a tick of the new run after the inspection")
     assert daemon.stop() == 0
     with Store(cfg.parent / "state" / "stormwatch.db", readonly=True) as store:
         closes = [e for e in store.events.all(types=["clock_closed"])
@@ -143,9 +148,12 @@ def test_sigkill_mid_burst_loses_and_repeats_nothing(site: Site) -> None:
     daemon.kill()
     sender.join_checked()
     pub.close()
+    tick_before = last_tick_ms(cfg)
     daemon.start()
     wait_until(lambda: journal_count(cfg) == len(messages), 60, "every reading journaled")
-    time.sleep(0.5)
+    # The engine has applied all of it and recorded what it caused.
+    wait_until(lambda: ticked_after_input_since(cfg, tick_before), 30,
+               "a tick after the last reading")
     assert daemon.stop() == 0
 
     config = load_config(cfg)

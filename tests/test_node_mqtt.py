@@ -200,7 +200,7 @@ def test_sigkill_at_any_moment_loses_nothing_and_never_changes_a_seq(
             if kill:  # the first time right after the first commit, then with a backlog
                 waiting = rng.randint(1, 15)
                 wait_until(_at_least(config.buffer.path, 0, waiting), what="a backlog")
-            time.sleep(rng.uniform(0, 0.03))
+            time.sleep(rng.uniform(0, 0.03))  # a random kill moment, not a wait for anything
             child.send_signal(signal.SIGKILL)
             child.wait(10)
             unacked_at_kill.append(buffer_counts(config.buffer.path)[0])

@@ -285,10 +285,15 @@ def test_mail_server_down_escalates_then_delivers_once_across_kills(
     daemon.kill()
 
     smtp.start()  # the mail server comes back; so does the daemon
+    tick_before = daemonkit.last_tick_ms(cfg)
     daemon.start()
     assert smtp.wait_for(lambda ms: len(ms) >= 1, 30)
-    wait_until(lambda: nothing_pending(cfg), 30, "the outbox to settle")
-    time.sleep(0.5)  # a few more polls of a settled outbox
+    # Nothing is left that could send again: this run replayed the journal and ticked
+    # (recording any alert that caused), then every alert was settled.
+    wait_until(lambda: daemonkit.ticked_after_input_since(cfg, tick_before), 30,
+               "a tick of the new run after the last reading")
+    wait_until(lambda: daemonkit.outbox_settled(cfg) and nothing_pending(cfg), 30,
+               "the outbox to settle")
     assert daemon.stop() == 0
 
     (q,) = events_of(cfg, "storm_qualified")

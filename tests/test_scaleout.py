@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +91,10 @@ def journaled_keys(config_path: Path) -> list[Key]:
     return keys
 
 
+def journaled(config_path: Path, key: Key) -> bool:
+    return key in journaled_keys(config_path)
+
+
 def reject_counts(config_path: Path) -> dict[str, int]:
     with Store(config_path.parent / "state" / "stormwatch.db", readonly=True) as store:
         return store.journal.reject_counts()
@@ -136,17 +141,28 @@ def test_disjoint_daemons_share_one_broker(tmp_path: Path,
         assert "session resumed" in b.log_text()
         wait_until(lambda: journal_count(cfg_b) == 2 * per_daemon, 30,
                    "b's readings queued while it was down")
-        time.sleep(0.5)  # anything misrouted would arrive in the meantime
+        # A barrier: one more reading of each daemon's first site, published after all
+        # the rest. The broker hands a session its messages in the order it took them,
+        # so once a daemon has journaled its barrier, anything misrouted or repeated
+        # to it has arrived too.
+        barrier = [(f"{PREFIX}/{sites[0]}/tb1/reading", {"ts": start + 4 * 3600, "ntu": 5.0})
+                   for sites in (SITES_A, SITES_B)]
+        publish(broker, barrier)
+        for cfg, message in zip((cfg_a, cfg_b), barrier, strict=True):
+            (key,) = published_keys([message])
+            wait_until(partial(journaled, cfg, key), 30, f"{cfg.parent.name}'s barrier")
         assert a.stop() == 0
         assert b.stop() == 0
 
     keys_a, keys_b = journaled_keys(cfg_a), journaled_keys(cfg_b)
     per_site = len(first) // 4 * 2
-    assert Counter(key[0] for key in keys_a) == {site: per_site for site in SITES_A}
-    assert Counter(key[0] for key in keys_b) == {site: per_site for site in SITES_B}
+    assert Counter(key[0] for key in keys_a) == {site: per_site + (site == SITES_A[0])
+                                                 for site in SITES_A}
+    assert Counter(key[0] for key in keys_b) == {site: per_site + (site == SITES_B[0])
+                                                 for site in SITES_B}
     # Every published message is in exactly one journal, once.
     assert len(keys_a) + len(keys_b) == len(set(keys_a) | set(keys_b))
-    assert set(keys_a) | set(keys_b) == published_keys(first + second)
+    assert set(keys_a) | set(keys_b) == published_keys(first + second + barrier)
     assert reject_counts(cfg_a) == {}
     assert reject_counts(cfg_b) == {}
 
