@@ -62,10 +62,6 @@ message):
   accepted and its event's ``at`` written without a four-digit year, which
   could not be read back. Due dates now keep to 1970..9999 like every other
   timestamp.
-
-``classify`` can name a newly found open bug (``Verdict.known_bug``) so that the
-fuzz batches leave it out while it is open, and the fuzzer keeps finding
-anything else; none is open now.
 """
 
 from __future__ import annotations
@@ -618,8 +614,6 @@ class Verdict:
 
     item: Reading | Inspection | None = None
     rejection: Rejection | None = None
-    #: The name of a known open bug the message hits (``_known_open_bug``).
-    known_bug: str | None = None
 
 
 def classify(config: Config, msg: Msg, received_ms: int) -> Verdict:
@@ -666,7 +660,6 @@ def _rejected(counters: dict[str, int]) -> Counter[str]:
 class FuzzStats:
     messages: int = 0
     examples: int = 0
-    dropped_known: Counter[str] = field(default_factory=Counter)
     dropped_colliding: int = 0
     valid: int = 0
     outcomes: Counter[str] = field(default_factory=Counter)
@@ -687,7 +680,7 @@ class _Harness:
         self.mid = 0
         self.valid: list[Expect] = []
 
-    def ingest(self, msgs: Sequence[Msg], *, skip_known: bool = True) -> None:
+    def ingest(self, msgs: Sequence[Msg]) -> None:
         """One batch through ``Daemon.ingest_batch``, with every per-batch invariant."""
         batch: list[Received] = []
         verdicts: list[Verdict] = []
@@ -696,12 +689,9 @@ class _Harness:
             received_ms = NOW_MS - 1000 + self.mid  # a redelivery arrives anew
             verdict = classify(self.config, msg, received_ms)
             if msg.valid is not None:
-                assert verdict.item is not None and verdict.known_bug is None, \
+                assert verdict.item is not None, \
                     f"the generator's valid message is not: {msg!r}: {verdict.rejection}"
                 assert verdict.item.ts_ms == msg.valid.ts_ms, msg
-            if skip_known and verdict.known_bug is not None:
-                self.stats.dropped_known[verdict.known_bug] += 1
-                continue
             if _collides(msg, verdict):
                 self.stats.dropped_colliding += 1
                 continue
@@ -815,7 +805,7 @@ def _culprits(config: Config, batches: Sequence[Sequence[Msg]]) -> list[str]:
     for msg in (m for b in batches for m in b):
         try:
             with _fresh(config, FuzzStats()) as h:
-                h.ingest([msg], skip_known=True)
+                h.ingest([msg])
                 h.finish()
         except Exception as exc:  # reported, not hidden: the caller fails with these
             found.append(f"{msg.topic!r}, {msg.payload!r}: {type(exc).__name__}: {exc}")
@@ -825,20 +815,21 @@ def _culprits(config: Config, batches: Sequence[Sequence[Msg]]) -> list[str]:
 
 
 def run_scenario(config: Config, batches: Sequence[Sequence[Msg]], stats: FuzzStats, *,
-                 skip_known: bool = True) -> None:
+                 culprits: bool = True) -> None:
     """The batches through the daemon's path in a fresh store, every invariant checked;
-    a failure names the messages that fail on their own."""
+    a failure names the messages that fail on their own (unless ``culprits`` is False:
+    a hand-picked row, whose one message is the culprit, fails as it is)."""
     try:
         with _hang_guard(), _fresh(config, stats) as h:
             for batch in batches:
-                h.ingest(batch, skip_known=skip_known)
+                h.ingest(batch)
             h.finish()
     except Exception as exc:
-        if not skip_known:
-            raise  # a regression row: its own exception, for its xfail mark
-        culprits = _culprits(config, batches)
+        if not culprits:
+            raise
+        found = _culprits(config, batches)
         raise AssertionError(f"{type(exc).__name__}: {exc}\nmessages failing on their own:\n"
-                             + "\n".join(culprits or ["(none: it takes the whole batch)"])
+                             + "\n".join(found or ["(none: it takes the whole batch)"])
                              ) from exc
     stats.examples += 1
 
@@ -874,8 +865,7 @@ def test_hostile_messages_are_journaled_or_dead_lettered_and_valid_ones_get_thro
     fuzz()
     assert stats.examples >= EXAMPLES
     print(f"\nfuzz: {stats.messages} messages in {stats.examples} examples, "
-          f"{stats.valid} valid; known open bugs skipped: {dict(stats.dropped_known)}; "
-          f"colliding garbage dropped: {stats.dropped_colliding}; "
+          f"{stats.valid} valid; colliding garbage dropped: {stats.dropped_colliding}; "
           f"outcomes: {dict(stats.outcomes)}")
     if EXAMPLES * MESSAGES_PER_EXAMPLE < 100_000:
         return  # a short run (STORMWATCH_FUZZ_EXAMPLES): the totals below need a full one
@@ -907,7 +897,7 @@ INSP = inspection_topic(BM)
 _DEEP = b"[" * 2040 + b"]" * 2040
 #: Hand-picked hostile messages: (id, topic, payload); each is sent between two valid
 #: readings and must be journaled or dead-lettered like any fuzzed one.
-NASTY: list[Any] = [
+NASTY: list[tuple[str, str, bytes]] = [
     ("empty-topic-and-payload", "", b""),
     ("wildcard-plus", f"{PREFIX}/+/tb-up/reading", _reading()),
     ("wildcard-hash", f"{PREFIX}/{BM}/#", _reading()),
@@ -982,17 +972,15 @@ NASTY: list[Any] = [
 
 
 @pytest.mark.parametrize(("name", "topic", "payload"),
-                         [pytest.param(*c, id=c[0]) if type(c) is tuple else c
-                          for c in NASTY])
+                         [pytest.param(*c, id=c[0]) for c in NASTY])
 def test_hand_picked_nasty_inputs(fuzz_config: Config, name: str, topic: str,
                                   payload: bytes) -> None:
     """Each hand-picked hostile message, between two valid readings and redelivered in a
-    second batch, through the same path and invariants as the fuzz target (nothing is
-    skipped here)."""
+    second batch, through the same path and invariants as the fuzz target."""
     rng = random.Random(name)
     first = [valid_message(rng, 1), Msg(topic, payload), valid_message(rng, 2)]
     again = [Msg(topic, payload), valid_message(rng, 3)]
-    run_scenario(fuzz_config, [first, again], FuzzStats(), skip_known=False)
+    run_scenario(fuzz_config, [first, again], FuzzStats(), culprits=False)
 
 
 def test_the_generators_make_what_they_promise(fuzz_config: Config) -> None:
