@@ -4,7 +4,9 @@
 teardown; ``make_mosquitto(**options)`` makes more, or one with options (see
 ``tests.services.Mosquitto``: ``allow_anonymous``, ``password_file``,
 ``acl_file``, ``extra_config``, ``max_queued_messages``, ``verbose``, and
-``start=False`` to configure before starting). When a test fails, the tail of
+``start=False`` to configure before starting). ``daemons`` closes the daemons a
+test started (``tests.daemonkit``); ``http`` is a started alert receiver
+(``tests.receivers``). When a test fails, the tail of
 each of its brokers' logs is added to the report (and of any other service a
 fixture lists with ``services_of``, as ``tests/conftest_influx.py`` does). Tests
 skip, with the reason, where ``/usr/sbin/mosquitto`` is not installed.
@@ -19,6 +21,8 @@ from typing import Any
 import pytest
 
 from tests.childproc import ChildService, stop_all
+from tests.daemonkit import Daemons
+from tests.receivers import HttpReceiver
 from tests.services import MISSING_REASON, Mosquitto, mosquitto_available
 
 _SERVICES = pytest.StashKey[list[ChildService]]()
@@ -100,3 +104,15 @@ def pytest_runtest_makereport(item: pytest.Item,
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     stop_all()  # a safety net: fixtures have stopped their brokers and servers already
+
+
+@pytest.fixture
+def daemons() -> Iterator[Daemons]:
+    with Daemons() as made:
+        yield made
+
+
+@pytest.fixture
+def http() -> Iterator[HttpReceiver]:
+    with HttpReceiver() as receiver:
+        yield receiver

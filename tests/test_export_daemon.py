@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,12 +38,6 @@ from .influxd import Influxd
 
 pytest_plugins = ("tests.conftest_influx",)
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def daemons() -> Iterator[Daemons]:
-    with Daemons() as made:
-        yield made
 
 
 def influx_config(tmp_path: Path, broker_port: int, server: Influxd, db: str) -> Path:

@@ -17,7 +17,7 @@ import re
 import shutil
 import sqlite3
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import closing
 from html import unescape
 from pathlib import Path
@@ -357,12 +357,6 @@ def test_flags_of_another_action_are_exit_2(site: Path, args: tuple[str, ...]) -
 def notify_section(*targets: tuple[str, str]) -> str:
     lines = "".join(f'    - {{url: "{url}", tags: [{tag}]}}\n' for url, tag in targets)
     return f"notify:\n  targets:\n{lines}"
-
-
-@pytest.fixture
-def http() -> Iterator[HttpReceiver]:
-    with HttpReceiver() as receiver:
-        yield receiver
 
 
 def test_send_reaches_the_officer_with_the_full_hash(tmp_path: Path, http: HttpReceiver) -> None:

@@ -111,12 +111,6 @@ class FakeClock:
 
 
 @pytest.fixture
-def http() -> Iterator[HttpReceiver]:
-    with HttpReceiver() as receiver:
-        yield receiver
-
-
-@pytest.fixture
 def http2() -> Iterator[HttpReceiver]:
     with HttpReceiver() as receiver:
         yield receiver

@@ -76,22 +76,10 @@ def secrets_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def daemons() -> Iterator[Daemons]:
-    with Daemons() as made:
-        yield made
-
-
-@pytest.fixture
 def smtp() -> Iterator[SmtpReceiver]:
     receiver = SmtpReceiver(login="qp", password=SMTP_PASSWORD)
     yield receiver
     receiver.stop()
-
-
-@pytest.fixture
-def http() -> Iterator[HttpReceiver]:
-    with HttpReceiver() as receiver:
-        yield receiver
 
 
 def assert_no_secrets(*texts: str) -> None:

@@ -16,14 +16,12 @@ nothing here prints nothing.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from tests.daemonkit import Daemons
-from tests.receivers import HttpReceiver, SmtpReceiver
+from tests.receivers import SmtpReceiver
 from tests.reliability.kit import ScenarioCounts
-from tests.test_disk_full import small_tmpfs
+from tests.test_disk_full import small_state  # noqa: F401 - the fixture, shared
 
 SMTP_PASSWORD = "smtp-Rel1-4bility"
 
@@ -54,18 +52,6 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
 
 
 @pytest.fixture
-def daemons() -> Iterator[Daemons]:
-    with Daemons() as made:
-        yield made
-
-
-@pytest.fixture
-def http() -> Iterator[HttpReceiver]:
-    with HttpReceiver() as receiver:
-        yield receiver
-
-
-@pytest.fixture
 def smtp(monkeypatch: pytest.MonkeyPatch) -> Iterator[SmtpReceiver]:
     """A mail server asking for ``qp``'s login, not started: the test starts it.
     The daemon reads the password from ``${SMTP_PASSWORD}``."""
@@ -75,10 +61,3 @@ def smtp(monkeypatch: pytest.MonkeyPatch) -> Iterator[SmtpReceiver]:
         yield receiver
     finally:
         receiver.stop()
-
-
-@pytest.fixture
-def small_state(tmp_path: Path) -> Iterator[Path]:
-    """``tmp_path/state`` (the daemon's ``state_dir`` in ``write_config``) on a 16 MiB tmpfs."""
-    with small_tmpfs(tmp_path / "state") as state:
-        yield state
