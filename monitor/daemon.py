@@ -76,6 +76,11 @@ TICK_EVERY_S = 5.0
 #: wait, so silence is judged on data that has arrived; but never longer than this.
 TICK_AT_LEAST_EVERY_S = 60.0
 QUEUE_SIZE = 10_000
+#: At a stop, the longest the daemon goes on journaling what it had received (the
+#: queue holds at most QUEUE_SIZE; that takes about a second). The rest of the stop
+#: (final state, snapshot, workers) is bounded too: ``STOP_WORKERS_S``.
+DRAIN_MAX_S = 5.0
+STOP_WORKERS_S = 5.0
 #: The recorded status of sites with new input is brought up to date this often
 #: (and at once with any event, in the same transaction); while a backlog drains,
 #: less often: every site has new input then, and the drain comes first.
@@ -263,8 +268,12 @@ class Daemon:
         self._snapshot(host)
         worker_stop.set()
         self._wake_workers()
+        # One deadline for all: a worker in the middle of a slow send (an SMTP
+        # server that does not answer) must not hold the stop for long; what it had
+        # not confirmed is sent again after the restart (the outbox keeps it).
+        until = time.monotonic() + STOP_WORKERS_S
         for t in threads:
-            t.join(timeout=10)
+            t.join(timeout=max(0.0, until - time.monotonic()))
         self.health.close()
         log.info("stopped at journal %s", host.applied_seq)
         return 0
@@ -283,15 +292,34 @@ class Daemon:
         return Ingest(b, self.queue, sites=sites, clock=self.clock, protocol=self.mqtt_protocol,
                       connected=self.connected, expect_session=expect)
 
-    def _drain(self, store: Store, ingest: Acker, host: EngineHost) -> None:
-        """At stop: journal and acknowledge what the MQTT side handed over already."""
-        log.info("stopping: draining %s queued message(s)", self.queue.qsize())
+    def _drain(self, store: Store, ingest: Ingest | IngestProcess, host: EngineHost) -> None:
+        """At stop: the MQTT side takes nothing new, then what it handed over is journaled
+        and acknowledged. Bounded by ``DRAIN_MAX_S``: what is not journaled by then is
+        not acknowledged, and the broker sends it again at the next start."""
+        ingest.pause()
+        log.info("stopping: taking no new messages; journaling the %d received",
+                 self.queue.qsize())
+        deadline = time.monotonic() + DRAIN_MAX_S
+        journaled = 0
         while not self.health.trouble.active:
-            batch = self._take_batch(timeout=0.2)
-            if not batch:
+            if time.monotonic() >= deadline:
+                log.warning("stopping after %g s of draining: %d received message(s) not"
+                            " journaled; not acknowledged, the broker sends them again",
+                            DRAIN_MAX_S, self.queue.qsize())
                 return
+            # The marker first, then the queue: once the MQTT side has said it takes
+            # nothing more, an empty queue means everything taken is journaled.
+            done = ingest.paused.is_set()
+            batch = self._take_batch(timeout=0.05)
+            if not batch:
+                if done:
+                    log.info("stopping: journaled and acknowledged %d message(s); the broker"
+                             " keeps the rest for the next start", journaled)
+                    return
+                continue
             try:
                 self.ingest_batch(store, ingest, host, batch)
+                journaled += len(batch)
             except sqlite3.OperationalError as exc:
                 self.health.store_failed(exc)
         log.warning("stopping with %d message(s) not journaled, as the store refuses writes:"

@@ -37,6 +37,15 @@ that should have resumed a persistent session (``expect_session``: this
 daemon had one before, or this is a reconnect) but finds none is a WARNING:
 whatever the broker had queued for the old session is gone (it expired, the
 broker lost its database, or another client took the client id).
+
+Stopping is two steps, so that a stop ends under any traffic: ``pause()``
+first, and the client takes nothing new (a message that arrives is neither
+queued nor acknowledged: the broker keeps it in the persistent session and
+sends it again at the next connection); the daemon journals and acknowledges
+what it had taken; then ``stop()`` disconnects, after the acknowledgements
+(paho's loop writes what is queued before it ends). Without the pause the
+daemon drained a queue the network thread kept filling, for as long as
+readings came.
 """
 
 from __future__ import annotations
@@ -141,6 +150,8 @@ class Ingest:
         self.generation = 0
         self.connected = connected if connected is not None else threading.Event()
         self.stopping = False
+        #: Set by ``pause()``: nothing more is handed over (see the module docstring).
+        self.paused = threading.Event()
         self._protocol = protocol if protocol is not None else mqtt.MQTTv5
         self._connected_once = False
         self._answered = False
@@ -207,8 +218,18 @@ class Ingest:
         except OSError:
             return False
 
+    def pause(self) -> None:
+        """Take no new messages: the broker keeps them, unacknowledged, for the next start.
+
+        ``paused`` is set at once: every message handed over before this call is
+        in the queue already (one caught in the middle of its hand-over may still
+        land; it is acknowledged only if the daemon journals it).
+        """
+        self.paused.set()
+
     def stop(self) -> None:
         self.stopping = True
+        self.paused.set()
         try:
             self.client.disconnect()
         finally:
@@ -328,6 +349,8 @@ class Ingest:
         self._log_at = now + self._log_every
 
     def _on_message(self, client: mqtt.Client, userdata: Any, msg: mqtt.MQTTMessage) -> None:
+        if self.paused.is_set():
+            return  # not acknowledged: the broker sends it again at the next connection
         message = Received(msg.topic, bytes(msg.payload), msg.mid, msg.qos, self.generation,
                           round(self.clock() * 1000))
         # Blocking put: when the engine thread is behind, stop reading the socket.
@@ -336,7 +359,7 @@ class Ingest:
                 self.out.put(message, timeout=1.0)
                 return
             except queue.Full:
-                if self.stopping:
+                if self.paused.is_set():
                     return
 
 

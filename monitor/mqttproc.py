@@ -16,8 +16,24 @@ one pipe:
 child -> parent  ``("msgs", [(topic, payload, mid, qos, generation), ...])``,
                  ``("up", generation)`` / ``("down",)`` when the connection
                  comes and goes;
+                 ``("paused",)`` once it takes nothing more after a pause;
 parent -> child  ``("ack", [(mid, qos, generation), ...])`` after the journal
-                 commit, ``("stop",)``.
+                 commit, ``("pause",)``, ``("stop",)``.
+
+Stopping (see ``ingest.py``): the parent sends ``pause``; the child's client
+takes nothing new, and what it received but had not sent across yet it drops
+unacknowledged (the broker sends it again at the next start); then it sends
+``paused``. Everything the parent reads before that marker is what the daemon
+took, and it journals and acknowledges it; anything after the marker it drops.
+Then ``stop``: the child stops sending, lets paho write the acknowledgements,
+disconnects, and only then closes the pipe. (The pipe closed while another
+thread of the child was writing to it was the traceback "Exception in thread
+mqtt-forward" at a clean stop.)
+
+Signals: the child ignores SIGINT and SIGTERM. Ctrl-C in a terminal reaches
+the whole process group, and systemd's stop the whole control group; the
+parent stops the child in its own time, after the drain. A child whose
+parent died sees the pipe close and exits.
 
 Nothing is acknowledged before the parent has committed (DESIGN § 2): the
 child acknowledges only what the parent names, and only on the connection
@@ -39,6 +55,7 @@ import contextlib
 import logging
 import multiprocessing
 import queue
+import signal
 import threading
 import time
 from collections.abc import Sequence
@@ -58,6 +75,8 @@ SEND_MAX = 500
 #: How long the child may keep received messages before the parent reads them.
 CHILD_QUEUE = 10_000
 RESTART_AFTER_S = 1.0
+#: How long ``stop()`` waits for the child to disconnect and exit.
+STOP_WAIT_S = 5.0
 
 
 class IngestProcess:
@@ -78,6 +97,9 @@ class IngestProcess:
         self.connected = connected if connected is not None else threading.Event()
         self.log_format, self.log_level = log_format, log_level
         self.stopping = False
+        self._halted = False
+        #: Set once the child has taken its last message after ``pause()`` (or is gone).
+        self.paused = threading.Event()
         self._generation = 0
         self._ctx = multiprocessing.get_context("spawn")
         self._conn: Connection | None = None
@@ -99,14 +121,23 @@ class IngestProcess:
                                         daemon=True)
         self._reader.start()
 
+    def pause(self) -> None:
+        """Take no new messages; ``paused`` is set when the child has said so."""
+        self.stopping = True  # a child that ends now is not started again
+        self._send(("pause",))
+        if self._proc is None or not self._proc.is_alive():
+            self.paused.set()
+
     def stop(self) -> None:
-        self.stopping = True
+        self.stopping = self._halted = True
         self._send(("stop",))
         if self._proc is not None:
-            self._proc.join(timeout=15)
+            self._proc.join(timeout=STOP_WAIT_S)
             if self._proc.is_alive():
-                log.warning("the MQTT process did not stop within 15 s; terminating it")
-                self._proc.terminate()
+                # It ignores SIGTERM (module docstring).
+                log.warning("the MQTT process did not stop within %g s; killing it",
+                            STOP_WAIT_S)
+                self._proc.kill()
                 self._proc.join(timeout=5)
         if self._reader is not None:
             self._reader.join(timeout=5)
@@ -133,6 +164,8 @@ class IngestProcess:
             except (EOFError, OSError):
                 break
             if kind == "msgs":
+                if self.paused.is_set():
+                    continue  # after the marker: not taken, not acknowledged
                 received = round(self.clock() * 1000)
                 for topic, payload, mid, qos, generation in rest[0]:
                     message = Received(topic, payload, mid, qos, generation, received)
@@ -141,7 +174,7 @@ class IngestProcess:
                             self.out.put(message, timeout=1.0)
                             break
                         except queue.Full:
-                            if self.stopping:
+                            if self._halted:
                                 return
             elif kind == "up":
                 self._generation = max(self._generation, int(rest[0]))
@@ -149,9 +182,12 @@ class IngestProcess:
                 self.connected.set()
             elif kind == "down":
                 self.connected.clear()
+            elif kind == "paused":
+                self.paused.set()
         self.connected.clear()
         conn.close()
         if self.stopping:
+            self.paused.set()  # a child that is gone hands over nothing more
             return
         code = self._proc.exitcode if self._proc is not None else None
         log.error("the MQTT process ended (exit code %s); starting another in %g s (what it"
@@ -165,62 +201,96 @@ class IngestProcess:
 def _child(broker_data: dict[str, Any], sites: list[str], protocol: int | None,
            generation: int, log_format: str, log_level: int, expect_session: bool,
            conn: Connection) -> None:
-    """The child's main: ``Ingest`` feeding the pipe, commands from the pipe."""
+    """The child's main: signals ignored (module docstring), logging, then ``ChildSide``."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     configure(log_format, log_level)
     broker = BrokerConfig.model_validate(broker_data)
-    inbox: queue.Queue[Received] = queue.Queue(maxsize=CHILD_QUEUE)
-    ingest = Ingest(broker, inbox, sites=sites, protocol=protocol,
-                    expect_session=expect_session)
-    ingest.generation = generation
-    lock = threading.Lock()
-    stop = threading.Event()
+    ChildSide(broker, sites, protocol, generation, expect_session, conn).run()
 
-    def send(item: tuple[Any, ...]) -> bool:
-        with lock:
+
+class ChildSide:
+    """The child: ``Ingest`` feeding the pipe (thread ``mqtt-forward``), commands from
+    the pipe (thread ``mqtt-commands``), and ``run`` waiting for the stop."""
+
+    def __init__(self, broker: BrokerConfig, sites: list[str], protocol: int | None,
+                 generation: int, expect_session: bool, conn: Connection) -> None:
+        self.conn = conn
+        self.inbox: queue.Queue[Received] = queue.Queue(maxsize=CHILD_QUEUE)
+        self.ingest = Ingest(broker, self.inbox, sites=sites, protocol=protocol,
+                             expect_session=expect_session)
+        self.ingest.generation = generation
+        self._lock = threading.Lock()
+        self._closed = False
+        self.stop = threading.Event()
+        self.pausing = threading.Event()
+        self._forwarder = threading.Thread(target=self._forward, name="mqtt-forward",
+                                           daemon=True)
+
+    def run(self) -> None:
+        self._forwarder.start()
+        threading.Thread(target=self._commands, name="mqtt-commands", daemon=True).start()
+        self.ingest.start()
+        self.stop.wait()
+        # The order matters (module docstring): nothing is sent across once the pipe
+        # may close, and the acknowledgements are written before the disconnect.
+        self.pausing.set()
+        self._forwarder.join()
+        self.ingest.stop()
+        with self._lock:
+            self._closed = True
+            self.conn.close()
+
+    def send(self, item: tuple[Any, ...]) -> bool:
+        with self._lock:
+            if self._closed:
+                return False
             try:
-                conn.send(item)
+                self.conn.send(item)
                 return True
             except (OSError, ValueError):
-                stop.set()
+                self.stop.set()
                 return False
 
-    def forward() -> None:
+    def _forward(self) -> None:
         up = False
-        while not stop.is_set():
+        while not self.pausing.is_set():
             batch: list[tuple[str, bytes, int, int, int]] = []
             try:
-                m = inbox.get(timeout=SEND_EVERY_S * 10)
+                m = self.inbox.get(timeout=SEND_EVERY_S * 10)
                 batch.append((m.topic, m.payload, m.mid, m.qos, m.generation))
                 while len(batch) < SEND_MAX:
-                    m = inbox.get_nowait()
+                    m = self.inbox.get_nowait()
                     batch.append((m.topic, m.payload, m.mid, m.qos, m.generation))
             except queue.Empty:
                 pass
-            now_up = ingest.connected.is_set()
+            now_up = self.ingest.connected.is_set()
             if now_up != up:
                 # Before the messages of a new connection, after those of the old.
                 up = now_up
-                if not send(("up", ingest.generation) if up else ("down",)):
+                if not self.send(("up", self.ingest.generation) if up else ("down",)):
                     return
-            if batch and not send(("msgs", batch)):
+            if batch and not self.send(("msgs", batch)):
                 return
-
-    def commands() -> None:
+        # Paused: what is still here was never handed over; the broker sends it again.
         while True:
             try:
-                kind, *rest = conn.recv()
+                self.inbox.get_nowait()
+            except queue.Empty:
+                break
+        self.send(("paused",))
+
+    def _commands(self) -> None:
+        while True:
+            try:
+                kind, *rest = self.conn.recv()
             except (EOFError, OSError):
                 break  # the parent is gone
             if kind == "ack":
-                ingest.ack_ids(rest[0])
+                self.ingest.ack_ids(rest[0])
+            elif kind == "pause":
+                self.ingest.pause()
+                self.pausing.set()
             elif kind == "stop":
                 break
-        stop.set()
-
-    threading.Thread(target=forward, name="mqtt-forward", daemon=True).start()
-    reader = threading.Thread(target=commands, name="mqtt-commands", daemon=True)
-    reader.start()
-    ingest.start()
-    stop.wait()
-    ingest.stop()
-    conn.close()
+        self.stop.set()

@@ -78,14 +78,17 @@ class DaemonProcess:
         self.proc: subprocess.Popen[bytes] | None = None
         self.env = env or {}
 
-    def start(self, *, wait_connected: bool = True) -> DaemonProcess:
+    def start(self, *, wait_connected: bool = True, new_session: bool = False
+              ) -> DaemonProcess:
         """Start it; unless ``wait_connected`` is False (a broker that is down or comes
-        late), wait until it has connected."""
+        late), wait until it has connected. ``new_session``: in a session (and process
+        group) of its own, as a terminal's foreground job is, for ``killpg``."""
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "monitor.cli", "run", "--config", str(self.config_path),
              "--log-level", "debug"], stdout=log, stderr=log, cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": str(ROOT), **self.env})
+            env={**os.environ, "PYTHONPATH": str(ROOT), **self.env},
+            start_new_session=new_session)
         log.close()
         if not wait_connected:
             return self
