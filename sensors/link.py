@@ -75,6 +75,7 @@ class MqttLink:
         self.keepalive_s = config.broker.keepalive_s
         self.acks: queue.Queue[Ack] = queue.Queue()
         self._connected = threading.Event()
+        self._closing = False
         client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=config.client_id,
                              protocol=MQTTProtocolVersion(protocol))
         if config.broker.username is not None:
@@ -106,6 +107,7 @@ class MqttLink:
         return int(info.mid)
 
     def close(self) -> None:
+        self._closing = True  # the disconnect that follows is ours, not a lost link
         self._client.disconnect()
         # paho 2.x's race: its network thread clears ``_thread`` as it exits,
         # between loop_stop's check and its join; it has ended either way.
@@ -125,7 +127,9 @@ class MqttLink:
 
     def _on_disconnect(self, client: mqtt.Client, userdata: Any, flags: Any, reason: Any,
                        properties: Any) -> None:
-        if self._connected.is_set():
+        if self._closing:
+            log.info("disconnected from %s:%s", self.host, self.port)
+        elif self._connected.is_set():
             log.warning("disconnected from %s:%s (%s); readings stay in the buffer",
                         self.host, self.port, reason)
         self._connected.clear()
