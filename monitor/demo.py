@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import shlex
 import shutil
 import socket
@@ -106,6 +107,12 @@ log = logging.getLogger("stormwatch.demo")
 #: Pi. Below 1 the demo would run slower than real time (at 1 it already takes
 #: its 30 hours).
 MIN_SPEED, MAX_SPEED = 1.0, 3600.0
+#: Even so, the demo runs the broker, the daemon, the node and the alerts' console
+#: in one process, and a quarter of a second of it busy elsewhere (a burst of
+#: alerts, a snapshot) was seen to make every sensor stale at 3600 on a 2-core
+#: machine. So the demo's sensors go stale only after this many real seconds of
+#: silence at any speed (``stale_after_minutes``), which keeps 15 minutes up to 840.
+STALE_MARGIN_S = 1.0
 
 
 class DemoError(Exception):
@@ -192,8 +199,17 @@ class DemoClock:
         return self.speed
 
 
-def demo_settings(port: int, state_dir: Path) -> dict[str, object]:
+def stale_after_minutes(speed: float) -> int:
+    """The demo's ``stale_after_minutes`` of its gauge and probes at ``speed``: the
+    usual 15, or more at high speeds, so that a reading may reach the engine up to
+    ``STALE_MARGIN_S`` real seconds late without reading as a silence (the sediment
+    sensor, read less often, gets twice as long)."""
+    return max(15, math.ceil(STALE_MARGIN_S * speed / 60.0) + 1)
+
+
+def demo_settings(port: int, state_dir: Path, speed: float = 1800.0) -> dict[str, object]:
     """The demo's configuration as the YAML document it would be."""
+    stale = stale_after_minutes(speed)
     return {
         "broker": {"host": "127.0.0.1", "port": port, "client_id": "stormwatch-demo"},
         "state_dir": str(state_dir),
@@ -202,10 +218,11 @@ def demo_settings(port: int, state_dir: Path) -> dict[str, object]:
             "id": SITE, "name": "Demo Meadows Subdivision", "address": "1 Demo Lane",
             "timezone": ZONE, "condition": "B",
             "sensors": [
-                {"id": "rg1", "kind": "rain", "in_per_tip": 0.01},
-                {"id": "tb-up", "kind": "turbidity"},
-                {"id": "tb-down", "kind": "turbidity"},
-                {"id": "trap1-depth", "kind": "sediment", "stale_after_minutes": 30},
+                {"id": "rg1", "kind": "rain", "in_per_tip": 0.01,
+                 "stale_after_minutes": stale},
+                {"id": "tb-up", "kind": "turbidity", "stale_after_minutes": stale},
+                {"id": "tb-down", "kind": "turbidity", "stale_after_minutes": stale},
+                {"id": "trap1-depth", "kind": "sediment", "stale_after_minutes": 2 * stale},
             ],
             "turbidity_pairs": [{"id": "outfall-1", "upstream": "tb-up",
                                  "downstream": "tb-down"}],
@@ -216,18 +233,18 @@ def demo_settings(port: int, state_dir: Path) -> dict[str, object]:
     }
 
 
-def demo_config(port: int, state_dir: Path) -> Config:
-    return parse_config(demo_settings(port, state_dir), env={})
+def demo_config(port: int, state_dir: Path, speed: float = 1800.0) -> Config:
+    return parse_config(demo_settings(port, state_dir, speed), env={})
 
 
-def write_demo_config(port: int, state_dir: Path) -> Path:
+def write_demo_config(port: int, state_dir: Path, speed: float = 1800.0) -> Path:
     """Write the demo's configuration beside its database, for the commands that read it."""
     path = state_dir / CONFIG_NAME
     header = ("# The configuration of a `stormwatch demo` run, written beside its database so\n"
               "# that status, logbook and report can read what it recorded. The broker was\n"
               "# the demo's own (gone with it); the demo's clock ran ahead of the wall clock.\n")
     try:
-        path.write_text(header + yaml.safe_dump(demo_settings(port, state_dir.resolve()),
+        path.write_text(header + yaml.safe_dump(demo_settings(port, state_dir.resolve(), speed),
                                                 sort_keys=False), encoding="utf-8")
     except OSError as exc:
         raise DemoError(f"--state-dir: cannot write {path}: {exc.strerror or exc}") from None
@@ -313,11 +330,11 @@ def run_demo(out: IO[str] = sys.stdout, *, speed: float = 1800.0, keep: bool = F
     owned = state_dir is None
     state = Path(tempfile.mkdtemp(prefix="stormwatch-demo-")) if state_dir is None else state_dir
     port = free_port()
-    kept = write_demo_config(port, state) if keep or not owned else None
+    kept = write_demo_config(port, state, speed) if keep or not owned else None
     broker = EmbeddedBroker(port).start()
     start_s = (int(time.time()) // 3600 - 2) * 3600  # whole hour, two hours ago
     clock = DemoClock(start_s, speed)
-    config = demo_config(port, state)
+    config = demo_config(port, state, speed)
     daemon = Daemon(config, clock=clock, tick_every_s=0.3, mqtt_protocol=mqtt.MQTTv311)
     failure: list[BaseException] = []
     worker = threading.Thread(target=_run_daemon, args=(daemon, failure), name="demo-daemon",
