@@ -15,8 +15,9 @@ Each check is a row of ``BOUNDS``: the field, the range a real site uses and
 where that range comes from, and the unit people type by mistake for it.
 When the value read in that other unit falls in the usual range, the warning
 says so ("12.7 mm is 0.50 in"), because that is nearly always what happened.
-The one check that is no range, a configuration that sends alerts nowhere,
-is written out below the table.
+The checks that are no range are written out below the table: a
+configuration that sends alerts nowhere, and rain gauges whose ``reporting``
+leaves their health unknowable (``gauge_reporting``).
 """
 
 from __future__ import annotations
@@ -105,7 +106,27 @@ def warnings(config: Config) -> list[str]:
                     message = _check(bound, float(value))
                     if message is not None:
                         found.append(f"{path}.{bound.field}: {message}")
+        found += gauge_reporting(site, index)
     if not config.notify.targets and config.notify.config_file is None:
         found.append("notify.targets: no notification target: alerts are kept in the log book "
                      "but reach nobody (add one, e.g. a mailto:// URL, or console:// to try)")
+    return found
+
+
+def gauge_reporting(site: SiteConfig, index: int) -> list[str]:
+    """DESIGN § 4: an ``on_tip`` gauge is silent whenever it is dry, so without
+    ``heartbeat_minutes`` a dead one cannot be told from a dry one (its health is
+    ``unknown``); ``heartbeat_minutes`` on an ``interval`` gauge is never used."""
+    found = []
+    for i, sensor in enumerate(site.sensors):
+        path = f"sites.{index}.sensors.{i}"
+        if sensor.on_tip and sensor.heartbeat_minutes is None:
+            found.append(f"{path}.heartbeat_minutes: not set for an on_tip gauge: a dead gauge "
+                         "cannot be told from a dry one, so its health shows unknown and it "
+                         "never goes stale (set it to how often the gauge or its node sends "
+                         "a status, with some margin, e.g. 90 for an hourly heartbeat)")
+        elif sensor.kind == "rain" and not sensor.on_tip and sensor.heartbeat_minutes is not None:
+            found.append(f"{path}.heartbeat_minutes: applies to reporting: on_tip only; this "
+                         f"gauge reports every interval and is stale after "
+                         f"stale_after_minutes ({say_number(sensor.stale_after_minutes)})")
     return found

@@ -34,9 +34,6 @@ from .engine.events import (
     InspectionMissed,
     InspectionRecorded,
     SensorStale,
-    StormEnded,
-    StormQualified,
-    StormStarted,
     TrapCleaned,
     TrapCleanoutRequired,
     TrapFill,
@@ -47,6 +44,7 @@ from .engine.summary import at_now, judged_at
 from .engine.times import MS_PER_HOUR, parse_iso
 from .host import apply_row
 from .logbook import current_events, verify_logbook
+from .reportrows import revealed_note, sensor_rows, storm_rows
 from .store import Store
 
 LAW = [
@@ -277,41 +275,6 @@ def _turbidity_plot(site: SiteConfig, contrast: dict[str, list[ContrastSample]],
 # --------------------------------------------------------------------------- report
 
 
-@dataclass(slots=True)
-class _Storm:
-    """A storm event as its events tell it (the later event's value wins)."""
-
-    started_at: str | None = None
-    ended_at: str | None = None
-    qualified_at: str | None = None
-    total_in: float | None = None
-    max_24h_in: float | None = None
-    due: str | None = None
-    clock_id: str | None = None
-    informational: bool = False
-    qualified: bool = False
-    event_id: str = ""
-
-
-def _storms(events: Iterable[Event]) -> list[_Storm]:
-    by_id: dict[str, _Storm] = {}
-    for e in events:
-        b = e.body
-        if not isinstance(b, StormStarted | StormQualified | StormEnded):
-            continue
-        s = by_id.setdefault(b.event_id, _Storm(event_id=b.event_id))
-        s.started_at = b.started_at
-        if isinstance(b, StormQualified):
-            s.qualified_at, s.total_in, s.max_24h_in = b.qualified_at, b.total_in, b.max_24h_in
-            s.due, s.qualified = b.due, True
-            s.clock_id = b.clock_id or s.clock_id
-            s.informational = bool(b.informational) or s.informational
-        elif isinstance(b, StormEnded):
-            s.ended_at, s.total_in, s.max_24h_in = b.ended_at, b.total_in, b.max_24h_in
-            s.qualified = b.qualified
-    return sorted(by_id.values(), key=lambda s: s.started_at or "")
-
-
 def _actions_in(events: Iterable[Event], from_ms: int, to_ms: int) -> list[Any]:
     """The corrective actions that were open at some time in ``[from_ms, to_ms)``."""
     states = action_states(record_of_event(e.body) for e in events
@@ -393,7 +356,7 @@ def build_report(config: Config, store: Store, site_id: str, from_ms: int, to_ms
 
     events = [e for e in all_events if in_period(e)]
     storms = []
-    for s in _storms(all_events):
+    for s in storm_rows(all_events):
         start, end = _ms(s.started_at), _ms(s.ended_at)
         if start is not None and start < to_ms and (end is None or end >= from_ms):
             storms.append(s)
@@ -455,13 +418,17 @@ def build_report(config: Config, store: Store, site_id: str, from_ms: int, to_ms
         total = _in(s.total_in) + (" (running)" if s.event_id in running else "")
         rows.append([escape(local(s.started_at)), escape(local(s.ended_at)),
                      escape(total), escape(_in(s.max_24h_in)),
-                     escape(local(s.qualified_at)), escape(local(s.due)),
+                     escape(local(s.qualified_at) + revealed_note(s, local)),
+                     escape(local(s.due)),
                      escape(local(inspected)), _outcome(outcome)])
     parts.append("<h2>Storms</h2>" + _table(
         ["Start", "End", "Total", "Max 24 h", "Qualified at", "Inspection due", "Inspected at",
          "Outcome"], rows, "No storms in the period."))
 
     parts.append(_open_clocks(state, local))
+    parts.append("<h2>Sensors (at the time of this report)</h2>" + _table(
+        ["Sensor", "Kind", "Reporting", "Health", "Last seen"],
+        [[escape(c) for c in r] for r in sensor_rows(site, state, local)], "No sensors."))
     rows = []
     for b in mine:
         if isinstance(b, InspectionRecorded):

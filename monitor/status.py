@@ -170,8 +170,8 @@ def unknown_site(site: SiteConfig) -> dict[str, Any]:
                   for t in site.traps},
         "turbidity": {p.id: {"state": "unknown", "delta_ntu": None}
                       for p in site.turbidity_pairs},
-        "sensors": {s.id: {"last_seen": None, "stale": True, "battery_v": None, "kind": s.kind,
-                           "readings": 0, "buffered": None, "dropped": None}
+        "sensors": {s.id: {"last_seen": None, "stale": True, "health": "stale", "battery_v": None,
+                           "kind": s.kind, "readings": 0, "buffered": None, "dropped": None}
                     for s in site.sensors},
         "missed_weeks": None,
         "corrective_actions": [],
@@ -282,7 +282,7 @@ def format_status(config: Config, status: dict[str, Any]) -> str:
             delta = "" if t["delta_ntu"] is None else f", +{t['delta_ntu']:g} NTU over background"
             lines.append(f"  turbidity {pid}: {t['state']}{delta}")
         for sid, h in s["sensors"].items():
-            health = "STALE" if h["stale"] else "ok"
+            health = {"stale": "STALE", "unknown": UNKNOWN_HEALTH}.get(h["health"], "ok")
             batt = "" if h["battery_v"] is None else f", battery {h['battery_v']:.2f} V"
             node = "".join(f", {h[k]} {k}" for k in ("buffered", "dropped") if h.get(k))
             lines.append(f"  sensor {sid}: {health}, last seen {local(h['last_seen'])}{batt}{node}")
@@ -305,6 +305,11 @@ def format_status(config: Config, status: dict[str, Any]) -> str:
         lines.append(f"  {behind} journal row(s) not applied yet: the state above is from before"
                      " them (the daemon applies them when it runs)")
     return "\n".join(lines)
+
+
+#: How ``status`` says the health of a gauge whose silence says nothing.
+UNKNOWN_HEALTH = ("health unknown (reporting: on_tip without heartbeat_minutes: a dry gauge "
+                  "and a dead one look alike)")
 
 
 def _clock_line(site: SiteConfig, sensor_id: str, clock: dict[str, Any],

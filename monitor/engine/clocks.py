@@ -72,6 +72,7 @@ from .events import (
     make_id,
 )
 from .inputs import Inspection, SiteClosure
+from .rain import iso_or_none, ms_or_none, revealed_due
 from .routine import WEEK_MS, Anchor, routine_chain
 from .times import hours_ms, iso, parse_iso
 
@@ -94,6 +95,8 @@ class GaugeStorm:
     fact_ids: tuple[str, ...] = ()
     q_uncertain_in: float = 0.0
     q_gauges: tuple[str, ...] = ()
+    #: Qualified on rain revealed after a silence: the silence's start (rain.py).
+    q_not_before: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,7 +205,7 @@ def gauge_storms(facts: list[Fact]) -> list[GaugeStorm]:
         rec = by_event.setdefault((body.gauge, body.event_id), {
             "gauge": body.gauge, "event_id": body.event_id, "started_at": None,
             "ended_at": None, "qualified_at": None, "q_total_in": 0.0, "q_max_24h_in": 0.0,
-            "q_uncertain_in": 0.0, "q_gauges": (body.gauge,), "ids": [],
+            "q_uncertain_in": 0.0, "q_gauges": (body.gauge,), "ids": [], "q_not_before": None,
         })
         rec["ids"].append(fact.id)
         if isinstance(body, StormStarted):
@@ -213,6 +216,7 @@ def gauge_storms(facts: list[Fact]) -> list[GaugeStorm]:
             rec["q_max_24h_in"] = body.max_24h_in
             rec["q_uncertain_in"] = body.uncertain_in
             rec["q_gauges"] = body.gauges
+            rec["q_not_before"] = ms_or_none(body.qualified_not_before)
         else:
             rec["ended_at"] = fact.at_ms
     storms = []
@@ -222,7 +226,7 @@ def gauge_storms(facts: list[Fact]) -> list[GaugeStorm]:
         storms.append(GaugeStorm(rec["gauge"], rec["event_id"], rec["started_at"],
                                  rec["ended_at"], rec["qualified_at"], rec["q_total_in"],
                                  rec["q_max_24h_in"], rec["ended_at"], tuple(sorted(rec["ids"])),
-                                 rec["q_uncertain_in"], rec["q_gauges"]))
+                                 rec["q_uncertain_in"], rec["q_gauges"], rec["q_not_before"]))
     storms.sort(key=lambda s: (s.started_at, s.gauge))
     return storms
 
@@ -330,6 +334,8 @@ def compute(site: SiteConfig, gauge_facts: list[Fact], inspections: list[Inspect
             ended = [s.ended_at for s in group]
             start = None if any(e is None for e in ended) else max(e for e in ended if e)
         due = start + within if start is not None and site.clocks_apply else None
+        not_before = revealed_due(rep.q_not_before, rep.qualified_at, start, due, within,
+                                  rules.clock_start)
         if site.clocks_apply:
             result.clocks.append(Clock(clock_id, "storm", rep.qualified_at, start, due,
                                        storm=rep))
@@ -342,7 +348,9 @@ def compute(site: SiteConfig, gauge_facts: list[Fact], inspections: list[Inspect
                         uncertain_in=rep.q_uncertain_in, gauges=site_storm.gauges,
                         threshold_in=rules.threshold_in, mode=rules.mode,
                         clock_id=clock_id if site.clocks_apply else None,
-                        informational=None if site.clocks_apply else True))
+                        informational=None if site.clocks_apply else True,
+                        qualified_not_before=iso_or_none(rep.q_not_before),
+                        due_not_before=iso_or_none(not_before)))
         other[fact.id] = fact
 
     if site.clocks_apply:

@@ -40,7 +40,7 @@ from typing import Any
 from ..config import Config
 from . import clocks
 from .events import Event, Fact, in_event_order
-from .health import never_heard
+from .health import HealthFold, never_heard
 from .inputs import Inspection, Reading, SiteClosure
 from .rain import GaugeFold
 from .settle import settle
@@ -71,7 +71,7 @@ COMPACT_EVERY_MS = 6 * MS_PER_HOUR
 #: its last revision number (should it ever hold again, it continues from there).
 RETIRE_AFTER_MS = 7 * MS_PER_DAY
 #: The shape of ``Engine.dump()``; another version is rebuilt from the journal.
-DUMP_VERSION = 3
+DUMP_VERSION = 4
 
 
 @dataclass
@@ -195,8 +195,10 @@ class Engine:
             # Older than what was already folded into the timelines' base state.
             self.stats.too_old += 1
             return []
-        targets = [] if reading.kind == "status" else list(se.routes.get(reading.sensor, ()))
-        targets.append(health)
+        if reading.kind == "status":
+            targets = list(se.status_routes.get(reading.sensor, ()))
+        else:
+            targets = [*se.routes.get(reading.sensor, ()), health]
         if self.watermark_ms is not None and self.watermark_ms - ts > LATE_NOTE_MS:
             self.stats.late += 1
         if self.window is not None:
@@ -212,7 +214,7 @@ class Engine:
             if not changed:
                 continue
             out += self._publish(tl.truth, changed)
-            if isinstance(tl.fold, GaugeFold) or tl is health:
+            if isinstance(tl.fold, GaugeFold | HealthFold):
                 clocks_dirty = note_storm_facts(se, tl.truth, changed) or clocks_dirty
         if not inserted and targets:
             # Every timeline knew this message already: a redelivery.
@@ -226,10 +228,13 @@ class Engine:
             se.first_seen_ms = ts
             clocks_dirty = clocks_dirty or (site.active_since is None)
             silence_dirty = True
-        first = se.first_ms.get(reading.sensor)
-        if first is None or ts < first:
-            se.first_ms[reading.sensor] = ts
-            silence_dirty = True
+        # A status is a sign of life of the on_tip gauges of its node too (site.py).
+        for sid in se.heard_by.get(reading.sensor, ()) if reading.kind == "status" \
+                else (reading.sensor,):
+            first = se.first_ms.get(sid)
+            if first is None or ts < first:
+                se.first_ms[sid] = ts
+                silence_dirty = True
         self._advance_watermark(ts)
         if clocks_dirty:
             out += self._recompute_clocks(se)
