@@ -353,7 +353,7 @@ def backtest_csv(config: Config, path: str) -> BacktestResult:
                 data["seq"] = columns["seq"][frame.index][rows_of]
             events = storm_events(
                 data, site.rain, per_tip,
-                stale_after_minutes={g.id: g.stale_after_minutes for g in site.gauges()},
+                stale_after_minutes={g.id: g.reveal_after_minutes for g in site.gauges()},
                 counter_bits={g.id: g.counter_bits for g in site.gauges()})
             events.insert(0, "site", site.id)
             out.append(events)

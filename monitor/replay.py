@@ -43,6 +43,7 @@ from .engine.events import (
 )
 from .localtime import local_text
 from .models import Rejection, RejectReason
+from .pertip import PerTipRows
 
 
 class ReplayInputError(CsvInputError):
@@ -57,6 +58,8 @@ class ReplayResult:
     first_rejects: list[str] = field(default_factory=list)
     #: Facts the engine settled (final, out of its memory) during the replay.
     settled: list[Event] = field(default_factory=list)
+    #: The rows of a per-tip export, and the double tips dropped (``pertip.py``).
+    per_tip: PerTipRows | None = None
 
     def events(self) -> list[Event]:
         """The final set: settled facts and those the engine still holds, in event order."""
@@ -115,14 +118,19 @@ def _feed(config: Config, handle: IO[str], result: ReplayResult,
           progress: Callable[[int], None] | None) -> None:
     engine = result.engine
     reader = csv.reader(handle)
-    rows = RowParser(config, _header(reader))
+    header = _header(reader)
+    rows = RowParser(config, header)
+    tips = result.per_tip = PerTipRows(config, header)
     for cells in reader:
         result.rows += 1
         if progress is not None and result.rows % 50_000 == 0:
             progress(result.rows)
         # Lateness is judged against the newest reading seen so far; "future" has
         # no meaning for a recording, so that check stays with the daemon.
-        item = rows.parse(cells, ref_ms=engine.watermark_ms)
+        item = tips.parse(cells, ref_ms=engine.watermark_ms) or rows.parse(
+            cells, ref_ms=engine.watermark_ms)
+        if item is True:
+            continue  # a double tip, counted
         if isinstance(item, Rejection):
             _reject(result, item.reason.value, item.detail)
             continue

@@ -43,6 +43,10 @@ _KIND_FIELDS = {"in_per_tip": "rain", "counter_bits": "rain", "max_ntu": "turbid
 _KIND_FIELDS_SET = {"reporting": "rain", "debounce_s": "rain"}
 
 
+#: A silence that long is never seen: 1e9 minutes is about 1 900 years.
+NEVER_MINUTES = 1e9
+
+
 class SensorConfig(Model):
     id: Id
     kind: Literal["rain", "turbidity", "sediment"]
@@ -91,6 +95,13 @@ class SensorConfig(Model):
         """Whether silence can be told from death: every sensor but an ``on_tip`` gauge
         without ``heartbeat_minutes`` (whose health is ``unknown``)."""
         return not self.on_tip or self.heartbeat_minutes is not None
+
+    @property
+    def reveal_after_minutes(self) -> float:
+        """A counter that rose across a silence longer than this revealed rain of unknown
+        timing (``engine/rain.py``, ``backtest.py``); an ``on_tip`` gauge's silence is dry
+        weather and reveals nothing (a span longer than any record)."""
+        return NEVER_MINUTES if self.on_tip else self.stale_after_minutes
 
     @property
     def silent_after_minutes(self) -> float:

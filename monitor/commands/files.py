@@ -76,6 +76,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
         print(f"replay: {result.rows} rows, {total} rejected ({reasons})", file=sys.stderr)
         for line in result.first_rejects[:5]:
             print(f"  {line}", file=sys.stderr)
+    # Per-tip rows: how many, and the double tips dropped (monitor/pertip.py).
+    for line in result.per_tip.summary() if result.per_tip and not args.quiet else ():
+        print(f"replay: {line}", file=sys.stderr)
     return EXIT_OK
 
 
