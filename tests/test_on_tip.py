@@ -26,8 +26,11 @@ from monitor.engine.core import Engine
 from monitor.engine.inputs import Reading
 from monitor.engine.summary import site_status
 from monitor.engine.times import MS_PER_DAY, MS_PER_HOUR, MS_PER_MINUTE, iso, parse_iso
+from monitor.export.derive import minute_points
+from monitor.host import EngineHost, journal_in, open_store
 from monitor.plausible import warnings
 from monitor.replay import replay
+from monitor.status import build_status, format_status
 
 SITE = "branch-meadows"
 T0 = parse_iso("2026-05-01T00:00:00Z")
@@ -292,3 +295,45 @@ def test_reporting_and_its_fields_belong_to_rain_gauges() -> None:
     assert warnings(cfg)[0] == (
         "sites.0.sensors.0.heartbeat_minutes: applies to reporting: on_tip only; this gauge "
         "reports every interval and is stale after stale_after_minutes (15)")
+
+
+def test_status_says_unknown_in_text_and_json(tmp_path: Path) -> None:
+    """``stormwatch status`` reads the state the daemon recorded: the on_tip gauge
+    without heartbeats is ``unknown`` there too, never ``ok`` and never STALE."""
+    cfg = parse_config({"state_dir": str(tmp_path), "sites": [{
+        "id": SITE, "timezone": "UTC", "condition": "B",
+        "sensors": [gauge(reporting="on_tip"), gauge("rg2")]}]}, env={})
+    now = T0 + 2 * DAY
+    with open_store(cfg) as store:
+        host = EngineHost.restore(cfg, store, clock=lambda: now / 1000)
+        readings = [Reading(SITE, "rg1", "rain", T0, tips_total=3),
+                    Reading(SITE, "rg2", "rain", now - MIN, tips_total=0)]
+        store.journal.commit([journal_in(r, topic=None, received_ms=now) for r in readings])
+        host.catch_up()
+        host.tick()
+        status = build_status(cfg, store, now)
+    sensors = status["sites"][SITE]["sensors"]
+    assert {k: sensors["rg1"][k] for k in ("health", "stale", "last_seen")} == {
+        "health": "unknown", "stale": None, "last_seen": iso(T0)}
+    assert (sensors["rg2"]["health"], sensors["rg2"]["stale"]) == ("ok", False)
+    lines = format_status(cfg, status).splitlines()
+    assert "  sensor rg1: health unknown (reporting: on_tip without heartbeat_minutes: a dry " \
+        "gauge and a dead one look alike), last seen 2026-05-01 00:00 UTC" in lines
+    assert "  sensor rg2: ok, last seen 2026-05-02 23:59 UTC" in lines
+
+
+def test_the_dashboard_s_health_points_say_unknown() -> None:
+    """The Grafana site dashboard's sensor table reads the ``health`` field of the
+    ``health`` measurement (deploy/grafana/dashboards/site.json)."""
+    cfg = config(gauge(reporting="on_tip"), gauge("rg2"))
+    eng = Engine(cfg)
+    eng.apply(Reading(SITE, "rg2", "rain", T0, tips_total=0))
+    points = [p for p in minute_points(eng, cfg, T0 + H) if p.measurement == "health"]
+    fields = {p.series.split("sensor=")[1].split(",")[0]: p.fields for p in points}
+    assert (fields["rg1"]["health"], fields["rg1"]["stale"]) == ("unknown", False)
+    assert (fields["rg2"]["health"], fields["rg2"]["stale"]) == ("stale", True)
+    (site,) = [p for p in minute_points(eng, cfg, T0 + H) if p.measurement == "site"]
+    assert site.fields["stale_sensors"] == 1  # the unknown one is not counted stale
+    dashboard = (Path(__file__).resolve().parent.parent / "deploy" / "grafana" / "dashboards"
+                 / "site.json").read_text(encoding="utf-8")
+    assert '\\"health\\" FROM \\"health\\"' in dashboard and '"unknown": {' in dashboard
