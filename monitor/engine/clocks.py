@@ -14,12 +14,22 @@ of storms and inspections in a season, so this is cheap), which is what makes
 late data and late inspections come out exactly as if they had arrived in
 order.
 
-Site storms. Gauges of one site see the same weather, so their events are
-grouped: events whose extents (start to last rain plus the dry gap) overlap
-belong to one site storm. ``gauges: any`` qualifies the site storm at the
-first gauge that qualifies, ``all`` when the last gauge does (every gauge must
-qualify), ``mean`` uses the averaged virtual gauge ``mean`` alone. Each
-qualifying site storm is one ``storm_qualified`` and one storm clock.
+Site storms (DESIGN § 4 "Site storms from several gauges"). Each gauge has
+its own storm events; an event's *extent* runs from its start to its last
+rain plus the dry gap (the time within which more rain would have been the
+same storm). Taken in the order they qualify, a qualifying gauge event opens a
+site storm unless its extent overlaps that of a qualifying event of another
+gauge that opened one; then it joins that site storm. Overlap is judged
+between qualifying events only: a sub-threshold drizzle at one gauge never
+joins two storms of another into one (each opens its own clock, and its own
+§ 134-9A(2) inspection is asked for), and an event that joined opens nothing,
+so overlap does not chain from one storm to the next. ``gauges: any``
+qualifies the site storm with the event that opened it; ``all`` when every
+gauge that is not stale at that instant has a qualifying event in the same
+site storm (the storm qualifies at the last of them, and never when one
+gauge's qualifying event belongs to another site storm or to none); ``mean``
+uses the averaged virtual gauge ``mean`` alone. Each qualifying site storm is
+one ``storm_qualified`` and one storm clock.
 
 A clock's life: it opens (a storm qualifies, or
 the previous routine clock was satisfied), passes each reminder instant
@@ -228,7 +238,9 @@ def gauge_storms(facts: list[Fact]) -> list[GaugeStorm]:
 
 
 def group_storms(storms: list[GaugeStorm], gap_ms: int) -> list[list[GaugeStorm]]:
-    """Gauge events whose extents overlap form one site storm."""
+    """Gauge events whose extents overlap, transitively (sub-threshold ones included):
+    the spans of weather that ``settle`` takes out of memory whole. A site storm
+    (``site_storms``) never reaches across two of them."""
     groups: list[list[GaugeStorm]] = []
     reach = -1
     for storm in storms:
@@ -242,10 +254,34 @@ def group_storms(storms: list[GaugeStorm], gap_ms: int) -> list[list[GaugeStorm]
     return groups
 
 
+def _extent_end(storm: GaugeStorm, gap_ms: int) -> int:
+    return storm.ended_at + gap_ms if storm.ended_at is not None else 2**62
+
+
+def site_storms(storms: list[GaugeStorm], gap_ms: int) -> list[list[GaugeStorm]]:
+    """The qualifying gauge events as site storms (module docstring): each list starts
+    with the event that opened it, then those that joined it, in the order they
+    qualified. Sub-threshold events are left out; ties in ``qualified_at`` go by gauge."""
+    qualifying = sorted((s for s in storms if s.qualified_at is not None),
+                        key=lambda s: (s.qualified_at or 0, s.gauge, s.started_at))
+    out: list[list[GaugeStorm]] = []
+    for storm in qualifying:
+        end = _extent_end(storm, gap_ms)
+        for members in out:
+            opener = members[0]
+            if opener.gauge != storm.gauge and storm.started_at < _extent_end(opener, gap_ms) \
+                    and opener.started_at < end:
+                members.append(storm)
+                break
+        else:
+            out.append([storm])
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class SiteStorm:
-    """A qualifying site storm: the gauge event that qualified it, its group, and the
-    gauges that counted."""
+    """A qualifying site storm: the gauge event that qualified it, its qualifying gauge
+    events (``site_storms``), and the gauges that counted."""
 
     rep: GaugeStorm
     group: list[GaugeStorm]
@@ -254,9 +290,13 @@ class SiteStorm:
 
 def qualifying_storms(site: SiteConfig, storms: list[GaugeStorm],
                       spans: dict[str, list[StaleSpan]] | None = None) -> list[SiteStorm]:
-    """The site storms that qualify. ``gauges: all`` needs every gauge that is not stale
-    (``spans``) at the instant: the site qualifies with the first gauge event after
-    which each gauge has qualified or is stale."""
+    """The site storms that qualify (``site_storms``). ``any``: each, with the event
+    that opened it. ``all``: "every gauge must qualify" is read within one site
+    storm, so a gauge's qualifying event counts for the storm it opened or joined
+    and for no other: the site storm qualifies with the first of its members after
+    which each gauge has qualified in it or is stale (``spans``) at that instant;
+    a storm that one gauge (not stale) missed opens no clock, even when that
+    gauge's own storm, overlapping it, went to another site storm."""
     rules = site.rain
     if rules.gauges == "mean":
         return [SiteStorm(s, [s], s.q_gauges) for s in storms
@@ -269,20 +309,13 @@ def qualifying_storms(site: SiteConfig, storms: list[GaugeStorm],
     real = [s for s in storms if s.gauge != MEAN_GAUGE]
     out = []
     gauge_ids = {g.id for g in site.gauges()}
-    for group in group_storms(real, hours_ms(rules.dry_gap_hours)):
-        first_by_gauge: dict[str, GaugeStorm] = {}
-        for s in group:
-            if s.qualified_at is None:
-                continue
-            best = first_by_gauge.get(s.gauge)
-            if best is None or (s.qualified_at or 0) < (best.qualified_at or 0):
-                first_by_gauge[s.gauge] = s
-        if not first_by_gauge:
-            continue
-        ranked = sorted(first_by_gauge.values(), key=lambda s: (s.qualified_at or 0, s.gauge))
+    for group in site_storms(real, hours_ms(rules.dry_gap_hours)):
         if rules.gauges == "any":
-            out.append(SiteStorm(ranked[0], group, (ranked[0].gauge,)))
+            out.append(SiteStorm(group[0], group, (group[0].gauge,)))
             continue
+        # The members are in the order they qualified: the first of each gauge counts.
+        ranked = list({s.gauge: s for s in reversed(group)}.values())
+        ranked.sort(key=lambda s: (s.qualified_at or 0, s.gauge))
         for i, rep in enumerate(ranked):
             at = rep.qualified_at or 0
             counted = {s.gauge for s in ranked[:i + 1]}
