@@ -41,8 +41,10 @@ from .engine.events import (
     TurbidityContrast,
     in_event_order,
 )
+from .engine.summary import site_status
 from .localtime import local_text
 from .models import Rejection, RejectReason
+from .plausible import NO_GAUGE, storm_duty_unwatched
 
 
 class ReplayInputError(CsvInputError):
@@ -167,7 +169,8 @@ def format_table(config: Config, result: ReplayResult) -> str:
         qualified = {b.event_id: b for b in bodies if isinstance(b, StormQualified)}
         ended = {b.event_id: b for b in bodies if isinstance(b, StormEnded)}
         storms = [b for b in bodies if isinstance(b, StormStarted)]
-        lines.append(f"Storms ({len(storms)}, {len(qualified)} qualifying)")
+        lines.append(f"Storms: {NO_GAUGE}" if storm_duty_unwatched(site)
+                     else f"Storms ({len(storms)}, {len(qualified)} qualifying)")
         if storms:
             lines.append(f"  {'gauge':<8} {'started':<22} {'ended':<22} {'total':>8} "
                          f"{'max 24h':>8}  {'qualified at':<22} {'inspect by':<22}")
@@ -184,14 +187,18 @@ def format_table(config: Config, result: ReplayResult) -> str:
         lines.append("")
         clocks_closed = [b for b in bodies if isinstance(b, ClockClosed)]
         overdue = [b for b in bodies if isinstance(b, InspectionOverdue)]
-        open_clocks = [c for c in result.engine.clocks(site.id) if c.closed_at is None]
+        # Open as ``status`` shows them, at the replay's now: begun, not closed, not cut.
+        now = result.engine.now_ms
+        open_clocks = site_status(result.engine, site.id, now)["open_clocks"] \
+            if now is not None else []
         lines.append(f"Inspection clocks ({len(clocks_closed)} closed, {len(open_clocks)} open,"
                      f" {len(overdue)} overdue notices)")
         for c in clocks_closed:
             lines.append(f"  {c.clock:<8} {c.clock_id:<36} due {_local(site, c.due)}"
                          f"  inspected {_local(site, c.inspected_at)}  {c.outcome}")
         for oc in open_clocks:
-            lines.append(f"  {oc.clock:<8} {oc.clock_id:<36} due {_local(site, oc.due)}  OPEN")
+            lines.append(f"  {oc['clock']:<8} {oc['clock_id']:<36} due {_local(site, oc['due'])}"
+                         "  OPEN")
         lines.append("")
         traps = [(e.at_ms, e.type, e.body) for e in mine
                  if isinstance(e.body, TrapFill | TrapCleanoutRequired | TrapCleaned)]

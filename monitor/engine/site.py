@@ -17,13 +17,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import SiteConfig
-from . import clocks
-from .clocks import MEAN_GAUGE, ClockFloor, SiteClocks
+from . import clocks, sitestorms
+from .clocks import ClockFloor, SiteClocks
 from .events import Fact, SensorRecovered, SensorStale
 from .health import HealthFold, never_heard
 from .inputs import Inspection, Reading, SiteClosure
 from .rain import GAUGE_QUALIFIED, GaugeFold
 from .routine import Anchor, site_start_ms
+from .sitestorms import MEAN_GAUGE
 from .timeline import Source, Timeline
 from .traps import TrapFold
 from .turbidity import PairFold
@@ -192,7 +193,7 @@ def prune_stale_spans(se: SiteEngine, horizon_ms: int) -> None:
     storm the clocks still read began: no qualification will ask about them again."""
     limit = min([horizon_ms] + [f.at_ms for f in se.storm_facts.values()
                                 if f.type == "storm_started"])
-    for spans in clocks.stale_spans(se.storm_facts.values()).values():
+    for spans in sitestorms.stale_spans(se.storm_facts.values()).values():
         for span in spans:
             if span.end_ms is not None and span.end_ms <= limit:
                 for fid in span.fact_ids:
