@@ -1,11 +1,13 @@
 """Replay: recorded readings from CSV through the same engine the daemon runs.
 
 The CSV is read as a stream, row by row, in file order, exactly as if each row
-were a message arriving: rows older than the lateness bound *relative to the
-newest row seen so far* are rejected (DESIGN § 3), everything else is folded
-in event time. At the end one tick at the newest event time lets the
-remaining time pass (storms whose dry gap has elapsed end, silent sensors go
-stale), and the final set of events is what ``--format jsonl`` prints.
+were a message arriving, under the daemon's ingest rule (``admission.py``):
+rows older than their site's lateness bound *relative to that site's newest
+row so far* are rejected (``too_old``), a ``seq`` repeated with another body
+is a ``seq_conflict`` (DESIGN § 3), everything else is folded in event time.
+At the end one tick at the newest event time lets the remaining time pass
+(storms whose dry gap has elapsed end, silent sensors go stale), and the
+final set of events is what ``--format jsonl`` prints.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from .admission import SeqBook, SiteNewest, identity
 from .config import Config, SiteConfig
 from .csvio import ENCODING, CsvInputError, RowParser, check_header, not_utf8
 from .engine.core import Engine
@@ -41,6 +44,7 @@ from .engine.events import (
     TurbidityContrast,
     in_event_order,
 )
+from .engine.inputs import Reading
 from .engine.summary import site_status
 from .localtime import local_text
 from .models import Rejection, RejectReason
@@ -118,20 +122,28 @@ def _feed(config: Config, handle: IO[str], result: ReplayResult,
     engine = result.engine
     reader = csv.reader(handle)
     rows = RowParser(config, _header(reader))
+    newest, seqs = SiteNewest(), SeqBook(earlier="earlier in the file")
     for cells in reader:
         result.rows += 1
         if progress is not None and result.rows % 50_000 == 0:
             progress(result.rows)
-        # Lateness is judged against the newest reading seen so far; "future" has
+        # Lateness is judged against the site's newest row seen so far; "future" has
         # no meaning for a recording, so that check stays with the daemon.
-        item = rows.parse(cells, ref_ms=engine.watermark_ms)
+        item = rows.parse(cells, refs=newest.by_site)
         if isinstance(item, Rejection):
             _reject(result, item.reason.value, item.detail)
             continue
+        if isinstance(item, Reading) and item.seq is not None and item.kind != "status":
+            conflict = seqs.judge((item.seq, item.site, item.sensor), identity(item.to_json()))
+            if conflict is not None:
+                _reject(result, RejectReason.seq_conflict.value, conflict)
+                continue
         before = engine.stats.too_old
         engine.apply(item)
         if engine.stats.too_old != before:
             _reject(result, RejectReason.too_old.value, "older than the lateness bound")
+        else:
+            newest.saw(item.site, item.ts_ms)
         if result.rows % 4096 == 0:
             result.settled += engine.drain_settled()
 
