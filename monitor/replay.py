@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from .admission import SeqBook, SiteNewest, identity
+from .admission import SeqBook, SiteNewest, fingerprint
 from .config import Config, SiteConfig
 from .csvio import ENCODING, CsvInputError, RowParser, check_header, not_utf8
 from .engine.core import Engine
@@ -134,7 +134,7 @@ def _feed(config: Config, handle: IO[str], result: ReplayResult,
             _reject(result, item.reason.value, item.detail)
             continue
         if isinstance(item, Reading) and item.seq is not None and item.kind != "status":
-            conflict = seqs.judge((item.seq, item.site, item.sensor), identity(item.to_json()))
+            conflict = seqs.judge((item.seq, item.site, item.sensor), fingerprint(item))
             if conflict is not None:
                 _reject(result, RejectReason.seq_conflict.value, conflict)
                 continue

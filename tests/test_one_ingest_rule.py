@@ -23,6 +23,7 @@ import pytest
 
 from monitor.config import Config
 from monitor.configfile import load_config, parse_config
+from monitor.engine.inputs import Reading
 from monitor.engine.times import MS_PER_MINUTE, iso
 from monitor.replay import ReplayResult, replay
 from monitor.store import Store
@@ -252,3 +253,22 @@ def test_the_daemon_and_replay_give_the_same_events_and_rejections(
                        if e["type"] == "storm_qualified")
     assert qualified == [("alpha", iso(now_ms - (21 * 60 - 40) * MS_PER_MINUTE)),
                          ("beta", iso(now_ms - (38 * 60 - 40) * MS_PER_MINUTE))]
+
+
+def test_minus_zero_is_zero_for_both_identities() -> None:
+    """A depth of -0.0 is the reading 0.0: the journal's identity (canonical JSON) and
+    replay's fingerprint agree that it is the same body, so neither path calls a
+    repeated ``seq`` with ``-0.0`` a conflict (or two different readings)."""
+    from monitor.admission import fingerprint, identity
+    from monitor.mqttparse import parse_message
+
+    config = config_of(gauge_site("alpha"))
+    ref = 1_777_629_600_000
+    plain, minus = (parse_message(config, f"{PREFIX}/alpha/rg1/reading",
+                                  f'{{"ts": {ref // 1000}, "precip_in": {v}, "seq": 3}}'.encode(),
+                                  ref_ms=ref) for v in ("0.0", "-0.0"))
+    assert plain == minus
+    assert isinstance(plain, Reading) and isinstance(minus, Reading)
+    assert identity(plain.to_json()) == identity(minus.to_json())
+    assert fingerprint(plain) == fingerprint(minus)
+    assert json.dumps(minus.to_json()["precip_in"]) == "0.0"
