@@ -76,10 +76,11 @@ class PerTipRows:
         self._counters = any(name in self._at for name in RAIN_FORMS)
         self._last: dict[tuple[str, str], int] = {}
 
-    def parse(self, cells: list[str], *, ref_ms: int | None
+    def parse(self, cells: list[str], *, refs: Mapping[str, int]
               ) -> Reading | Inspection | Rejection | bool:
         """The reading of a per-tip row; False when the row is none (read it as a plain
-        row), True when it is a double tip (dropped, counted)."""
+        row), True when it is a double tip (dropped, counted). ``refs``: each site's
+        lateness reference, as ``RowParser.parse`` takes it."""
         site, sensor = self._cell(cells, "site"), self._cell(cells, "sensor")
         gauge = self._gauges.get((site, sensor))
         if gauge is None:
@@ -97,7 +98,7 @@ class PerTipRows:
         row = {name: cells[i] for name, i in self._at.items()
                if i < len(cells) and cells[i] and name != TIPS}
         row["precip_in"] = repr(tips * gauge.in_per_tip)
-        item = _parse_row(self.config, row, ref_ms)
+        item = _parse_row(self.config, row, refs.get(site))
         if not isinstance(item, Reading) or tips == 0:
             return item
         key = (site, sensor)

@@ -25,7 +25,6 @@ from typing import Any
 
 from .config import Config, SiteConfig
 from .engine.actions import action_states, record_of_event
-from .engine.clocks import MEAN_GAUGE
 from .engine.core import Engine
 from .engine.events import (
     ClockClosed,
@@ -40,10 +39,12 @@ from .engine.events import (
     TurbidityContrast,
 )
 from .engine.series import ContrastSample, Sample, StormSample, TrapSample, attach
+from .engine.sitestorms import MEAN_GAUGE
 from .engine.summary import at_now, judged_at
 from .engine.times import MS_PER_HOUR, parse_iso
 from .host import apply_row
 from .logbook import current_events, verify_logbook
+from .plausible import NO_GAUGE, storm_duty_unwatched
 from .reportrows import revealed_note, sensor_rows, storm_rows
 from .store import Store
 
@@ -389,12 +390,13 @@ def build_report(config: Config, store: Store, site_id: str, from_ms: int, to_ms
             storm_out.append("overdue" if due is not None and now_ms >= due else "open")
     routine = [b.outcome for b in mine if isinstance(b, ClockClosed) and b.clock == "routine"]
     contrasts = [(e.at_ms, e.body) for e in events if isinstance(e.body, TurbidityContrast)]
+    unwatched = storm_duty_unwatched(site)  # never "0 storms": nothing could see one
     summary = [
-        ("Storms", f"{len(storms)} ({sum(1 for s in storms if s.qualified)} qualified, "
-                   f"≥ {site.rain.threshold_in:g} in)"),
-        ("Storm inspections", f"{storm_out.count('met')} met, {storm_out.count('late')} late, "
-                              f"{storm_out.count('open') + storm_out.count('overdue')} open "
-                              f"({storm_out.count('overdue')} overdue)"),
+        ("Storms", NO_GAUGE if unwatched else f"{len(storms)} ({sum(s.qualified for s in storms)}"
+                   f" qualified, ≥ {site.rain.threshold_in:g} in)"),
+        ("Storm inspections", NO_GAUGE if unwatched else f"{storm_out.count('met')} met, "
+         f"{storm_out.count('late')} late, {storm_out.count('open') + storm_out.count('overdue')}"
+         f" open ({storm_out.count('overdue')} overdue)"),
         ("Routine inspections", f"{routine.count('met')} met, {routine.count('late')} late, "
          + (f"{len(open_routine)} open ({sum(c['overdue'] for c in open_routine)} overdue)"
             if state is not None else "open: unknown (no recorded state)")),
@@ -423,7 +425,7 @@ def build_report(config: Config, store: Store, site_id: str, from_ms: int, to_ms
                      escape(local(inspected)), _outcome(outcome)])
     parts.append("<h2>Storms</h2>" + _table(
         ["Start", "End", "Total", "Max 24 h", "Qualified at", "Inspection due", "Inspected at",
-         "Outcome"], rows, "No storms in the period."))
+         "Outcome"], rows, NO_GAUGE if unwatched else "No storms in the period."))
 
     parts.append(_open_clocks(state, local))
     parts.append("<h2>Sensors (at the time of this report)</h2>" + _table(

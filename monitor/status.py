@@ -30,6 +30,7 @@ from .export.influx import export_status
 from .models import RejectReason
 from .nodeclocks import META_KEY as CLOCKS_META
 from .nodeclocks import clock_of
+from .plausible import NO_GAUGE, storm_duty_unwatched
 from .store import Store
 from .store.deadletters import PRUNED_COUNTER
 from .store.health import read_health
@@ -135,6 +136,7 @@ def build_status(config: Config, store: Store, now_ms: int) -> dict[str, Any]:
             out["sites"][site.id] = {**at_now(found.data, judged_at(found.data, now_ms)),
                                      "recorded_at": iso(found.updated_ms),
                                      "event_time": found.data.get("event_time")}
+        out["sites"][site.id]["storm_duty"] = storm_duty(site)
         for sid, sensor in out["sites"][site.id]["sensors"].items():
             sensor["clock"] = clock_of(clocks, site.id, sid)
     out["ingest"] = ingest
@@ -157,6 +159,14 @@ def build_status(config: Config, store: Store, now_ms: int) -> dict[str, Any]:
                      "ticked_at": iso(int(ticked)) if ticked is not None else None,
                      "wall_clock_step_s": _step_s(store.state.meta_get("wall_step_ms"))}
     return out
+
+
+def storm_duty(site: SiteConfig) -> str:
+    """The § 134-9A(2) storm duty of a site: ``monitored``, ``none`` (condition outside
+    A–C), or ``NO_GAUGE`` ("storm duty not monitored: no rain gauge")."""
+    if storm_duty_unwatched(site):
+        return NO_GAUGE
+    return "monitored" if site.clocks_apply else "none"
 
 
 def unknown_site(site: SiteConfig) -> dict[str, Any]:
@@ -245,6 +255,8 @@ def format_status(config: Config, status: dict[str, Any]) -> str:
                 "%Y-%m-%d %H:%M %Z")
 
         lines += ["", f"{site.id} — {site.name or ''} (condition {site.condition})"]
+        if storm_duty_unwatched(site):
+            lines.append(f"  {NO_GAUGE}: no storm is seen, no 24-hour inspection is asked for")
         if s.get("recorded_at") is None:
             lines.append("  UNKNOWN: no state recorded for this site yet (the daemon records"
                          " it while it runs)")

@@ -332,7 +332,8 @@ def test_inspect_and_the_log_book_speak_local_time(cfg: Path) -> None:
 def _readme_sample() -> str:
     """The replay sample the README shows under "Replay input" (its first csv block)."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    return text.split("```csv\n", 1)[1].split("```", 1)[0]
+    return next(block.split("```", 1)[0] for block in text.split("```csv\n")[1:]
+                if ",inspection," in block.split("```", 1)[0])
 
 
 README_SAMPLE = _readme_sample()

@@ -13,7 +13,7 @@ import json
 import sys
 
 from ..config import Config
-from ..plausible import warnings
+from ..plausible import NO_GAUGE, storm_duty_unwatched, warnings
 from .common import EXIT_OK, EXIT_USAGE, UsageError, emit, load, write_file
 
 
@@ -35,7 +35,8 @@ def summarise(config: Config) -> str:
     for site in config.sites:
         kinds = {k: sum(1 for s in site.sensors if s.kind == k)
                  for k in ("rain", "turbidity", "sediment")}
-        clocks = ("storm and 7-day inspection clocks" if site.clocks_apply
+        clocks = (f"7-day inspection clocks; {NO_GAUGE}" if storm_duty_unwatched(site)
+                  else "storm and 7-day inspection clocks" if site.clocks_apply
                   else "storms recorded as informational (no inspection clocks)")
         parts.append(
             f"{site.id} ({site.name or 'unnamed'}, condition {site.condition}, {site.timezone}): "

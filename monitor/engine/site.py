@@ -20,13 +20,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import SiteConfig
-from . import clocks
-from .clocks import MEAN_GAUGE, ClockFloor, SiteClocks
+from . import clocks, sitestorms
+from .clocks import ClockFloor, SiteClocks
 from .events import Fact, SensorRecovered, SensorStale
 from .health import HealthFold, never_heard
 from .inputs import Inspection, Reading, SiteClosure
 from .rain import GAUGE_QUALIFIED, GaugeFold
 from .routine import Anchor, site_start_ms
+from .sitestorms import MEAN_GAUGE
 from .timeline import Source, Timeline
 from .traps import TrapFold
 from .turbidity import PairFold
@@ -51,6 +52,10 @@ class SiteEngine:
     inspection_keys: set[tuple[int, str, str]] = field(default_factory=set)
     last_inspection_ms: int | None = None
     first_seen_ms: int | None = None
+    #: The newest event time of the site's inputs, and the ``COMPACT_EVERY_MS`` block of
+    #: it at the last compaction (``core.py``): each site's horizon follows its own input.
+    newest_ms: int | None = None
+    compacted_block: int | None = None
     compacted_ms: int | None = None
     clocks: SiteClocks = field(default_factory=SiteClocks)
     #: The *now* of the last clock computation: a restore recomputes at this
@@ -159,6 +164,10 @@ def dump_site(se: SiteEngine) -> dict[str, Any]:
         "inspections": [i.to_json() for i in se.inspections],
         "last_inspection_ms": se.last_inspection_ms,
         "first_seen_ms": se.first_seen_ms,
+        "newest_ms": se.newest_ms,
+        # When the next compaction runs is part of the state: the restored
+        # engine must forget what the uninterrupted one forgets, when it does.
+        "compacted_block": se.compacted_block,
         "compacted_ms": se.compacted_ms,
         "clocks_now_ms": se.clocks_now_ms,
         "storm_facts": [f.to_json() for f in se.storm_facts.values()],
@@ -180,6 +189,8 @@ def load_site(site: SiteConfig, window: Window | None, sd: dict[str, Any]) -> Si
         se.inspection_keys.add((insp.ts_ms, insp.inspector, insp.kind))
     se.last_inspection_ms = sd.get("last_inspection_ms")
     se.first_seen_ms = sd.get("first_seen_ms")
+    se.newest_ms = sd.get("newest_ms")
+    se.compacted_block = sd.get("compacted_block")
     se.compacted_ms = sd.get("compacted_ms")
     se.clocks_now_ms = sd.get("clocks_now_ms")
     se.storm_facts = {f.id: f for f in (Fact.from_json(raw) for raw in sd.get("storm_facts", []))}
@@ -214,7 +225,7 @@ def prune_stale_spans(se: SiteEngine, horizon_ms: int) -> None:
     storm the clocks still read began: no qualification will ask about them again."""
     limit = min([horizon_ms] + [f.at_ms for f in se.storm_facts.values()
                                 if f.type == "storm_started"])
-    for spans in clocks.stale_spans(se.storm_facts.values()).values():
+    for spans in sitestorms.stale_spans(se.storm_facts.values()).values():
         for span in spans:
             if span.end_ms is not None and span.end_ms <= limit:
                 for fid in span.fact_ids:

@@ -99,6 +99,8 @@ def at_now(summary: dict[str, Any], now_ms: int) -> dict[str, Any]:
     open_clocks = []
     missed = int(summary.get("missed_weeks_settled", 0))
     for c in summary["clocks"]:
+        if parse_iso(c["started_at"]) > now_ms:
+            continue  # not begun: a clock is listed only once it exists (DESIGN § 4)
         due = parse_iso(c["due"]) if c["due"] is not None else None
         ended = [parse_iso(c[k]) for k in ("closed_at", "ends_at") if c.get(k) is not None]
         weeks = 0
