@@ -124,16 +124,26 @@ HELP: dict[str, tuple[str, str, str]] = {
         corrective_actions: id, text, due, overdue, opened_at, inspector;
         closed_at, last_inspection, traps, turbidity, sensors with readings,
         buffered, dropped, clock; event_time), it holds:
-          ingest    accepted, rejected (by reason), lag_s, dead_letters_pruned,
-                    disk_full_since, store_error
-          export    behind_rows, behind_s
+          ingest    accepted, rejected (by reason), duplicates, lag_s,
+                    journal_seq, applied_seq, dead_letters_pruned,
+                    disk_full_since, store_error (the disk full)
+          export    behind_rows; with an influx section also behind_s,
+                    behind_events, cursor, last_write_at, error, error_since,
+                    dead_letters
           notify    pending, delivered, failed, withheld, oldest_pending_at
           broker    state (connected, disconnected, unknown), since
-          journal   newest_received_at, age_s
-          daemon    state_written_at, age_s (negative: written ahead),
-                    stale_after_s (90), stale, ticked_at, wall_clock_step_s
-                    (a step of this machine's clock the ticks do not follow:
-                    deploy/README.md, "Clocks")
+          journal   newest_received_at (arrival of the newest reading or
+                    inspection journaled), age_s (its age in seconds)
+          daemon    state_written_at (the newest recorded site status), age_s
+                    (negative: written ahead), stale_after_s (90), stale (true
+                    when older than that, never recorded, or written more than
+                    5 s ahead of this clock), ticked_at (the daemon's last
+                    engine tick, null before the first), wall_clock_step_s (a
+                    step of this machine's wall clock the ticks are not
+                    following, null when none: deploy/README.md, "Clocks")
+        and per sensor `clock` (a node whose clock is off, null when its newest
+        reading was on time), per site `event_time` (the engine's event time
+        when it recorded the site).
 
         """ + _MISSING_DB, EXIT_CODES),
 
