@@ -63,21 +63,23 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
 
     p = sub.add_parser("check-config", **command_help("check-config"))
-    p.add_argument("file")
+    p.add_argument("file", metavar="FILE", help="the configuration to check (YAML)")
     p.add_argument("--strict", action="store_true",
                    help="refuse implausible values too (exit 2), not only warn about them")
     p.set_defaults(func=cmd_check_config)
 
     p = sub.add_parser("replay", **command_help("replay"))
     p.add_argument("--config", required=True, metavar="FILE", help=CONFIG_HELP)
-    p.add_argument("--input", required=True, help="CSV with ts,site,sensor,... ('-' = stdin)")
+    p.add_argument("--input", required=True, metavar="FILE.csv",
+                   help="CSV with ts,site,sensor,... ('-' = stdin)")
     p.add_argument("--format", choices=("jsonl", "table"), default="jsonl")
     p.add_argument("--quiet", action="store_true", help="no progress or reject summary")
     p.set_defaults(func=cmd_replay)
 
     p = sub.add_parser("backtest", **command_help("backtest"))
     p.add_argument("--config", required=True, metavar="FILE", help=CONFIG_HELP)
-    p.add_argument("--input", required=True, help="replay CSV ('-' = stdin)")
+    p.add_argument("--input", required=True, metavar="FILE.csv",
+                   help="replay CSV ('-' = stdin)")
     p.add_argument("--format", choices=("jsonl", "table"), default="jsonl")
     p.set_defaults(func=cmd_backtest)
 
@@ -162,11 +164,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", **command_help("report"))
     p.add_argument("--config", required=True, metavar="FILE", help=CONFIG_HELP)
     p.add_argument("--site", required=True)
-    p.add_argument("--from", dest="from_", required=True,
+    p.add_argument("--from", dest="from_", required=True, metavar="DATE",
                    help="first day YYYY-MM-DD (site time) or ISO time with offset")
-    p.add_argument("--to", required=True,
+    p.add_argument("--to", required=True, metavar="DATE",
                    help="last day YYYY-MM-DD (inclusive) or ISO time with offset")
-    p.add_argument("--out", required=True, help="HTML file to write")
+    p.add_argument("--out", required=True, metavar="FILE.html", help="HTML file to write")
     p.set_defaults(func=cmd_report)
     return parser
 

@@ -37,6 +37,7 @@ HELP: dict[str, tuple[str, str, str]] = {
         warnings is in config/README.md ("Warnings").""", """
         example:
           stormwatch check-config config/example.yaml
+
         """ + EXIT_CODES),
 
     "replay": ("run the engine over recorded readings (CSV)", """
@@ -66,6 +67,7 @@ HELP: dict[str, tuple[str, str, str]] = {
 
         An output that cannot be written (a full disk, > /dev/full) is one line
         and exit 2; a pipe closed early (| head) is not an error.
+
         """ + EXIT_CODES),
 
     "backtest": ("storm events of every gauge in a CSV, computed on whole columns", """
@@ -172,6 +174,7 @@ HELP: dict[str, tuple[str, str, str]] = {
               --site branch-meadows --inspector "J. Rivera" --kind storm \\
               --finding "silt fence: undermined at the east corner" \\
               --corrective-action "re-trench the silt fence" --due 2026-05-04
+
         """ + EXIT_CODES),
 
     "site": ("site life cycle: `site close` records final stabilization", """
@@ -236,6 +239,7 @@ HELP: dict[str, tuple[str, str, str]] = {
 
         An --out it cannot write (a missing folder, a directory, no permission)
         is one line naming it, exit 2.
+
         """ + EXIT_CODES),
 
     "report": ("compliance report with plots (HTML)", """
@@ -257,6 +261,7 @@ HELP: dict[str, tuple[str, str, str]] = {
         Exit 2, and no file written, on a missing or unreadable database, an
         unknown site, bad or reversed dates, or an unwritable file; exit 1, and
         no file, when a log book row cannot be read (it was edited).
+
         """ + EXIT_CODES),
 
     "simulate": ("realistic readings for the configured sites (a design storm), "
