@@ -231,9 +231,13 @@ def format_table(config: Config, result: ReplayResult) -> str:
         contrast = [(e.at_ms, e.body) for e in mine if isinstance(e.body, TurbidityContrast)]
         lines.append(f"Turbidity contrast ({len(contrast)} events)")
         for at_ms, t in contrast:
+            # Without a usable background (basis absolute) there is no upstream value.
+            against = (f"no usable background, limit {t.limit_ntu:g} NTU"
+                       if t.upstream_ntu is None
+                       else f"up {t.upstream_ntu:g} NTU, limit +{t.limit_ntu:g} NTU")
             lines.append(f"  {_local(site, at_ms):<22} {t.pair:<10} {t.state:<9} "
                          f"since {_local(site, t.started_at)}  down {t.downstream_ntu:g}"
-                         f" NTU, up {t.upstream_ntu:g} NTU, limit +{t.limit_ntu:g} NTU")
+                         f" NTU, {against}")
         lines.append("")
         health = Counter(e.type for e in mine if e.type in HEALTH_TYPES)
         lines.append("Sensor health: " + (", ".join(f"{k} {v}" for k, v in sorted(health.items()))

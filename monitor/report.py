@@ -465,10 +465,10 @@ def build_report(config: Config, store: Store, site_id: str, from_ms: int, to_ms
 
     rows = []
     for at_ms, t in contrasts:
-        rows.append([escape(local(at_ms)), escape(t.pair), _outcome(t.state),
-                     escape(local(t.started_at)), escape(f"{t.upstream_ntu:g}"),
-                     escape(f"{t.downstream_ntu:g}"), escape(f"{t.delta_ntu:g}"),
-                     escape(f"{t.limit_ntu:g}")])
+        ntus = (t.upstream_ntu, t.downstream_ntu, t.delta_ntu, t.limit_ntu)  # none upstream:
+        rows.append([escape(local(at_ms)), escape(t.pair), _outcome(t.state),  # basis absolute
+                     escape(local(t.started_at)),
+                     *(escape("—" if v is None else f"{v:g}") for v in ntus)])
     parts.append("<h2>Turbidity episodes</h2>" + _table(
         ["Time", "Pair", "State", "Episode start", "Upstream NTU", "Downstream NTU", "Δ NTU",
          "Limit Δ NTU"], rows, "No turbidity episodes in the period."))

@@ -291,7 +291,7 @@ def format_status(config: Config, status: dict[str, Any]) -> str:
             fill = "-" if t["fill_fraction"] is None else f"{t['fill_fraction']:.0%}"
             lines.append(f"  trap {tid}: {fill} of design volume ({t['state']})")
         for pid, t in s["turbidity"].items():
-            delta = "" if t["delta_ntu"] is None else f", +{t['delta_ntu']:g} NTU over background"
+            delta = "" if t["delta_ntu"] is None else f", {t['delta_ntu']:+g} NTU over background"
             lines.append(f"  turbidity {pid}: {t['state']}{delta}")
         for sid, h in s["sensors"].items():
             health = {"stale": "STALE", "unknown": UNKNOWN_HEALTH}.get(h["health"], "ok")

@@ -69,11 +69,9 @@ def test_a_recorded_summary_read_before_a_clock_begins_does_not_list_it() -> Non
         == []
 
 
-def test_the_readme_sample_table_lists_no_clock_of_next_year() -> None:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    # The sample with the inspection (the README has a per-tip example too).
-    sample = next(block.split("```", 1)[0] for block in text.split("```csv\n")[1:]
-                  if ",inspection," in block.split("```", 1)[0])
+def test_the_sample_table_lists_no_clock_of_next_year() -> None:
+    text = (ROOT / "config" / "README.md").read_text(encoding="utf-8")
+    sample = (ROOT / "config" / "sample-readings.csv").read_text(encoding="utf-8")
     proc = subprocess.run(
         [sys.executable, "-m", "monitor.cli", "replay", "--config",
          str(ROOT / "config" / "example.yaml"), "--input", "-", "--format", "table"],
@@ -88,6 +86,6 @@ def test_the_readme_sample_table_lists_no_clock_of_next_year() -> None:
         ["routine", "routine-2026-05-02T13:30:00Z", "OPEN"],
     ]
     assert "2027" not in proc.stdout
-    # The README shows these lines under the sample.
+    # The configuration reference shows these lines under the sample.
     for line in clocks:
         assert line.rstrip() in text
