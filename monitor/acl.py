@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-The MQTT topics are a contract (DESIGN § 3)::
+The MQTT topics are a contract (``sensors/README.md``)::
 
     {prefix}/{site}/{sensor}/reading    a sensor node's readings
     {prefix}/{site}/{sensor}/status     a sensor node's health (and its last will)
@@ -12,11 +12,15 @@ Once ``acl_file`` is set, Mosquitto denies every topic that the file does not
 grant, so this module only ever grants. There are three kinds of account:
 
 * the **daemon** (``broker.username``, ``stormwatch`` when unset) reads
-  ``{prefix}/#`` and writes ``{prefix}/+/inspection``, because
-  ``stormwatch inspect`` publishes with the daemon's credentials;
-* one **node** account per sensor, ``{site}.{sensor}``, which writes the
-  reading and status topics of that sensor and nothing else, so a stolen node
-  can neither read the site's data nor speak for another sensor or site;
+  ``{prefix}/#``; it may also write ``{prefix}/+/inspection`` (an inspection
+  published with its account is recorded like any other), which stormwatch
+  itself does not need: ``stormwatch inspect`` writes the daemon's journal and
+  never logs in to the broker;
+* one **node** account per node, ``{site}.{node}`` for the sensors that name
+  their node (``node`` on the sensor), ``{site}.{sensor}`` for a sensor that
+  names none; it writes the reading and status topics of its sensors and
+  nothing else, so a stolen node can neither read the site's data nor speak
+  for another node or site;
 * one **qualified-professional** account per site, ``{site}.qp``, which writes
   that site's inspection topic only (field inspections from a phone app).
 
@@ -31,11 +35,8 @@ refused with a clear message rather than merged with the site's qualified
 professional.
 
 A node that carries several sensors (a Pi with a gauge and a probe) needs the
-grants of all of them. Sensors may later name their node (an optional
-``node`` id on the sensor); sensors of one site that name the same node then
-share one account ``{site}.{node}`` with all their topics. Until that field
-exists, every sensor has its own account and such a node connects once per
-sensor, or is given the same password for each of its accounts.
+grants of all of them over its one connection: sensors of one site that name
+the same ``node`` share one account ``{site}.{node}`` with all their topics.
 
 The output is deterministic (accounts and topics sorted), so a regenerated
 file that did not change is byte-for-byte the same and diffs stay readable.
@@ -108,15 +109,13 @@ def inspection_topic(prefix: str, site: str) -> str:
 
 
 def daemon_username(config: Config) -> str:
-    """The account the daemon (and ``stormwatch inspect``) connects with."""
+    """The account the daemon connects with."""
     return config.broker.username or DEFAULT_DAEMON_USERNAME
 
 
 def _node_id(sensor: SensorConfig) -> str:
-    # Forward compatible with an optional ``node`` id on sensors (see the
-    # module docstring); without it, every sensor is its own node.
-    node = getattr(sensor, "node", None)
-    return node if isinstance(node, str) and node else sensor.id
+    # A sensor that names no node is its own node.
+    return sensor.node or sensor.id
 
 
 def _sorted_sites(config: Config) -> list[SiteConfig]:
@@ -159,8 +158,8 @@ def accounts(config: Config, *, qualified_professionals: bool = True) -> list[Ac
     prefix = topic_prefix(config)
     daemon = Account(daemon_username(config), "daemon", read=(f"{prefix}/#",),
                      write=(f"{prefix}/+/inspection",),
-                     note="the stormwatch daemon: reads every topic, records inspections "
-                          "(stormwatch inspect)")
+                     note="the stormwatch daemon: reads every topic (and may publish "
+                          "inspections)")
     nodes = [Account(name, "node", write=tuple(topics),
                      note=f"sensor node of {_sensors_of(config, name)}: its readings and "
                           "status only")
@@ -201,7 +200,7 @@ _HEADER = """\
 #       --out /etc/mosquitto/stormwatch.acl
 #   systemctl reload mosquitto      # SIGHUP re-reads acl_file and password_file
 #
-# Topics (DESIGN section 3):
+# Topics (the MQTT contract: sensors/README.md):
 #   {prefix}/SITE/SENSOR/reading
 #   {prefix}/SITE/SENSOR/status
 #   {prefix}/SITE/inspection
@@ -213,7 +212,7 @@ _HEADER = """\
 #
 #   mosquitto_passwd -c /etc/mosquitto/stormwatch.passwd {daemon}
 #       (-c creates the file and REPLACES an existing one; use it once)
-#   mosquitto_passwd /etc/mosquitto/stormwatch.passwd SITE.SENSOR
+#   mosquitto_passwd /etc/mosquitto/stormwatch.passwd SITE.NODE
 #       (prompts for the password; `-b FILE USER PASSWORD` for scripts, but the
 #       password then shows in the process list and shell history)
 #
@@ -221,9 +220,16 @@ _HEADER = """\
 # broker.username: {daemon} and put the password in broker.password_file.
 # Each node's account and password go into that node's configuration.
 #
-# Node accounts are one per sensor, SITE.SENSOR. A node that carries several
-# sensors connects once per sensor account, or is given the same password for
-# each; once sensors can name their node, they will share one account SITE.NODE.
+# Accounts:
+#   {daemon}: the daemon; reads every topic (its grant to publish inspections
+#       is not used by stormwatch itself). No other program needs this account:
+#       `stormwatch inspect` writes the daemon's journal and does not use the
+#       broker. With use_username_as_clientid (deploy/mosquitto/stormwatch.conf)
+#       a second login with this account would take over the daemon's session.
+#   SITE.NODE: a sensor node (a Pi) and the sensors that name it (`node:` in the
+#       configuration): their reading and status topics, nothing else. A sensor
+#       that names no node has an account of its own, SITE.SENSOR.
+#   SITE.qp: the site's qualified professional: its inspection topic only.
 """
 
 

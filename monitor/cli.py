@@ -1,4 +1,4 @@
-"""The ``stormwatch`` command line (DESIGN § 6): the parser, and ``main``.
+"""The ``stormwatch`` command line: the parser, and ``main``.
 
 The commands themselves live in ``commands/`` (``files.py``, ``state.py``,
 ``service.py``); this module says which flags each takes and turns what they
@@ -13,8 +13,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-# The simulated sites run the node runtime (DESIGN § 6: "published through the
-# node runtime"); only its arguments are built here, paho loads when it runs.
+# The simulated sites run the node runtime ("published through the node
+# runtime"); only its arguments are built here, paho loads when it runs.
 from sensors.simulate import add_arguments as add_simulate_arguments
 
 from . import __version__
@@ -27,8 +27,11 @@ from .commands.common import (
     flush_output,
 )
 from .commands.files import cmd_acl, cmd_backtest, cmd_check_config, cmd_replay
+from .commands.helptext import TOP_EPILOG, command_help
 from .commands.service import cmd_demo, cmd_notify_test, cmd_run
 from .commands.state import cmd_inspect, cmd_logbook, cmd_report, cmd_site_close, cmd_status
+
+CONFIG_HELP = "the configuration (YAML; config/example.yaml documents it)"
 
 
 class _ActionArg(argparse.Action):
@@ -53,43 +56,46 @@ class _ActionArg(argparse.Action):
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="stormwatch",
-        description="Stormwater compliance monitor for construction sites (Chapter 134).")
+        description="Stormwater compliance monitor for construction sites (Chapter 134).",
+        epilog=TOP_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"stormwatch {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
-    p = sub.add_parser("check-config", help="validate a configuration file")
-    p.add_argument("file")
+    p = sub.add_parser("check-config", **command_help("check-config"))
+    p.add_argument("file", metavar="FILE", help="the configuration to check (YAML)")
     p.add_argument("--strict", action="store_true",
                    help="refuse implausible values too (exit 2), not only warn about them")
     p.set_defaults(func=cmd_check_config)
 
-    p = sub.add_parser("replay", help="run the engine over recorded readings (CSV)")
-    p.add_argument("--config", required=True)
-    p.add_argument("--input", required=True, help="CSV with ts,site,sensor,... ('-' = stdin)")
+    p = sub.add_parser("replay", **command_help("replay"))
+    p.add_argument("--config", required=True, metavar="FILE", help=CONFIG_HELP)
+    p.add_argument("--input", required=True, metavar="FILE.csv",
+                   help="CSV with ts,site,sensor,... ('-' = stdin)")
     p.add_argument("--format", choices=("jsonl", "table"), default="jsonl")
     p.add_argument("--quiet", action="store_true", help="no progress or reject summary")
     p.set_defaults(func=cmd_replay)
 
-    p = sub.add_parser("backtest", help="storm events of every gauge in a CSV, vectorised")
-    p.add_argument("--config", required=True)
-    p.add_argument("--input", required=True, help="replay CSV (DESIGN § 6)")
+    p = sub.add_parser("backtest", **command_help("backtest"))
+    p.add_argument("--config", required=True, metavar="FILE", help=CONFIG_HELP)
+    p.add_argument("--input", required=True, metavar="FILE.csv",
+                   help="replay CSV ('-' = stdin)")
     p.add_argument("--format", choices=("jsonl", "table"), default="jsonl")
     p.set_defaults(func=cmd_backtest)
 
-    p = sub.add_parser("run", help="the daemon (foreground; SIGTERM drains and exits 0)")
-    p.add_argument("--config", required=True)
+    p = sub.add_parser("run", **command_help("run"))
+    p.add_argument("--config", required=True, metavar="FILE", help=CONFIG_HELP)
     p.add_argument("--log-level", default="info",
                    choices=("debug", "info", "warning", "error"))
     p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("status", help="per-site clocks, traps, turbidity, sensors, ingest")
-    p.add_argument("--config", required=True)
-    p.add_argument("--json", action="store_true", help="one JSON object (DESIGN § 6 shape)")
+    p = sub.add_parser("status", **command_help("status"))
+    p.add_argument("--config", required=True, metavar="FILE", help=CONFIG_HELP)
+    p.add_argument("--json", action="store_true", help="one JSON object (its keys: above)")
     p.set_defaults(func=cmd_status)
 
-    p = sub.add_parser("inspect", help="record an inspection by the qualified professional")
-    p.add_argument("--config", required=True)
+    p = sub.add_parser("inspect", **command_help("inspect"))
+    p.add_argument("--config", required=True, metavar="FILE", help=CONFIG_HELP)
     p.add_argument("--site", required=True)
     p.add_argument("--inspector", required=True, action="append",
                    help="who inspected (repeat for a joint inspection)")
@@ -106,21 +112,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a corrective action found done (repeatable)")
     p.set_defaults(func=cmd_inspect)
 
-    p = sub.add_parser("site", help="site life cycle: `site close` records final stabilization")
+    p = sub.add_parser("site", **command_help("site"))
     site_sub = p.add_subparsers(dest="site_command", metavar="ACTION")
     site_sub.required = True
-    p = site_sub.add_parser("close", help="record final stabilization (routine clocks end)")
-    p.add_argument("--config", required=True)
+    p = site_sub.add_parser("close", **command_help("site close"))
+    p.add_argument("--config", required=True, metavar="FILE", help=CONFIG_HELP)
     p.add_argument("--site", required=True)
     p.add_argument("--at", help="date (local midnight) or ISO time with offset (default: now)")
     p.add_argument("--by", help="who certifies it")
     p.add_argument("--notes")
     p.set_defaults(func=cmd_site_close)
 
-    p = sub.add_parser("logbook", help="export the site log book, verify its hash chain, or "
-                                           "print (and send) its head as an anchor")
+    p = sub.add_parser("logbook", **command_help("logbook"))
     p.add_argument("action", nargs="?", choices=("export", "verify", "anchor"), default="export")
-    p.add_argument("--config", required=True)
+    p.add_argument("--config", required=True, metavar="FILE", help=CONFIG_HELP)
     p.add_argument("--site", help="export: the site whose log book to export")
     p.add_argument("--format", choices=("csv", "md"), default="csv", help="export: the format")
     p.add_argument("--anchor", metavar="SEQ:HASH",
@@ -132,7 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
                                  "(default: officer)")
     p.set_defaults(func=cmd_logbook)
 
-    p = sub.add_parser("demo", help="a simulated site with an embedded broker, time accelerated")
+    p = sub.add_parser("demo", **command_help("demo"))
     # The range is demo.MIN_SPEED..MAX_SPEED (why: there); demo.py is not imported
     # here, as every command would then pay for the daemon's imports.
     p.add_argument("--speed", type=float, default=1800.0,
@@ -143,28 +148,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--state-dir", help="use this state directory (kept afterwards)")
     p.set_defaults(func=cmd_demo)
 
-    p = sub.add_parser("simulate", help="realistic readings for the configured sites (a design "
-                       "storm), published through the sensor-node runtime")
+    p = sub.add_parser("simulate", **command_help("simulate"))
     add_simulate_arguments(p)  # its own func: sensors.simulate.run_args
 
-    p = sub.add_parser("notify-test", help="send a test message to every notification target")
-    p.add_argument("--config", required=True)
+    p = sub.add_parser("notify-test", **command_help("notify-test"))
+    p.add_argument("--config", required=True, metavar="FILE", help=CONFIG_HELP)
     p.add_argument("--tag", help="only the targets that receive this tag")
     p.set_defaults(func=cmd_notify_test)
 
-    p = sub.add_parser("acl", help="write the Mosquitto ACL for the configured nodes")
-    p.add_argument("--config", required=True)
+    p = sub.add_parser("acl", **command_help("acl"))
+    p.add_argument("--config", required=True, metavar="FILE", help=CONFIG_HELP)
     p.add_argument("--out", help="file to write (default: stdout)")
     p.set_defaults(func=cmd_acl)
 
-    p = sub.add_parser("report", help="compliance report with plots (HTML)")
-    p.add_argument("--config", required=True)
+    p = sub.add_parser("report", **command_help("report"))
+    p.add_argument("--config", required=True, metavar="FILE", help=CONFIG_HELP)
     p.add_argument("--site", required=True)
-    p.add_argument("--from", dest="from_", required=True,
+    p.add_argument("--from", dest="from_", required=True, metavar="DATE",
                    help="first day YYYY-MM-DD (site time) or ISO time with offset")
-    p.add_argument("--to", required=True,
+    p.add_argument("--to", required=True, metavar="DATE",
                    help="last day YYYY-MM-DD (inclusive) or ISO time with offset")
-    p.add_argument("--out", required=True, help="HTML file to write")
+    p.add_argument("--out", required=True, metavar="FILE.html", help="HTML file to write")
     p.set_defaults(func=cmd_report)
     return parser
 

@@ -248,6 +248,15 @@ class SiteConfig(Model):
     def gauges(self) -> list[SensorConfig]:
         return [s for s in self.sensors if s.kind == "rain"]
 
+    def heartbeat_sensors(self, sensor: SensorConfig) -> tuple[str, ...]:
+        """The sensors whose ``status`` is a sign of life of ``sensor``: itself, and for
+        an ``on_tip`` gauge with ``heartbeat_minutes`` every sensor of its ``node``
+        (a node's status is its heartbeat, DESIGN § 4)."""
+        if not (sensor.on_tip and sensor.heartbeat_minutes is not None and sensor.node):
+            return (sensor.id,)
+        return (sensor.id, *(s.id for s in self.sensors
+                             if s.node == sensor.node and s.id != sensor.id))
+
 
 # Cross-reference checks read the raw input, tolerating entries that field
 # validation rejects (those are reported there, once).

@@ -228,16 +228,20 @@ class RowParser:
         self._ts_text: str | None = None
         self._ts_ms: int | Rejection = 0
 
-    def parse(self, cells: list[str], *, ref_ms: int | None) -> Reading | Inspection | Rejection:
+    def parse(self, cells: list[str], *, refs: Mapping[str, int]
+              ) -> Reading | Inspection | Rejection:
         """One row (the cells of ``csv.reader``) as ``parse_row`` would take it, with
-        the lateness bound against ``ref_ms`` (no future check: see ``parse_row``)."""
-        fast = self._fast(cells, ref_ms)
+        the lateness bound against its site's reference in ``refs`` (replay: the
+        site's newest row so far, ``admission.SiteNewest``; no future check: see
+        ``parse_row``)."""
+        fast = self._fast(cells, refs)
         if fast is not None:
             return fast
         row = {name: cell for name, cell in zip(self.header, cells, strict=False) if cell}
-        return parse_row(self.config, row, ref_ms=ref_ms, check_future=False)
+        return parse_row(self.config, row, ref_ms=refs.get((row.get("site") or "").strip()),
+                         check_future=False)
 
-    def _fast(self, cells: list[str], ref_ms: int | None) -> Reading | Rejection | None:
+    def _fast(self, cells: list[str], refs: Mapping[str, int]) -> Reading | Rejection | None:
         if len(cells) != len(self.header):
             return None
         site = self.sites.get(cells[self.site_at])
@@ -272,6 +276,7 @@ class RowParser:
         ts_ms = self._ts_ms
         if isinstance(ts_ms, Rejection):
             return None
+        ref_ms = refs.get(site.id)
         if ref_ms is not None and ts_ms < ref_ms - site.lateness_ms:
             return time_window(ts_ms, site.lateness_ms, ref_ms, False)
         return Reading(site=site.id, sensor=sensor, kind=kind, ts_ms=ts_ms,
@@ -353,7 +358,7 @@ def backtest_csv(config: Config, path: str) -> BacktestResult:
                 data["seq"] = columns["seq"][frame.index][rows_of]
             events = storm_events(
                 data, site.rain, per_tip,
-                stale_after_minutes={g.id: g.stale_after_minutes for g in site.gauges()},
+                stale_after_minutes={g.id: g.reveal_after_minutes for g in site.gauges()},
                 counter_bits={g.id: g.counter_bits for g in site.gauges()})
             events.insert(0, "site", site.id)
             out.append(events)

@@ -68,6 +68,7 @@ from .engine.events import (
 )
 from .engine.times import parse_iso
 from .host import open_store
+from .invocation import program
 from .statedir import state_dir_problem
 
 SITE = "demo-meadows"
@@ -294,8 +295,9 @@ def describe(event: Event, zone: ZoneInfo) -> str:
         case StormEnded(total_in=total):
             details = f"{total:.2f} in in all"
         case TurbidityContrast() as e:
-            details = (f"{e.pair} {e.state}: +{e.delta_ntu:g} NTU (limit {e.limit_ntu:g}) "
-                       "(§ 134-8C)")
+            over = (f"{e.downstream_ntu:g} NTU, no usable background (limit {e.limit_ntu:g})"
+                    if e.delta_ntu is None else f"{e.delta_ntu:+g} NTU (limit +{e.limit_ntu:g})")
+            details = f"{e.pair} {e.state}: {over} (§ 134-8C)"
         case TrapFill(trap=trap, fill_fraction=fill):
             details = f"{trap} at {fill:.0%} of design volume"
         case TrapCleanoutRequired(trap=trap, fill_fraction=fill):
@@ -403,16 +405,20 @@ def run_demo(out: IO[str] = sys.stdout, *, speed: float = 1800.0, keep: bool = F
 
 
 def look_at(config_path: Path, start_s: int, zone: ZoneInfo) -> str:
-    """Where the demo's state is kept and the commands that show it."""
+    """Where the demo's state is kept and the commands that show it, which work as
+    printed: they name the running executable (``.venv/bin/stormwatch`` when it is
+    not on PATH) and write the report into the kept directory."""
     cfg = shlex.quote(str(config_path))
+    report = shlex.quote(str(config_path.parent / "demo-report.html"))
     first = datetime.fromtimestamp(start_s, tz=zone).date()
     last = datetime.fromtimestamp(start_s + DEMO_HOURS * 3600, tz=zone).date()
+    me = program()
     return "\n".join([
         f"State kept in {config_path.parent}, with its configuration; look at it with:",
-        f"  stormwatch status --config {cfg}",
-        f"  stormwatch logbook --config {cfg} --site {SITE} --format md",
-        f"  stormwatch report --config {cfg} --site {SITE} --from {first} --to {last}"
-        " --out demo-report.html"])
+        f"  {me} status --config {cfg}",
+        f"  {me} logbook --config {cfg} --site {SITE} --format md",
+        f"  {me} report --config {cfg} --site {SITE} --from {first} --to {last}"
+        f" --out {report}"])
 
 
 def _run_daemon(daemon: Daemon, failure: list[BaseException]) -> None:

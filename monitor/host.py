@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from .backlog import BacklogLog
 from .config import Config
 from .engine.core import Engine
 from .engine.events import Event
@@ -241,6 +242,8 @@ class EngineHost:
     #: Sites applying a backlog: wall ms of their last backfilled row, and of the
     #: start of the current deferral.
     backfill: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: What each of those backlogs brought: logged as one line when it settles.
+    backlogs: BacklogLog = field(default_factory=BacklogLog)
     #: Events the engine produced that the store refused to record (disk full):
     #: the engine will not produce them again, so the next ``record`` writes them
     #: first, in order.
@@ -303,6 +306,7 @@ class EngineHost:
         if self.coalesce and received_ms is not None and received_ms - ts_ms > BACKFILL_MS:
             now = self.now_ms()
             self.backfill[site] = (now, self.backfill.get(site, (now, now))[1])
+            self.backlogs.row(site, ts_ms)
 
     def settle_backfill(self, *, all_sites: bool = False) -> int:
         """Log the settled revisions of the sites whose backlog has been quiet for
@@ -314,6 +318,7 @@ class EngineHost:
         for site, (last, since) in list(self.backfill.items()):
             if all_sites or now - last >= BACKFILL_SETTLE_MS:
                 del self.backfill[site]
+                self.backlogs.finish(site)
             elif now - since < BACKFILL_MAX_DEFER_MS:
                 flowing.add(site)
             else:
@@ -353,7 +358,8 @@ class EngineHost:
         self.unrecorded = []
         self.status_written.update(statuses)
         if new:
-            for e in events:
+            # A backlog's events are counted, and said in one line when it settles.
+            for e in self.backlogs.events(events):
                 _log_event(e)
             if self.on_alerts is not None and self.routes is not None:
                 self.on_alerts()

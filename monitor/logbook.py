@@ -45,6 +45,7 @@ from zoneinfo import ZoneInfo
 
 from .config import Config
 from .engine.events import Event
+from .invocation import program
 from .localtime import local_text
 from .notify.messages import INFO, WARNING, Message, md_escape
 from .store import GENESIS_HASH, LogbookRow, Store
@@ -411,7 +412,7 @@ def anchor_message(config: Config, verdict: Verification, config_path: str,
     if verdict.problems:
         intro += (" WARNING: the log book does not verify now, so this head is no anchor to"
                   " trust; ask for the output of `stormwatch logbook verify`.")
-    command = f"stormwatch logbook verify --config {config_path} --anchor {head.anchor}"
+    command = f"{program()} logbook verify --config {config_path} --anchor {head.anchor}"
     facts = [("Log book head", f"row {head.seq}{recorded}", False), ("SHA-256", head.hash, True),
              ("Chain check", check, False),
              ("Sent", f"{local_text(now_ms, zone)} from {socket.gethostname()}", False),

@@ -208,8 +208,8 @@ def check_value(rule: FieldRule, value: object) -> int | float | Rejection:
         return Rejection(RejectReason.impossible_value,
                          f"{rule.name}: above {rule.high:g}, got {show(value)}")
     if not rule.integer:
-        # The bounds were checked first, so any int here converts exactly enough.
-        return float(value)
+        # Bounds checked first: any int converts exactly enough; -0.0 + 0.0 is 0.0.
+        return float(value) + 0.0
     if isinstance(value, float):
         if not value.is_integer():
             return Rejection(RejectReason.bad_value,

@@ -3,7 +3,10 @@
 ``parse_message`` is the daemon's one entry point for a received message; it
 never raises. The cheap checks come first (``oversize``, ``bad_topic``,
 ``unknown_site``, ``unknown_sensor``, ``invalid_json``, ``topic_mismatch``),
-then the payload goes through the same rules as a replay CSV row.
+then the payload goes through the same rules as a replay CSV row. Lateness is
+judged here against the daemon's wall clock; a reading's ``seq`` identity is
+judged at the journal commit, by the one ingest rule replay applies too
+(``admission.py``).
 """
 
 from __future__ import annotations

@@ -15,8 +15,12 @@ Each check is a row of ``BOUNDS``: the field, the range a real site uses and
 where that range comes from, and the unit people type by mistake for it.
 When the value read in that other unit falls in the usual range, the warning
 says so ("12.7 mm is 0.50 in"), because that is nearly always what happened.
-The one check that is no range, a configuration that sends alerts nowhere,
-is written out below the table.
+The checks that are no range are written out below the table: a
+configuration that sends alerts nowhere, rain gauges whose ``reporting``
+leaves their health unknowable (``gauge_reporting``), and a Condition A–C
+site without a rain gauge, whose storm duty stormwatch cannot watch
+(``status``, ``report`` and the replay table say ``NO_GAUGE`` for it
+instead of counting zero storms).
 """
 
 from __future__ import annotations
@@ -70,6 +74,17 @@ BOUNDS: tuple[Bound, ...] = (
 )
 
 
+#: What every view says of a site with the storm duty and no rain gauge (DESIGN § 4).
+NO_GAUGE = "storm duty not monitored: no rain gauge"
+
+
+def storm_duty_unwatched(site: SiteConfig) -> bool:
+    """Whether a site has the storm duty of § 134-9A(2) (Condition A, B or C of
+    § 134-7B(2)) and no rain gauge to see its storms: no storm is ever detected, so
+    none of its 24-hour inspections is ever asked for."""
+    return site.clocks_apply and not site.gauges()
+
+
 def _sections(site: SiteConfig, index: int) -> Iterator[tuple[str, str, object]]:
     """(section kind, path, model) of every section of a site the table looks at."""
     yield "site", f"sites.{index}", site
@@ -105,7 +120,32 @@ def warnings(config: Config) -> list[str]:
                     message = _check(bound, float(value))
                     if message is not None:
                         found.append(f"{path}.{bound.field}: {message}")
+        found += gauge_reporting(site, index)
+        if storm_duty_unwatched(site):
+            found.append(
+                f"sites.{index}.sensors: condition {site.condition} has the storm duty of"
+                " § 134-9A(2) (inspect within 24 hours of every storm of 0.5 in or more), but"
+                f" the site has no sensor of kind rain: {NO_GAUGE} (add the site's gauge)")
     if not config.notify.targets and config.notify.config_file is None:
         found.append("notify.targets: no notification target: alerts are kept in the log book "
                      "but reach nobody (add one, e.g. a mailto:// URL, or console:// to try)")
+    return found
+
+
+def gauge_reporting(site: SiteConfig, index: int) -> list[str]:
+    """DESIGN § 4: an ``on_tip`` gauge is silent whenever it is dry, so without
+    ``heartbeat_minutes`` a dead one cannot be told from a dry one (its health is
+    ``unknown``); ``heartbeat_minutes`` on an ``interval`` gauge is never used."""
+    found = []
+    for i, sensor in enumerate(site.sensors):
+        path = f"sites.{index}.sensors.{i}"
+        if sensor.on_tip and sensor.heartbeat_minutes is None:
+            found.append(f"{path}.heartbeat_minutes: not set for an on_tip gauge: a dead gauge "
+                         "cannot be told from a dry one, so its health shows unknown and it "
+                         "never goes stale (set it to how often the gauge or its node sends "
+                         "a status, with some margin, e.g. 90 for an hourly heartbeat)")
+        elif sensor.kind == "rain" and not sensor.on_tip and sensor.heartbeat_minutes is not None:
+            found.append(f"{path}.heartbeat_minutes: applies to reporting: on_tip only; this "
+                         f"gauge reports every interval and is stale after "
+                         f"stale_after_minutes ({say_number(sensor.stale_after_minutes)})")
     return found

@@ -1,11 +1,13 @@
 """Replay: recorded readings from CSV through the same engine the daemon runs.
 
 The CSV is read as a stream, row by row, in file order, exactly as if each row
-were a message arriving: rows older than the lateness bound *relative to the
-newest row seen so far* are rejected (DESIGN § 3), everything else is folded
-in event time. At the end one tick at the newest event time lets the
-remaining time pass (storms whose dry gap has elapsed end, silent sensors go
-stale), and the final set of events is what ``--format jsonl`` prints.
+were a message arriving, under the daemon's ingest rule (``admission.py``):
+rows older than their site's lateness bound *relative to that site's newest
+row so far* are rejected (``too_old``), a ``seq`` repeated with another body
+is a ``seq_conflict`` (DESIGN § 3), everything else is folded in event time.
+At the end one tick at the newest event time lets the remaining time pass
+(storms whose dry gap has elapsed end, silent sensors go stale), and the
+final set of events is what ``--format jsonl`` prints.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from .admission import SeqBook, SiteNewest, fingerprint
 from .config import Config, SiteConfig
 from .csvio import ENCODING, CsvInputError, RowParser, check_header, not_utf8
 from .engine.core import Engine
@@ -41,8 +44,12 @@ from .engine.events import (
     TurbidityContrast,
     in_event_order,
 )
+from .engine.inputs import Reading
+from .engine.summary import site_status
 from .localtime import local_text
 from .models import Rejection, RejectReason
+from .pertip import PerTipRows
+from .plausible import NO_GAUGE, storm_duty_unwatched
 
 
 class ReplayInputError(CsvInputError):
@@ -57,6 +64,8 @@ class ReplayResult:
     first_rejects: list[str] = field(default_factory=list)
     #: Facts the engine settled (final, out of its memory) during the replay.
     settled: list[Event] = field(default_factory=list)
+    #: The rows of a per-tip export, and the double tips dropped (``pertip.py``).
+    per_tip: PerTipRows | None = None
 
     def events(self) -> list[Event]:
         """The final set: settled facts and those the engine still holds, in event order."""
@@ -115,21 +124,33 @@ def _feed(config: Config, handle: IO[str], result: ReplayResult,
           progress: Callable[[int], None] | None) -> None:
     engine = result.engine
     reader = csv.reader(handle)
-    rows = RowParser(config, _header(reader))
+    header = _header(reader)
+    rows = RowParser(config, header)
+    tips = result.per_tip = PerTipRows(config, header)
+    newest, seqs = SiteNewest(), SeqBook(earlier="earlier in the file")
     for cells in reader:
         result.rows += 1
         if progress is not None and result.rows % 50_000 == 0:
             progress(result.rows)
-        # Lateness is judged against the newest reading seen so far; "future" has
+        # Lateness is judged against the site's newest row seen so far; "future" has
         # no meaning for a recording, so that check stays with the daemon.
-        item = rows.parse(cells, ref_ms=engine.watermark_ms)
+        item = tips.parse(cells, refs=newest.by_site) or rows.parse(cells, refs=newest.by_site)
+        if item is True:
+            continue  # a double tip, counted
         if isinstance(item, Rejection):
             _reject(result, item.reason.value, item.detail)
             continue
+        if isinstance(item, Reading) and item.seq is not None and item.kind != "status":
+            conflict = seqs.judge((item.seq, item.site, item.sensor), fingerprint(item))
+            if conflict is not None:
+                _reject(result, RejectReason.seq_conflict.value, conflict)
+                continue
         before = engine.stats.too_old
         engine.apply(item)
         if engine.stats.too_old != before:
             _reject(result, RejectReason.too_old.value, "older than the lateness bound")
+        else:
+            newest.saw(item.site, item.ts_ms)
         if result.rows % 4096 == 0:
             result.settled += engine.drain_settled()
 
@@ -167,7 +188,8 @@ def format_table(config: Config, result: ReplayResult) -> str:
         qualified = {b.event_id: b for b in bodies if isinstance(b, StormQualified)}
         ended = {b.event_id: b for b in bodies if isinstance(b, StormEnded)}
         storms = [b for b in bodies if isinstance(b, StormStarted)]
-        lines.append(f"Storms ({len(storms)}, {len(qualified)} qualifying)")
+        lines.append(f"Storms: {NO_GAUGE}" if storm_duty_unwatched(site)
+                     else f"Storms ({len(storms)}, {len(qualified)} qualifying)")
         if storms:
             lines.append(f"  {'gauge':<8} {'started':<22} {'ended':<22} {'total':>8} "
                          f"{'max 24h':>8}  {'qualified at':<22} {'inspect by':<22}")
@@ -184,14 +206,18 @@ def format_table(config: Config, result: ReplayResult) -> str:
         lines.append("")
         clocks_closed = [b for b in bodies if isinstance(b, ClockClosed)]
         overdue = [b for b in bodies if isinstance(b, InspectionOverdue)]
-        open_clocks = [c for c in result.engine.clocks(site.id) if c.closed_at is None]
+        # Open as ``status`` shows them, at the replay's now: begun, not closed, not cut.
+        now = result.engine.now_ms
+        open_clocks = site_status(result.engine, site.id, now)["open_clocks"] \
+            if now is not None else []
         lines.append(f"Inspection clocks ({len(clocks_closed)} closed, {len(open_clocks)} open,"
                      f" {len(overdue)} overdue notices)")
         for c in clocks_closed:
             lines.append(f"  {c.clock:<8} {c.clock_id:<36} due {_local(site, c.due)}"
                          f"  inspected {_local(site, c.inspected_at)}  {c.outcome}")
         for oc in open_clocks:
-            lines.append(f"  {oc.clock:<8} {oc.clock_id:<36} due {_local(site, oc.due)}  OPEN")
+            lines.append(f"  {oc['clock']:<8} {oc['clock_id']:<36} due {_local(site, oc['due'])}"
+                         "  OPEN")
         lines.append("")
         traps = [(e.at_ms, e.type, e.body) for e in mine
                  if isinstance(e.body, TrapFill | TrapCleanoutRequired | TrapCleaned)]
@@ -205,9 +231,13 @@ def format_table(config: Config, result: ReplayResult) -> str:
         contrast = [(e.at_ms, e.body) for e in mine if isinstance(e.body, TurbidityContrast)]
         lines.append(f"Turbidity contrast ({len(contrast)} events)")
         for at_ms, t in contrast:
+            # Without a usable background (basis absolute) there is no upstream value.
+            against = (f"no usable background, limit {t.limit_ntu:g} NTU"
+                       if t.upstream_ntu is None
+                       else f"up {t.upstream_ntu:g} NTU, limit +{t.limit_ntu:g} NTU")
             lines.append(f"  {_local(site, at_ms):<22} {t.pair:<10} {t.state:<9} "
                          f"since {_local(site, t.started_at)}  down {t.downstream_ntu:g}"
-                         f" NTU, up {t.upstream_ntu:g} NTU, limit +{t.limit_ntu:g} NTU")
+                         f" NTU, {against}")
         lines.append("")
         health = Counter(e.type for e in mine if e.type in HEALTH_TYPES)
         lines.append("Sensor health: " + (", ".join(f"{k} {v}" for k, v in sorted(health.items()))

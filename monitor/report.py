@@ -25,7 +25,6 @@ from typing import Any
 
 from .config import Config, SiteConfig
 from .engine.actions import action_states, record_of_event
-from .engine.clocks import MEAN_GAUGE
 from .engine.core import Engine
 from .engine.events import (
     ClockClosed,
@@ -36,17 +35,17 @@ from .engine.events import (
     ProbesSuspect,
     SensorFault,
     SensorStale,
-    StormEnded,
-    StormQualified,
-    StormStarted,
     TrapCleanoutRequired,
     TurbidityContrast,
 )
 from .engine.series import ContrastSample, Sample, StormSample, TrapSample, attach
+from .engine.sitestorms import MEAN_GAUGE
 from .engine.summary import at_now, judged_at
 from .engine.times import MS_PER_HOUR, parse_iso
 from .host import apply_row
 from .logbook import current_events, verify_logbook
+from .plausible import NO_GAUGE, storm_duty_unwatched
+from .reportrows import revealed_note, sensor_rows, storm_rows
 from .reporttables import outcome as _outcome
 from .reporttables import table as _table
 from .reporttables import trap_section, turbidity_section
@@ -267,41 +266,6 @@ def _turbidity_plot(site: SiteConfig, contrast: dict[str, list[ContrastSample]],
 # --------------------------------------------------------------------------- report
 
 
-@dataclass(slots=True)
-class _Storm:
-    """A storm event as its events tell it (the later event's value wins)."""
-
-    started_at: str | None = None
-    ended_at: str | None = None
-    qualified_at: str | None = None
-    total_in: float | None = None
-    max_24h_in: float | None = None
-    due: str | None = None
-    clock_id: str | None = None
-    informational: bool = False
-    qualified: bool = False
-    event_id: str = ""
-
-
-def _storms(events: Iterable[Event]) -> list[_Storm]:
-    by_id: dict[str, _Storm] = {}
-    for e in events:
-        b = e.body
-        if not isinstance(b, StormStarted | StormQualified | StormEnded):
-            continue
-        s = by_id.setdefault(b.event_id, _Storm(event_id=b.event_id))
-        s.started_at = b.started_at
-        if isinstance(b, StormQualified):
-            s.qualified_at, s.total_in, s.max_24h_in = b.qualified_at, b.total_in, b.max_24h_in
-            s.due, s.qualified = b.due, True
-            s.clock_id = b.clock_id or s.clock_id
-            s.informational = bool(b.informational) or s.informational
-        elif isinstance(b, StormEnded):
-            s.ended_at, s.total_in, s.max_24h_in = b.ended_at, b.total_in, b.max_24h_in
-            s.qualified = b.qualified
-    return sorted(by_id.values(), key=lambda s: s.started_at or "")
-
-
 def _actions_in(events: Iterable[Event], from_ms: int, to_ms: int) -> list[Any]:
     """The corrective actions that were open at some time in ``[from_ms, to_ms)``."""
     states = action_states(record_of_event(e.body) for e in events
@@ -383,7 +347,7 @@ def build_report(config: Config, store: Store, site_id: str, from_ms: int, to_ms
 
     events = [e for e in all_events if in_period(e)]
     storms = []
-    for s in _storms(all_events):
+    for s in storm_rows(all_events):
         start, end = _ms(s.started_at), _ms(s.ended_at)
         if start is not None and start < to_ms and (end is None or end >= from_ms):
             storms.append(s)
@@ -416,12 +380,13 @@ def build_report(config: Config, store: Store, site_id: str, from_ms: int, to_ms
             storm_out.append("overdue" if due is not None and now_ms >= due else "open")
     routine = [b.outcome for b in mine if isinstance(b, ClockClosed) and b.clock == "routine"]
     contrasts = [(e.at_ms, e.body) for e in events if isinstance(e.body, TurbidityContrast)]
+    unwatched = storm_duty_unwatched(site)  # never "0 storms": nothing could see one
     summary = [
-        ("Storms", f"{len(storms)} ({sum(1 for s in storms if s.qualified)} qualified, "
-                   f"≥ {site.rain.threshold_in:g} in)"),
-        ("Storm inspections", f"{storm_out.count('met')} met, {storm_out.count('late')} late, "
-                              f"{storm_out.count('open') + storm_out.count('overdue')} open "
-                              f"({storm_out.count('overdue')} overdue)"),
+        ("Storms", NO_GAUGE if unwatched else f"{len(storms)} ({sum(s.qualified for s in storms)}"
+                   f" qualified, ≥ {site.rain.threshold_in:g} in)"),
+        ("Storm inspections", NO_GAUGE if unwatched else f"{storm_out.count('met')} met, "
+         f"{storm_out.count('late')} late, {storm_out.count('open') + storm_out.count('overdue')}"
+         f" open ({storm_out.count('overdue')} overdue)"),
         ("Routine inspections", f"{routine.count('met')} met, {routine.count('late')} late, "
          + (f"{len(open_routine)} open ({sum(c['overdue'] for c in open_routine)} overdue)"
             if state is not None else "open: unknown (no recorded state)")),
@@ -448,13 +413,17 @@ def build_report(config: Config, store: Store, site_id: str, from_ms: int, to_ms
         total = _in(s.total_in) + (" (running)" if s.event_id in running else "")
         rows.append([escape(local(s.started_at)), escape(local(s.ended_at)),
                      escape(total), escape(_in(s.max_24h_in)),
-                     escape(local(s.qualified_at)), escape(local(s.due)),
+                     escape(local(s.qualified_at) + revealed_note(s, local)),
+                     escape(local(s.due)),
                      escape(local(inspected)), _outcome(outcome)])
     parts.append("<h2>Storms</h2>" + _table(
         ["Start", "End", "Total", "Max 24 h", "Qualified at", "Inspection due", "Inspected at",
-         "Outcome"], rows, "No storms in the period."))
+         "Outcome"], rows, NO_GAUGE if unwatched else "No storms in the period."))
 
     parts.append(_open_clocks(state, local))
+    parts.append("<h2>Sensors (at the time of this report)</h2>" + _table(
+        ["Sensor", "Kind", "Reporting", "Health", "Last seen"],
+        [[escape(c) for c in r] for r in sensor_rows(site, state, local)], "No sensors."))
     rows = []
     for b in mine:
         if isinstance(b, InspectionRecorded):

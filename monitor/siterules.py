@@ -38,11 +38,17 @@ class RainRules(Model):
 
 #: Sensor fields that mean something for one kind only.
 _KIND_FIELDS = {"in_per_tip": "rain", "counter_bits": "rain", "max_ntu": "turbidity",
-                "sensor_height_in": "sediment", "max_step_in": "sediment"}
+                "sensor_height_in": "sediment", "max_step_in": "sediment",
+                "heartbeat_minutes": "rain"}
+#: ... and those of them with a default, refused only when set to another value.
+_KIND_FIELDS_SET = {"reporting": "rain", "debounce_s": "rain"}
 
 #: DESIGN § 4 "Sediment traps": the largest change of sediment depth between two
 #: consecutive readings that can be true (unless sustained for ``median_of`` readings).
 DEFAULT_MAX_STEP_IN = 12.0
+
+#: A silence that long is never seen: 1e9 minutes is about 1 900 years.
+NEVER_MINUTES = 1e9
 
 
 class SensorConfig(Model):
@@ -62,16 +68,56 @@ class SensorConfig(Model):
     #: The node (Pi) carrying the sensor: sensors naming one node share its MQTT
     #: account in ``stormwatch acl`` (a node publishes for all its sensors).
     node: Id | None = None
+    #: How a rain gauge talks (DESIGN § 4 "Silence is not dry weather"): ``interval``
+    #: publishes its counter every interval, rain or not, so a silence is no dry
+    #: weather; ``on_tip`` publishes only when the bucket tips, so a silence is dry.
+    reporting: Literal["interval", "on_tip"] = "interval"
+    #: An ``on_tip`` gauge is alive while a message of it, or a ``status`` of its
+    #: node, came within this time; without it its health cannot be told (``unknown``).
+    heartbeat_minutes: PositiveFloat | None = None
+    #: Per-tip input (a logger's export, one row per tip): a tip this close to the
+    #: previous counted one of the gauge is a double tip (mechanical bounce), dropped.
+    debounce_s: NonNegativeFloat = 1.0
 
     @model_validator(mode="after")
     def _kind_fields(self) -> SensorConfig:
+        given = [name for name, kind in _KIND_FIELDS.items() if getattr(self, name) is not None]
+        given += [name for name in _KIND_FIELDS_SET
+                  if getattr(self, name) != type(self).model_fields[name].default]
+        kinds = _KIND_FIELDS | _KIND_FIELDS_SET
         problems: list[Problem] = [
-            ((name,), f"applies to {kind} sensors only, not to a {self.kind} sensor")
-            for name, kind in _KIND_FIELDS.items()
-            if kind != self.kind and getattr(self, name) is not None
+            ((name,), f"applies to {kinds[name]} sensors only, not to a {self.kind} sensor")
+            for name in given if kinds[name] != self.kind
         ]
         raise_problems(type(self).__name__, problems, self)
         return self
+
+    @property
+    def on_tip(self) -> bool:
+        """A gauge that reports only when it tips: its silence is dry weather."""
+        return self.kind == "rain" and self.reporting == "on_tip"
+
+    @property
+    def health_judged(self) -> bool:
+        """Whether silence can be told from death: every sensor but an ``on_tip`` gauge
+        without ``heartbeat_minutes`` (whose health is ``unknown``)."""
+        return not self.on_tip or self.heartbeat_minutes is not None
+
+    @property
+    def reveal_after_minutes(self) -> float:
+        """A counter that rose across a silence longer than this revealed rain of unknown
+        timing (``engine/rain.py``, ``backtest.py``); an ``on_tip`` gauge's silence is dry
+        weather and reveals nothing (a span longer than any record)."""
+        return NEVER_MINUTES if self.on_tip else self.stale_after_minutes
+
+    @property
+    def silent_after_minutes(self) -> float:
+        """Minutes without a message after which the sensor is stale: its
+        ``stale_after_minutes``, or for an ``on_tip`` gauge its ``heartbeat_minutes``
+        (meaningful only when ``health_judged``)."""
+        if self.on_tip and self.heartbeat_minutes is not None:
+            return self.heartbeat_minutes
+        return self.stale_after_minutes
 
     @property
     def max_ntu_value(self) -> float:

@@ -30,6 +30,7 @@ from .export.influx import export_status
 from .models import RejectReason
 from .nodeclocks import META_KEY as CLOCKS_META
 from .nodeclocks import clock_of
+from .plausible import NO_GAUGE, storm_duty_unwatched
 from .store import Store
 from .store.deadletters import PRUNED_COUNTER
 from .store.health import read_health
@@ -135,6 +136,7 @@ def build_status(config: Config, store: Store, now_ms: int) -> dict[str, Any]:
             out["sites"][site.id] = {**at_now(found.data, judged_at(found.data, now_ms)),
                                      "recorded_at": iso(found.updated_ms),
                                      "event_time": found.data.get("event_time")}
+        out["sites"][site.id]["storm_duty"] = storm_duty(site)
         for sid, sensor in out["sites"][site.id]["sensors"].items():
             sensor["clock"] = clock_of(clocks, site.id, sid)
     out["ingest"] = ingest
@@ -159,6 +161,14 @@ def build_status(config: Config, store: Store, now_ms: int) -> dict[str, Any]:
     return out
 
 
+def storm_duty(site: SiteConfig) -> str:
+    """The § 134-9A(2) storm duty of a site: ``monitored``, ``none`` (condition outside
+    A–C), or ``NO_GAUGE`` ("storm duty not monitored: no rain gauge")."""
+    if storm_duty_unwatched(site):
+        return NO_GAUGE
+    return "monitored" if site.clocks_apply else "none"
+
+
 def unknown_site(site: SiteConfig) -> dict[str, Any]:
     """A site the daemon has not recorded: every value unknown, every sensor stale."""
     return {
@@ -170,8 +180,8 @@ def unknown_site(site: SiteConfig) -> dict[str, Any]:
                          "level": "unknown", "sensor_fault": None} for t in site.traps},
         "turbidity": {p.id: {"state": "unknown", "delta_ntu": None}
                       for p in site.turbidity_pairs},
-        "sensors": {s.id: {"last_seen": None, "stale": True, "battery_v": None, "kind": s.kind,
-                           "readings": 0, "buffered": None, "dropped": None}
+        "sensors": {s.id: {"last_seen": None, "stale": True, "health": "stale", "battery_v": None,
+                           "kind": s.kind, "readings": 0, "buffered": None, "dropped": None}
                     for s in site.sensors},
         "missed_weeks": None,
         "corrective_actions": [],
@@ -245,6 +255,8 @@ def format_status(config: Config, status: dict[str, Any]) -> str:
                 "%Y-%m-%d %H:%M %Z")
 
         lines += ["", f"{site.id} — {site.name or ''} (condition {site.condition})"]
+        if storm_duty_unwatched(site):
+            lines.append(f"  {NO_GAUGE}: no storm is seen, no 24-hour inspection is asked for")
         if s.get("recorded_at") is None:
             lines.append("  UNKNOWN: no state recorded for this site yet (the daemon records"
                          " it while it runs)")
@@ -286,10 +298,10 @@ def format_status(config: Config, status: dict[str, Any]) -> str:
             else:
                 lines.append(f"  trap {tid}: {fill} of design volume ({t['state']})")
         for pid, t in s["turbidity"].items():
-            delta = "" if t["delta_ntu"] is None else f", +{t['delta_ntu']:g} NTU over background"
+            delta = "" if t["delta_ntu"] is None else f", {t['delta_ntu']:+g} NTU over background"
             lines.append(f"  turbidity {pid}: {t['state']}{delta}")
         for sid, h in s["sensors"].items():
-            health = "STALE" if h["stale"] else "ok"
+            health = {"stale": "STALE", "unknown": UNKNOWN_HEALTH}.get(h["health"], "ok")
             batt = "" if h["battery_v"] is None else f", battery {h['battery_v']:.2f} V"
             node = "".join(f", {h[k]} {k}" for k in ("buffered", "dropped") if h.get(k))
             lines.append(f"  sensor {sid}: {health}, last seen {local(h['last_seen'])}{batt}{node}")
@@ -312,6 +324,11 @@ def format_status(config: Config, status: dict[str, Any]) -> str:
         lines.append(f"  {behind} journal row(s) not applied yet: the state above is from before"
                      " them (the daemon applies them when it runs)")
     return "\n".join(lines)
+
+
+#: How ``status`` says the health of a gauge whose silence says nothing.
+UNKNOWN_HEALTH = ("health unknown (reporting: on_tip without heartbeat_minutes: a dry gauge "
+                  "and a dead one look alike)")
 
 
 def _clock_line(site: SiteConfig, sensor_id: str, clock: dict[str, Any],

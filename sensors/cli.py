@@ -90,14 +90,46 @@ def cmd_run(path: str) -> int:
     return EXIT_OK
 
 
+_DESCRIPTION = """\
+The stormwatch sensor-node runtime, for the site's Raspberry Pi: it reads the
+sensors on a schedule, commits every reading to an on-disk buffer, publishes
+it (QoS 1, MQTT v5) and deletes it only when the broker acknowledges it.
+Offline, readings wait in the buffer and go out in order, with their own
+timestamps, when the link returns. SIGTERM or Ctrl-C stops it within a few
+seconds, exit 0: it stops reading, waits up to 2 s for the acknowledgements
+in flight and keeps everything else in the buffer."""
+
+_EPILOG = """\
+  stormwatch-node --config /etc/stormwatch-node/node.yaml   run the node
+  stormwatch-node check-config FILE                        validate a file
+
+Wiring, calibration, offline behaviour, adding a sensor: sensors/README.md.
+exit codes: 0 ok, 1 it could not start (hardware or a file missing; the
+reason on one line), 2 bad usage or bad configuration."""
+
+_CHECK_DESCRIPTION = """\
+Validates the file and the files it names (the broker password, the CA
+certificate, a csv driver's input, the buffer's directory): exit 0 with a
+one-line summary, or exit 2 with one `path.to.field: message` line per
+problem.
+
+config/node.example.yaml names the paths of a set-up Pi, so on any other
+machine this reports them missing (exit 2). To try it elsewhere, use a copy
+whose paths exist (sensors/README.md, "Trying check-config", shows how)."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="stormwatch-node",
-                                     description="stormwatch sensor-node runtime (DESIGN § 10)")
-    parser.add_argument("--config", help="the node's YAML configuration")
+    parser = argparse.ArgumentParser(
+        prog="stormwatch-node", description=_DESCRIPTION, epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", metavar="FILE",
+                        help="the node's YAML configuration (config/node.example.yaml)")
     parser.add_argument("--log-level", default="info",
                         choices=("debug", "info", "warning", "error"))
     sub = parser.add_subparsers(dest="command")
-    check = sub.add_parser("check-config", help="validate a configuration file and exit")
+    check = sub.add_parser("check-config", help="validate a configuration file and exit",
+                           description=_CHECK_DESCRIPTION,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
     check.add_argument("file")
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,

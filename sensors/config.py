@@ -239,11 +239,16 @@ class CsvSensor(SensorBase):
     #: max: as fast as the buffer takes them; realtime; or a factor (10 = ten times faster).
     speed: Annotated[Literal["max", "realtime"] | PositiveFloat,
                      BeforeValidator(_speed)] = "realtime"
+    #: Rain, a per-tip file (a row per tip): a tip this many seconds or less after the
+    #: last counted one is a double tip, not counted (``counter.is_double_tip``).
+    debounce_s: NonNegativeFloat = 1.0
 
     @model_validator(mode="after")
     def _no_period(self) -> CsvSensor:
         if "every_s" in self.model_fields_set:
             raise ValueError("every_s: not used by the csv driver (rows keep their own times)")
+        if "debounce_s" in self.model_fields_set and self.kind != "rain":
+            raise ValueError("debounce_s: applies to rain sensors only (per-tip files)")
         return self
 
 

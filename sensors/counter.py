@@ -15,6 +15,11 @@ Either way the node adds the tips to its own 64-bit ``tips_total``, committed
 with each reading, so the daemon never sees a decrease: not at a reboot, not
 when a 16-bit hardware counter wraps, not when the logger is reset.
 
+A logger's per-tip records (a row per tip, the ``csv`` driver) bounce like a
+reed switch: a tip that follows the last counted one by ``debounce_s`` or less
+is a double tip and is not counted (``is_double_tip``; the daemon's ``replay``
+has the same rule in ``monitor/pertip.py``, and a test holds the two together).
+
 Wrap or reset, with the daemon's rule (DESIGN § 3, ``monitor/engine/rain.py``):
 a drop from within 2 % of 2^16 or 2^32 (or of 2^``counter_bits`` when the
 width is known) to a value below 2 % of it is a wrap and counts on across it;
@@ -47,3 +52,12 @@ def tips_between(before: int | None, after: int, bits: int | None = None) -> int
         if width - margin <= before < width and after < margin:
             return after + width - before
     return after  # reset: the counter started again from zero
+
+
+def is_double_tip(last_tip_ms: int | None, ts_ms: int, debounce_s: float) -> bool:
+    """Whether a tip at ``ts_ms`` is the bounce of the counted tip at ``last_tip_ms``:
+    it follows it by ``debounce_s`` or less (records have one-second resolution, and a
+    double tip is written 1 s after the first); never when ``debounce_s`` is 0."""
+    if last_tip_ms is None or debounce_s <= 0:
+        return False
+    return 0 <= ts_ms - last_tip_ms <= round(debounce_s * 1000)

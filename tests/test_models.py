@@ -808,7 +808,8 @@ def test_row_parser_is_parse_row(ts: str, site: str, sensor: str, cells: list[st
     the same rejection, reason and detail."""
     row = [ts, site, sensor, *cells, inspector, kind]
     parser = RowParser(CONFIG, _HEADER)
-    fast = parser.parse(row, ref_ms=ref)
+    # Every site's reference the same (replay keeps one per site: admission.SiteNewest).
+    fast = parser.parse(row, refs={} if ref is None else {s: ref for s in (SITE, "site-b")})
     slow = parse_row(CONFIG, {k: v for k, v in zip(_HEADER, row, strict=True) if v},
                      ref_ms=ref, check_future=False)
     assert fast == slow
@@ -817,8 +818,8 @@ def test_row_parser_is_parse_row(ts: str, site: str, sensor: str, cells: list[st
 def test_row_parser_takes_plain_rows_on_its_fast_path() -> None:
     parser = RowParser(CONFIG, _HEADER)
     row = [ISO, SITE, "rg1", "12", "", "", "", "", "", "", "3.9", "", ""]
-    assert parser._fast(row, REF) == Reading(SITE, "rg1", "rain", TS, tips_total=12,
+    assert parser._fast(row, {SITE: REF}) == Reading(SITE, "rg1", "rain", TS, tips_total=12,
                                               battery_v=3.9)
-    too_old = parser._fast(["2026-04-20T00:00:00Z", *row[1:]], REF)
+    too_old = parser._fast(["2026-04-20T00:00:00Z", *row[1:]], {SITE: REF})
     assert isinstance(too_old, Rejection) and too_old.reason is RejectReason.too_old
-    assert parser._fast([ISO, SITE, "rg1", "12.0", *row[4:]], REF) is None  # the general path
+    assert parser._fast([ISO, SITE, "rg1", "12.0", *row[4:]], {SITE: REF}) is None  # general path

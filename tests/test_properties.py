@@ -29,12 +29,18 @@ SPAN_MIN = 12 * 60  # half a day: two storms and a silence fit, and 200 examples
 #: rg1 publishes its counter every 5 minutes (with a 40-minute silence, rain
 #: revealed after it, and sometimes a 16-bit wrap), rg2 only when it rains
 #: (stale most of the time), rg3 never (stale from the start): with gauges
-#: all or mean, which gauges count changes all the time.
+#: all or mean, which gauges count changes all the time. Issue 18: rg4 and rg5
+#: report only when they tip (``on_tip``), rg4 with heartbeats (its own status
+#: and its node's, tb-up's, which sometimes stop), rg5 without (health unknown);
+#: rg1's node status sometimes says it holds a backlog (``buffered``).
 SENSORS = [
     {"id": "rg1", "kind": "rain", "in_per_tip": 0.01},
     {"id": "rg2", "kind": "rain"},
     {"id": "rg3", "kind": "rain"},
-    {"id": "tb-up", "kind": "turbidity", "max_ntu": 400},
+    {"id": "rg4", "kind": "rain", "reporting": "on_tip", "heartbeat_minutes": 30,
+     "node": "pi-1"},
+    {"id": "rg5", "kind": "rain", "reporting": "on_tip"},
+    {"id": "tb-up", "kind": "turbidity", "max_ntu": 400, "node": "pi-1"},
     {"id": "tb-down", "kind": "turbidity", "max_ntu": 400},
     {"id": "trap1-depth", "kind": "sediment", "sensor_height_in": 60},
 ]
@@ -68,6 +74,8 @@ def scenario(seed: int, storm_list: list[tuple[int, int, int]], n_insp: int) -> 
     gone_quiet = rng.randrange(SPAN_MIN)
     swapped = rng.randrange(SPAN_MIN)
     cleaned = rng.choice([None, rng.randrange(SPAN_MIN)])
+    on_tip_total = 0
+    node_quiet = rng.randrange(SPAN_MIN)
     for m in range(0, SPAN_MIN, 5):
         t = START + m * MS_PER_MINUTE
         tips = sum(rate[m:m + 5])
@@ -75,9 +83,18 @@ def scenario(seed: int, storm_list: list[tuple[int, int, int]], n_insp: int) -> 
         if not (gone_quiet <= m < gone_quiet + 40):  # a gap: stale, then recovered
             items.append(Reading(SITE, "rg1", "rain", t, tips_total=total % 65_536,
                                  battery_v=3.9))
+        if m % 15 == 0:
+            items.append(Reading(SITE, "rg1", "status", t + 30_000,
+                                 buffered=rng.choice([0, 0, 4])))
         if tips:
             seq += 1
             items.append(Reading(SITE, "rg2", "rain", t, precip_in=tips / 100, seq=seq * 10))
+            on_tip_total += tips
+            items.append(Reading(SITE, "rg4", "rain", t + 20_000, tips_total=on_tip_total))
+            items.append(Reading(SITE, "rg5", "rain", t + 40_000, tips_total=on_tip_total))
+        if m % 20 == 0 and not (node_quiet <= m < node_quiet + 90):
+            items.append(Reading(SITE, rng.choice(["rg4", "tb-up"]), "status", t + 10_000,
+                                 battery_v=3.8, buffered=rng.choice([0, 1])))
         up = 8 + rng.random() * 4 + tips
         down = up + (rng.random() * 12 if any(rate[max(0, m - 60):m + 1]) else rng.random())
         if swapped <= m < swapped + 60:  # issue 18: probes swapped for an hour

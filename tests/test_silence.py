@@ -80,7 +80,9 @@ def test_the_default_rule_is_event_total_and_a_long_drizzle_qualifies(tmp_path: 
         "started_at": iso(T0 + MIN), "qualified_at": iso(T0 + 1471 * MIN),
         "total_in": 0.5, "max_24h_in": 0.48, "due": iso(T0 + 1471 * MIN + 24 * H),
         "uncertain_in": 0.0, "gauges": ["rg1"], "threshold_in": 0.5, "mode": "event_total",
-        "clock_id": "storm-rg1-20260501T000100Z"}
+        "clock_id": "storm-rg1-20260501T000100Z",
+        # Nothing revealed: the qualification's time is known.
+        "qualified_not_before": None, "due_not_before": None}
 
 
 def test_event_24h_is_still_there_for_permits_that_say_so(tmp_path: Path) -> None:
@@ -111,7 +113,10 @@ def test_rain_revealed_after_a_silence_stays_in_the_storm(tmp_path: Path) -> Non
         "event_id": "rg1-20260501T000100Z", "started_at": iso(T0 + MIN), "qualified_at": back,
         "total_in": 0.7, "max_24h_in": 0.7, "due": iso(T0 + 35 * H), "uncertain_in": 0.4,
         "gauges": ["rg1"], "threshold_in": 0.5, "mode": "event_total",
-        "clock_id": "storm-rg1-20260501T000100Z"}
+        "clock_id": "storm-rg1-20260501T000100Z",
+        # Issue 18, item 7: the 0.40 in fell somewhere in 01:00..11:00, so the storm may
+        # have qualified as early as 01:00, and the inspection been due at 01:00 + 24 h.
+        "qualified_not_before": iso(T0 + 60 * MIN), "due_not_before": iso(T0 + 25 * H)}
     (end,) = of(events, "storm_ended")
     assert own(end) == {
         "type": "storm_ended", "site": SITE, "at": back, "gauge": "rg1",

@@ -4,9 +4,10 @@
 #   * random secrets in deploy/secrets/ (kept when they exist already):
 #     influx_token, influx_admin_password, grafana_admin_password, mqtt_password;
 #   * the Mosquitto ACL, generated from compose/stormwatch.yaml by `stormwatch acl`;
-#   * the Mosquitto password file: the daemon's account (stormwatch) and one
-#     account per sensor ({site}.{sensor}) whose passwords are printed once
-#     and kept in secrets/nodes.txt, to load onto the sensor nodes.
+#   * the Mosquitto password file: the daemon's account (stormwatch) and every
+#     other account of the ACL (one per node, {site}.{node} or {site}.{sensor},
+#     and one per site, {site}.qp) whose passwords are printed once and kept in
+#     secrets/nodes.txt, to load onto the sensor nodes.
 #
 # Run from anywhere: deploy/compose/setup.sh. Needs docker (compose v2).
 set -euo pipefail

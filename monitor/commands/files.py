@@ -13,7 +13,7 @@ import json
 import sys
 
 from ..config import Config
-from ..plausible import warnings
+from ..plausible import NO_GAUGE, storm_duty_unwatched, warnings
 from .common import EXIT_OK, EXIT_USAGE, UsageError, emit, load, write_file
 
 
@@ -35,7 +35,8 @@ def summarise(config: Config) -> str:
     for site in config.sites:
         kinds = {k: sum(1 for s in site.sensors if s.kind == k)
                  for k in ("rain", "turbidity", "sediment")}
-        clocks = ("storm and 7-day inspection clocks" if site.clocks_apply
+        clocks = (f"7-day inspection clocks; {NO_GAUGE}" if storm_duty_unwatched(site)
+                  else "storm and 7-day inspection clocks" if site.clocks_apply
                   else "storms recorded as informational (no inspection clocks)")
         parts.append(
             f"{site.id} ({site.name or 'unnamed'}, condition {site.condition}, {site.timezone}): "
@@ -76,6 +77,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
         print(f"replay: {result.rows} rows, {total} rejected ({reasons})", file=sys.stderr)
         for line in result.first_rejects[:5]:
             print(f"  {line}", file=sys.stderr)
+    # Per-tip rows: how many, and the double tips dropped (monitor/pertip.py).
+    for line in result.per_tip.summary() if result.per_tip and not args.quiet else ():
+        print(f"replay: {line}", file=sys.stderr)
     return EXIT_OK
 
 

@@ -17,6 +17,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ..config import Config
+from ..invocation import program
 from ..localtime import local_text
 from .common import (
     EXIT_CHECK_FAILED,
@@ -165,8 +166,8 @@ def _logbook_anchor(config: Config, args: argparse.Namespace) -> int:
     else:
         emit(f"log book head: {head.describe(chain_zone(config))}\n")
         if not verdict.problems:
-            emit(f"hash chain intact ({verdict.rows} rows); check later with: stormwatch logbook"
-                 f" verify --config {config_path} --anchor {head.anchor}\n")
+            emit(f"hash chain intact ({verdict.rows} rows); check later with: {program()}"
+                 f" logbook verify --config {config_path} --anchor {head.anchor}\n")
         for v in sent or []:
             detail = "" if v.result.ok else f": {v.result.error}"
             emit(mask(f"{'sent  ' if v.result.ok else 'FAILED'} {v.target.describe()}{detail}")

@@ -14,12 +14,8 @@ of storms and inspections in a season, so this is cheap), which is what makes
 late data and late inspections come out exactly as if they had arrived in
 order.
 
-Site storms. Gauges of one site see the same weather, so their events are
-grouped: events whose extents (start to last rain plus the dry gap) overlap
-belong to one site storm. ``gauges: any`` qualifies the site storm at the
-first gauge that qualifies, ``all`` when the last gauge does (every gauge must
-qualify), ``mean`` uses the averaged virtual gauge ``mean`` alone. Each
-qualifying site storm is one ``storm_qualified`` and one storm clock.
+Site storms (which gauge events make one storm, and one clock) come from
+``sitestorms.py``.
 
 A clock's life: it opens (a storm qualifies, or
 the previous routine clock was satisfied), passes each reminder instant
@@ -47,7 +43,6 @@ What can no longer change is taken out of memory by ``settle.py``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,75 +52,20 @@ from .events import (
     Body,
     ClockClosed,
     Fact,
-    GaugeQualified,
     InspectionBackdated,
     InspectionDueSoon,
     InspectionMissed,
     InspectionOverdue,
     InspectionRecorded,
-    SensorRecovered,
-    SensorStale,
     SiteClosed,
-    StormEnded,
     StormQualified,
-    StormStarted,
     make_id,
 )
 from .inputs import Inspection, SiteClosure
+from .rain import iso_or_none, revealed_due
 from .routine import WEEK_MS, Anchor, routine_chain
-from .times import hours_ms, iso, parse_iso
-
-MEAN_GAUGE = "mean"
-
-
-@dataclass(frozen=True, slots=True)
-class GaugeStorm:
-    """One gauge's storm event, as its facts describe it."""
-
-    gauge: str
-    event_id: str
-    started_at: int
-    ended_at: int | None
-    qualified_at: int | None = None
-    q_total_in: float = 0.0
-    q_max_24h_in: float = 0.0
-    last_rain: int | None = None
-    #: The ids of the gauge facts this storm was rebuilt from (dropped when it settles).
-    fact_ids: tuple[str, ...] = ()
-    q_uncertain_in: float = 0.0
-    q_gauges: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class StaleSpan:
-    """A time a gauge was stale: ``[start_ms, end_ms)``, open while ``end_ms`` is None."""
-
-    start_ms: int
-    end_ms: int | None
-    fact_ids: tuple[str, ...]
-
-    def covers(self, ts_ms: int) -> bool:
-        return self.start_ms <= ts_ms and (self.end_ms is None or ts_ms < self.end_ms)
-
-
-def stale_spans(facts: Iterable[Fact]) -> dict[str, list[StaleSpan]]:
-    """The stale spans of each sensor, from its ``sensor_stale``/``sensor_recovered`` facts
-    (a recovery names the instant its staleness began)."""
-    starts: dict[tuple[str, int], Fact] = {}
-    ends: dict[tuple[str, int], Fact] = {}
-    for fact in facts:
-        body = fact.body
-        if isinstance(body, SensorStale):
-            starts[(body.sensor, fact.at_ms)] = fact
-        elif isinstance(body, SensorRecovered):
-            ends[(body.sensor, parse_iso(body.stale_since))] = fact
-    out: dict[str, list[StaleSpan]] = {}
-    for (sensor, start), fact in sorted(starts.items()):
-        end = ends.get((sensor, start))
-        out.setdefault(sensor, []).append(StaleSpan(
-            start, end.at_ms if end is not None else None,
-            (fact.id,) if end is None else (fact.id, end.id)))
-    return out
+from .sitestorms import GaugeStorm, gauge_storms, qualifying_storms, stale_spans
+from .times import hours_ms, iso
 
 
 @dataclass(slots=True)
@@ -192,106 +132,6 @@ class SiteClocks:
     changed: set[str] = field(default_factory=set)
 
 
-def gauge_storms(facts: list[Fact]) -> list[GaugeStorm]:
-    """Rebuild gauge storm events from the rain folds' facts."""
-    by_event: dict[tuple[str, str], dict[str, Any]] = {}
-    for fact in facts:
-        body = fact.body
-        if not isinstance(body, StormStarted | GaugeQualified | StormEnded):
-            continue
-        rec = by_event.setdefault((body.gauge, body.event_id), {
-            "gauge": body.gauge, "event_id": body.event_id, "started_at": None,
-            "ended_at": None, "qualified_at": None, "q_total_in": 0.0, "q_max_24h_in": 0.0,
-            "q_uncertain_in": 0.0, "q_gauges": (body.gauge,), "ids": [],
-        })
-        rec["ids"].append(fact.id)
-        if isinstance(body, StormStarted):
-            rec["started_at"] = fact.at_ms
-        elif isinstance(body, GaugeQualified):
-            rec["qualified_at"] = fact.at_ms
-            rec["q_total_in"] = body.total_in
-            rec["q_max_24h_in"] = body.max_24h_in
-            rec["q_uncertain_in"] = body.uncertain_in
-            rec["q_gauges"] = body.gauges
-        else:
-            rec["ended_at"] = fact.at_ms
-    storms = []
-    for rec in by_event.values():
-        if rec["started_at"] is None:
-            continue
-        storms.append(GaugeStorm(rec["gauge"], rec["event_id"], rec["started_at"],
-                                 rec["ended_at"], rec["qualified_at"], rec["q_total_in"],
-                                 rec["q_max_24h_in"], rec["ended_at"], tuple(sorted(rec["ids"])),
-                                 rec["q_uncertain_in"], rec["q_gauges"]))
-    storms.sort(key=lambda s: (s.started_at, s.gauge))
-    return storms
-
-
-def group_storms(storms: list[GaugeStorm], gap_ms: int) -> list[list[GaugeStorm]]:
-    """Gauge events whose extents overlap form one site storm."""
-    groups: list[list[GaugeStorm]] = []
-    reach = -1
-    for storm in storms:
-        end = storm.ended_at + gap_ms if storm.ended_at is not None else 2**62
-        if groups and storm.started_at < reach:
-            groups[-1].append(storm)
-            reach = max(reach, end)
-        else:
-            groups.append([storm])
-            reach = end
-    return groups
-
-
-@dataclass(frozen=True, slots=True)
-class SiteStorm:
-    """A qualifying site storm: the gauge event that qualified it, its group, and the
-    gauges that counted."""
-
-    rep: GaugeStorm
-    group: list[GaugeStorm]
-    gauges: tuple[str, ...]
-
-
-def qualifying_storms(site: SiteConfig, storms: list[GaugeStorm],
-                      spans: dict[str, list[StaleSpan]] | None = None) -> list[SiteStorm]:
-    """The site storms that qualify. ``gauges: all`` needs every gauge that is not stale
-    (``spans``) at the instant: the site qualifies with the first gauge event after
-    which each gauge has qualified or is stale."""
-    rules = site.rain
-    if rules.gauges == "mean":
-        return [SiteStorm(s, [s], s.q_gauges) for s in storms
-                if s.gauge == MEAN_GAUGE and s.qualified_at is not None]
-    spans = spans or {}
-
-    def stale(gauge: str, ts_ms: int) -> bool:
-        return any(span.covers(ts_ms) for span in spans.get(gauge, ()))
-
-    real = [s for s in storms if s.gauge != MEAN_GAUGE]
-    out = []
-    gauge_ids = {g.id for g in site.gauges()}
-    for group in group_storms(real, hours_ms(rules.dry_gap_hours)):
-        first_by_gauge: dict[str, GaugeStorm] = {}
-        for s in group:
-            if s.qualified_at is None:
-                continue
-            best = first_by_gauge.get(s.gauge)
-            if best is None or (s.qualified_at or 0) < (best.qualified_at or 0):
-                first_by_gauge[s.gauge] = s
-        if not first_by_gauge:
-            continue
-        ranked = sorted(first_by_gauge.values(), key=lambda s: (s.qualified_at or 0, s.gauge))
-        if rules.gauges == "any":
-            out.append(SiteStorm(ranked[0], group, (ranked[0].gauge,)))
-            continue
-        for i, rep in enumerate(ranked):
-            at = rep.qualified_at or 0
-            counted = {s.gauge for s in ranked[:i + 1]}
-            if all(g in counted or stale(g, at) for g in gauge_ids):
-                out.append(SiteStorm(rep, group, tuple(sorted(counted))))
-                break
-    return out
-
-
 def closes_clocks(insp: Inspection) -> bool:
     """Whether an inspection may close a clock: ``other`` never does (the shell records
     an inspection by someone off the roster as ``other``)."""
@@ -330,6 +170,8 @@ def compute(site: SiteConfig, gauge_facts: list[Fact], inspections: list[Inspect
             ended = [s.ended_at for s in group]
             start = None if any(e is None for e in ended) else max(e for e in ended if e)
         due = start + within if start is not None and site.clocks_apply else None
+        not_before = revealed_due(rep.q_not_before, rep.qualified_at, start, due, within,
+                                  rules.clock_start)
         if site.clocks_apply:
             result.clocks.append(Clock(clock_id, "storm", rep.qualified_at, start, due,
                                        storm=rep))
@@ -342,13 +184,15 @@ def compute(site: SiteConfig, gauge_facts: list[Fact], inspections: list[Inspect
                         uncertain_in=rep.q_uncertain_in, gauges=site_storm.gauges,
                         threshold_in=rules.threshold_in, mode=rules.mode,
                         clock_id=clock_id if site.clocks_apply else None,
-                        informational=None if site.clocks_apply else True))
+                        informational=None if site.clocks_apply else True,
+                        qualified_not_before=iso_or_none(rep.q_not_before),
+                        due_not_before=iso_or_none(not_before)))
         other[fact.id] = fact
 
     if site.clocks_apply:
         closed_ms = closure.ts_ms if closure is not None else None
         for rc in routine_chain(site, inspections, first_seen_ms, anchor, closed_ms,
-                                closes_clocks):
+                                closes_clocks, now_ms):
             result.clocks.append(Clock(
                 rc.clock_id, "routine", rc.start, rc.start, rc.due,
                 rc.closed_by.ts_ms if rc.closed_by is not None else None, rc.closed_by,

@@ -20,10 +20,13 @@ order and duplicates do not change it.
 *Now* is the later of the newest tick and the newest event time seen, so a
 replay that never ticks still lets time pass with its readings.
 
-Bounded memory (a season is months). Each time the newest event time enters
-a new ``COMPACT_EVERY_MS`` block, the engine moves each site's *horizon* up to
-``lateness_days`` plus a day before it: input older than that is refused from then on, so what
-it decided is final. The timelines drop their checkpoints and facts before the
+Bounded memory (a season is months). Each time a site's newest event time
+enters a new ``COMPACT_EVERY_MS`` block, the engine moves that site's
+*horizon* up to ``lateness_days`` plus a day before it: input older than that
+is refused from then on, so what it decided is final. Each site by its own
+newest input, as the ingest rule judges ``too_old`` (DESIGN § 3): a replay
+file grouped by site feeds a site whose rows are older than another's newest,
+and none of them may be refused for that. The timelines drop their checkpoints and facts before the
 horizon, the clocks settle what is closed before it, and the published record
 forgets those facts. They are not lost: ``drain_settled`` hands them to the
 caller (the daemon has them in its store already; ``replay`` prints them).
@@ -40,7 +43,7 @@ from typing import Any
 from ..config import Config
 from . import clocks
 from .events import Event, Fact, in_event_order
-from .health import never_heard
+from .health import HealthFold, never_heard
 from .inputs import Inspection, Reading, SiteClosure
 from .rain import GaugeFold
 from .settle import settle
@@ -71,7 +74,7 @@ COMPACT_EVERY_MS = 6 * MS_PER_HOUR
 #: its last revision number (should it ever hold again, it continues from there).
 RETIRE_AFTER_MS = 7 * MS_PER_DAY
 #: The shape of ``Engine.dump()``; another version is rebuilt from the journal.
-DUMP_VERSION = 3
+DUMP_VERSION = 4
 
 
 @dataclass
@@ -112,8 +115,6 @@ class Engine:
         #: (a restart) retracts facts the live engine settled.
         self.tick_refreshed = False
         self.stats = Stats()
-        #: The block of event time of the last compaction.
-        self._compacted_block: int | None = None
         self._settled: list[Event] = []
         #: Ids published as retracted (the few ``_retire`` looks at).
         self._retracted: set[str] = set()
@@ -195,8 +196,10 @@ class Engine:
             # Older than what was already folded into the timelines' base state.
             self.stats.too_old += 1
             return []
-        targets = [] if reading.kind == "status" else list(se.routes.get(reading.sensor, ()))
-        targets.append(health)
+        if reading.kind == "status":
+            targets = list(se.status_routes.get(reading.sensor, ()))
+        else:
+            targets = [*se.routes.get(reading.sensor, ()), health]
         if self.watermark_ms is not None and self.watermark_ms - ts > LATE_NOTE_MS:
             self.stats.late += 1
         if self.window is not None:
@@ -212,7 +215,7 @@ class Engine:
             if not changed:
                 continue
             out += self._publish(tl.truth, changed)
-            if isinstance(tl.fold, GaugeFold) or tl is health:
+            if isinstance(tl.fold, GaugeFold | HealthFold):
                 clocks_dirty = note_storm_facts(se, tl.truth, changed) or clocks_dirty
         if not inserted and targets:
             # Every timeline knew this message already: a redelivery.
@@ -226,18 +229,20 @@ class Engine:
             se.first_seen_ms = ts
             clocks_dirty = clocks_dirty or (site.active_since is None)
             silence_dirty = True
-        first = se.first_ms.get(reading.sensor)
-        if first is None or ts < first:
-            se.first_ms[reading.sensor] = ts
-            silence_dirty = True
-        self._advance_watermark(ts)
+        # A status is a sign of life of the on_tip gauges of its node too (site.py).
+        for sid in se.heard_by.get(reading.sensor, ()) if reading.kind == "status" \
+                else (reading.sensor,):
+            first = se.first_ms.get(sid)
+            if first is None or ts < first:
+                se.first_ms[sid] = ts
+                silence_dirty = True
+        self._advance_watermark(se, ts)
         if clocks_dirty:
             out += self._recompute_clocks(se)
         if silence_dirty:
             out += self._recompute_silence(se)
-        if self.watermark_ms is not None and \
-                self.watermark_ms // COMPACT_EVERY_MS != self._compacted_block:
-            self._compact()
+        if se.newest_ms is not None and se.newest_ms // COMPACT_EVERY_MS != se.compacted_block:
+            self._compact(se)
         return _ordered(out) if len(out) > 1 else out
 
     def _apply_inspection(self, se: SiteEngine, insp: Inspection) -> list[Event]:
@@ -254,7 +259,7 @@ class Engine:
         if se.last_inspection_ms is None or insp.ts_ms > se.last_inspection_ms:
             se.last_inspection_ms = insp.ts_ms
         self.stats.accepted += 1
-        self._advance_watermark(insp.ts_ms)
+        self._advance_watermark(se, insp.ts_ms)
         return _ordered(self._recompute_clocks(se))
 
     def _apply_closure(self, se: SiteEngine, closure: SiteClosure) -> list[Event]:
@@ -264,12 +269,14 @@ class Engine:
             return []
         se.closure = closure
         self.stats.accepted += 1
-        self._advance_watermark(closure.ts_ms)
+        self._advance_watermark(se, closure.ts_ms)
         return _ordered(self._recompute_clocks(se))
 
-    def _advance_watermark(self, ts: int) -> None:
+    def _advance_watermark(self, se: SiteEngine, ts: int) -> None:
         if self.watermark_ms is None or ts > self.watermark_ms:
             self.watermark_ms = ts
+        if se.newest_ms is None or ts > se.newest_ms:
+            se.newest_ms = ts
 
     def _recompute_clocks(self, se: SiteEngine) -> list[Event]:
         se.clocks_now_ms = self.now_ms
@@ -316,18 +323,14 @@ class Engine:
             out.append(event)
         return out
 
-    def _compact(self) -> None:
-        if self.watermark_ms is None:
+    def _compact(self, se: SiteEngine) -> None:
+        """Move the site's horizon up to its newest input's block (module docstring)."""
+        if se.newest_ms is None:
             return
-        block = self.watermark_ms // COMPACT_EVERY_MS
-        if block == self._compacted_block:
-            return
-        self._compacted_block = block
-        for se in self.sites.values():
-            horizon = bucket_of(self.watermark_ms - round(se.config.lateness_days * MS_PER_DAY)
-                                - COMPACT_MARGIN_MS)
-            if se.compacted_ms is not None and horizon <= se.compacted_ms:
-                continue
+        se.compacted_block = se.newest_ms // COMPACT_EVERY_MS
+        horizon = bucket_of(se.newest_ms - round(se.config.lateness_days * MS_PER_DAY)
+                            - COMPACT_MARGIN_MS)
+        if se.compacted_ms is None or horizon > se.compacted_ms:
             final: list[str] = []
             for _, tl in se.all_timelines():
                 final += tl.compact(horizon)
@@ -372,9 +375,6 @@ class Engine:
             "watermark_ms": self.watermark_ms,
             "tick_ms": self.tick_ms,
             "stats": self.stats.to_json(),
-            # When the next compaction runs is part of the state: the restored
-            # engine must forget what the uninterrupted one forgets, when it does.
-            "compacted_block": self._compacted_block,
             "published": [e.to_json() for e in self.published.values()],
             "retired": self.retired,
             "window": self.window.dump() if self.window is not None else None,
@@ -395,7 +395,6 @@ class Engine:
         eng.watermark_ms = data["watermark_ms"]
         eng.tick_ms = data["tick_ms"]
         eng.stats = Stats(**data["stats"])
-        eng._compacted_block = data["compacted_block"]
         for raw in data["published"]:
             event = Event.from_json(raw)
             eng.published[event.id] = event

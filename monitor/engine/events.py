@@ -6,7 +6,9 @@ concludes it, so a misspelt or missing field is a type error where the event
 is made, and consumers read attributes. ``EVENT_TYPES`` maps each type name to
 its class; ``EVENT_FIELDS`` (the fields of each type) is read off the classes.
 A body's JSON has every field without a default (the contract's, null
-included) and the optional ones only when set.
+included) and the optional ones only when set; a contract field added later
+(``contract_field``) has a default, so records written before it still read,
+and is in the JSON always, null included.
 
 A ``Fact`` is what the rules conclude (site, event time, stable id and the
 body). An ``Event`` is a fact as published: with the ``revision`` it has
@@ -26,6 +28,15 @@ from typing import Any, ClassVar, Literal
 
 from .times import iso, parse_iso
 
+#: Field metadata: a field of the § 5 contract, in the JSON even when null.
+CONTRACT = "contract"
+
+
+def contract_field() -> Any:
+    """A § 5 field added to a type later: null unless set, always in the JSON, and
+    absent from older records (which then read as null)."""
+    return dataclasses.field(default=None, metadata={CONTRACT: True})
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Body:
@@ -37,7 +48,8 @@ class Body:
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if value is None and f.default is not dataclasses.MISSING:
+            if value is None and f.default is not dataclasses.MISSING \
+                    and not f.metadata.get(CONTRACT):
                 continue  # an optional field that is not set
             out[f.name] = list(value) if isinstance(value, tuple) else value
         return out
@@ -87,6 +99,11 @@ class StormQualified(Body):
     mode: str
     clock_id: str | None = None
     informational: bool | None = None
+    #: Qualified at a reading that revealed rain after a silence (DESIGN § 4): it may
+    #: have qualified as early as the silence began (this), and the inspection may be
+    #: due as early as ``due_not_before``. Both null otherwise.
+    qualified_not_before: str | None = contract_field()
+    due_not_before: str | None = contract_field()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -117,6 +134,7 @@ class GaugeQualified(Body):
     last_rain: str
     uncertain_in: float
     gauges: tuple[str, ...]
+    qualified_not_before: str | None = None
 
 
 # --------------------------------------------------------------------------- inspections

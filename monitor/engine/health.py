@@ -10,6 +10,25 @@ gap the sensor has recovered. Both facts are dated in event time:
 returning message, so a node that buffered its readings while offline and
 sends them late produces the same history as one that never went away.
 
+How a sensor is heard from depends on how it talks. Most publish every
+interval, and any message of theirs (reading or ``status``) is a sign of
+life. A rain gauge with ``reporting: on_tip`` publishes only when its bucket
+tips, so its silence is dry weather, not death: its sign of life is any
+message of it or a ``status`` of its node (the sensors naming the same
+``node``) within ``heartbeat_minutes``. Without ``heartbeat_minutes`` a dead
+on_tip gauge cannot be told from a dry one: its health is *not judged* (no
+``sensor_stale`` ever, ``unknown`` in ``status``), never ``ok``.
+
+Backfill. A node that was offline sends its backlog in order with the
+readings' own timestamps, and its ``status`` stamped now. Health is judged in
+the readings' event time: a status that says the node still holds readings of
+the sensor (``buffered`` > 0) is a sign of life but no evidence about the time
+before it, whose readings are on their way; a gap that ends at such a status is
+judged at the next message that is (a reading, or a status with nothing
+buffered), and dated at the status (when the node was heard again). So the
+readings of a backlog, arriving one by one before the status in event time,
+change no health fact at all, instead of revising one silence per reading.
+
 A sensor that never reports is stale too (missing data is never good news):
 ``never_heard`` concludes ``sensor_stale`` with ``last_seen: null`` once
 ``stale_after_minutes`` have passed since the start of monitoring (the later
@@ -46,6 +65,11 @@ class HealthState:
     #: readings it dropped past its buffer bound (ever).
     buffered: int | None = None
     dropped: int | None = None
+    #: The newest message after which nothing of the sensor is pending (a reading, or
+    #: a status with nothing buffered): silences are judged between these.
+    last_sure: int | None = None
+    #: The first status of a backlog (``buffered`` > 0) after ``last_sure``.
+    pending_from: int | None = None
 
 
 def is_stale(last_seen_ms: int | None, stale_after_ms: int, now_ms: int) -> bool:
@@ -55,13 +79,16 @@ def is_stale(last_seen_ms: int | None, stale_after_ms: int, now_ms: int) -> bool
 
 
 class HealthFold:
-    """Staleness and battery of one sensor, over all its messages (readings and status)."""
+    """Staleness and battery of one sensor, over all its messages (readings and status),
+    and for an on_tip gauge the ``status`` of its node's other sensors."""
 
     def __init__(self, site: str, sensor: SensorConfig) -> None:
         self.site = site
         self.sensor = sensor.id
-        self.stale_ms = minutes_ms(sensor.stale_after_minutes)
+        self.stale_ms = minutes_ms(sensor.silent_after_minutes)
         self.battery_low_v = sensor.battery_low_v
+        #: False for an on_tip gauge without heartbeats: its silence says nothing.
+        self.judged = sensor.health_judged
 
     def initial(self) -> HealthState:
         return HealthState()
@@ -71,18 +98,31 @@ class HealthFold:
         # that is its identity: two messages of one instant with the same battery
         # are one input here (whatever else they carry). Absent battery is -1
         # (volts are never negative), so the key stays plain JSON.
-        return (item.ts_ms, int(item.kind == "status"),
-                -1.0 if item.battery_v is None else item.battery_v)
+        # Whether a status holds a backlog decides what it proves, so it is part of
+        # the identity; a status of another sensor of the node is a heartbeat only.
+        if item.sensor != self.sensor:
+            return (item.ts_ms, 1, 1, -1.0, int(_pending(item)))
+        return (item.ts_ms, 0, int(item.kind == "status"),
+                -1.0 if item.battery_v is None else item.battery_v, int(_pending(item)))
 
     def step(self, state: HealthState, item: Reading, out: list[Fact]) -> None:
         ts = item.ts_ms
-        last = state.last_seen
-        if last is not None and ts - last > self.stale_ms:
-            out.append(self._stale(last))
-            out.append(Fact(self.site, ts, make_id("sensor_recovered", self.site, self.sensor, ts),
-                            SensorRecovered(sensor=self.sensor, last_seen=iso(ts),
-                                            stale_since=iso(last + self.stale_ms))))
+        if _pending(item):
+            if state.pending_from is None:
+                state.pending_from = ts
+        else:
+            sure = state.last_sure
+            back = state.pending_from if state.pending_from is not None else ts
+            if self.judged and sure is not None and back - sure > self.stale_ms:
+                out.append(self._stale(sure))
+                out.append(Fact(self.site, back,
+                                make_id("sensor_recovered", self.site, self.sensor, back),
+                                SensorRecovered(sensor=self.sensor, last_seen=iso(back),
+                                                stale_since=iso(sure + self.stale_ms))))
+            state.last_sure, state.pending_from = ts, None
         state.last_seen = ts
+        if item.sensor != self.sensor:
+            return
         if item.kind == "status":
             state.buffered = item.buffered if item.buffered is not None else state.buffered
             state.dropped = item.dropped if item.dropped is not None else state.dropped
@@ -91,23 +131,24 @@ class HealthFold:
             self._battery(state, ts, item.battery_v, out)
 
     def advance(self, state: HealthState, now_ms: int, out: list[Fact]) -> None:
-        if state.last_seen is not None and now_ms - state.last_seen > self.stale_ms:
+        if self.judged and state.last_seen is not None and \
+                now_ms - state.last_seen > self.stale_ms:
             out.append(self._stale(state.last_seen))
 
     def copy(self, state: HealthState) -> HealthState:
         return HealthState(state.last_seen, state.battery_v, state.battery_low, state.buffered,
-                           state.dropped)
+                           state.dropped, state.last_sure, state.pending_from)
 
     def dump(self, state: HealthState) -> Any:
         return [state.last_seen, state.battery_v, state.battery_low, state.buffered,
-                state.dropped]
+                state.dropped, state.last_sure, state.pending_from]
 
     def load(self, data: Any) -> HealthState:
-        # Snapshots from before node status was kept have three entries.
         return HealthState(*data)
 
-    def is_stale(self, state: HealthState, now_ms: int) -> bool:
-        return is_stale(state.last_seen, self.stale_ms, now_ms)
+    def is_stale(self, state: HealthState, now_ms: int) -> bool | None:
+        """Stale at ``now_ms``; None when that cannot be told (not ``judged``)."""
+        return is_stale(state.last_seen, self.stale_ms, now_ms) if self.judged else None
 
     def _stale(self, last_seen: int) -> Fact:
         return Fact(self.site, last_seen + self.stale_ms,
@@ -128,6 +169,11 @@ class HealthFold:
             state.battery_low = False
 
 
+def _pending(item: Reading) -> bool:
+    """A status of a node that still holds readings of the sensor (a backlog)."""
+    return item.kind == "status" and (item.buffered or 0) > 0
+
+
 def never_heard(site: SiteConfig, first_ms: Mapping[str, int], start_ms: int | None,
                 now_ms: int | None, skip: frozenset[str] = frozenset()) -> dict[str, Fact]:
     """The silence of sensors from the start of monitoring (``start_ms``) to their first
@@ -136,9 +182,9 @@ def never_heard(site: SiteConfig, first_ms: Mapping[str, int], start_ms: int | N
     if start_ms is None or now_ms is None:
         return out
     for sensor in site.sensors:
-        if sensor.id in skip:
+        if sensor.id in skip or not sensor.health_judged:
             continue
-        stale_ms = minutes_ms(sensor.stale_after_minutes)
+        stale_ms = minutes_ms(sensor.silent_after_minutes)
         first = first_ms.get(sensor.id)
         heard_by = first if first is not None else now_ms
         if heard_by - start_ms <= stale_ms:
@@ -146,7 +192,7 @@ def never_heard(site: SiteConfig, first_ms: Mapping[str, int], start_ms: int | N
         since = start_ms + stale_ms
         stale = Fact(site.id, since, make_id("sensor_stale", site.id, sensor.id, "never"),
                      SensorStale(sensor=sensor.id, last_seen=None,
-                                 stale_after_minutes=sensor.stale_after_minutes))
+                                 stale_after_minutes=sensor.silent_after_minutes))
         out[stale.id] = stale
         if first is not None:
             # Its own id: the sensor's timeline may conclude a recovery at the same

@@ -30,22 +30,33 @@ below 2 % of it is the counter *wrapping*: it counts on across the wrap. Any
 other decrease means the node was reset: the new value counts from zero and
 ``counter_reset`` is emitted.
 
-Silence is not dry weather. A gauge publishes its counter every minute, rain
-or not; one that sent nothing for longer than its ``stale_after_minutes`` and
-comes back with a higher counter has *revealed* rain of unknown timing
-(``precip_in`` messages are timed by the node, tip by tip, and are not read
-this way). That rain is
+Silence is not dry weather, for a gauge that reports every interval
+(``reporting: interval``, the default). Such a gauge publishes its counter
+every minute, rain or not; one that sent nothing for longer than its
+``stale_after_minutes`` and comes back with a higher counter has *revealed*
+rain of unknown timing (``precip_in`` messages are timed by the node, tip by
+tip, and are not read this way). That rain is
 placed at the reading that reveals it, and the storm does not end inside the
 silence: only the readings before it are evidence of dry weather, so a storm
 closes there only if its dry gap had passed by the last of them. Tail facts
 concluded during the silence (a provisional ``storm_ended``) are revised by
 the timeline like any other. Each storm counts its revealed rain as
 ``uncertain_in``. A counter that did not move across a silence means the
-silence was dry.
+silence was dry. A storm that qualifies at a revealing reading may have
+qualified as early as the silence began: ``qualified_not_before`` is the last
+message before the silence (the clocks make ``due_not_before`` of it).
+
+A gauge that reports only when its bucket tips (``reporting: on_tip``: event
+loggers, LoRaWAN gauges) is silent whenever it is dry: its silence *is* dry
+weather, every reading's rain belongs at its own time, and nothing is ever
+revealed. Whether it is alive is the business of its heartbeats
+(``heartbeat_minutes``, ``health.py``).
 
 ``gauges: mean`` is one fold over every gauge of the site, and a gauge that is
 stale at a reading (silent longer than its ``stale_after_minutes``, or never
-heard from since the fold's first reading) is left out of the mean: a reading
+heard from since the fold's first reading; an ``on_tip`` gauge: nothing of it
+or its node within ``heartbeat_minutes``, and never stale without them, its
+silence being dry) is left out of the mean: a reading
 of ``k`` live gauges adds its depth times ``L / k`` in units of ``1 / (L *
 1e6)`` inch, ``L`` being the least common multiple of ``1 .. n``, so the mean
 stays an exact integer sum whatever ``k`` is.
@@ -55,7 +66,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,7 +81,7 @@ from .events import (
     make_id,
 )
 from .inputs import Reading
-from .times import MS_PER_DAY, compact, hours_ms, iso, minutes_ms
+from .times import MS_PER_DAY, compact, hours_ms, iso, minutes_ms, parse_iso
 
 MICRO_PER_IN = 1_000_000
 #: A counter within this fraction of its width, dropping below it, wrapped.
@@ -100,6 +111,8 @@ class StormState:
     q_uncertain: int = 0
     #: The gauges that counted at qualification (``mean``: the live ones).
     q_gauges: tuple[str, ...] = ()
+    #: Qualified at a reading that revealed rain after a silence: the silence's start.
+    q_not_before: int | None = None
 
 
 @dataclass(slots=True)
@@ -109,6 +122,8 @@ class GaugeState:
     last_seen: dict[str, int] = field(default_factory=dict)
     #: The fold's first message: a gauge never heard from is stale counted from it.
     first_ms: int | None = None
+    #: The newest heartbeat (``status``) of each ``on_tip`` gauge of a mean.
+    heard: dict[str, int] = field(default_factory=dict)
     storm: StormState | None = None
     # Gauge-level trailing 24 h (rolling_24h mode only).
     rolling: deque[tuple[int, int]] = field(default_factory=deque)
@@ -124,7 +139,8 @@ class GaugeFold:
     """
 
     def __init__(self, site: str, gauge: str, rules: RainRules, sensors: Sequence[SensorConfig],
-                 *, mean: bool = False) -> None:
+                 *, mean: bool = False,
+                 heartbeats: Mapping[str, tuple[str, ...]] | None = None) -> None:
         self.site = site
         self.gauge = gauge
         self.rules = rules
@@ -137,6 +153,18 @@ class GaugeFold:
         self.stale_ms = {s.id: minutes_ms(s.stale_after_minutes) for s in sensors}
         self.wrap_bits = {s.id: (s.counter_bits,) if s.counter_bits else WRAP_BITS
                           for s in sensors}
+        # Only a gauge that reports every interval reveals rain after a silence.
+        self.reveals = {s.id: not s.on_tip for s in sensors}
+        # Liveness in the mean of an on_tip gauge: its heartbeat (None: always live).
+        self.heartbeat_ms = {s.id: minutes_ms(s.heartbeat_minutes) for s in sensors
+                             if s.on_tip and s.heartbeat_minutes is not None}
+        self.always_live = frozenset(s.id for s in sensors if s.on_tip) - set(self.heartbeat_ms)
+        #: Sensors whose ``status`` is a heartbeat of gauges of this fold, and of which.
+        self.heartbeats: dict[str, tuple[str, ...]] = {}
+        for gauge, sources in (heartbeats or {}).items():
+            if mean and gauge in self.heartbeat_ms:
+                for sid in sources:
+                    self.heartbeats[sid] = (*self.heartbeats.get(sid, ()), gauge)
         self.threshold = round(rules.threshold_in * self.units)
         self.gap_ms = hours_ms(rules.dry_gap_hours)
         # The mean's counter resets are each gauge's own facts already.
@@ -148,6 +176,8 @@ class GaugeFold:
         return GaugeState()
 
     def key(self, item: Reading) -> tuple[Any, ...]:
+        if item.kind == "status":
+            return (item.ts_ms, item.sensor, 2, -1, 0)
         if item.tips_total is not None:
             # Counters stamped at the same instant (a node reflashed within the
             # second) are ordered by seq when the node sends one: ordering by value
@@ -159,15 +189,21 @@ class GaugeFold:
 
     def step(self, state: GaugeState, item: Reading, out: list[Fact]) -> None:
         ts = item.ts_ms
+        if item.kind == "status":
+            # A heartbeat of on_tip gauges of the mean (routed here for nothing else).
+            for gauge in self.heartbeats.get(item.sensor, ()):
+                state.heard[gauge] = ts
+            return
         if state.first_ms is None:
             state.first_ms = ts
         previous = state.last_seen.get(item.sensor)
         depth = self._depth(state, item, out)
         # Only a counter tells rain of a silence apart: a ``precip_in`` message is the
         # depth since the previous one, and nodes that send it report each tip as it
-        # falls, so a silence before it is dry weather that went unreported.
+        # falls, so a silence before it is dry weather that went unreported. So is
+        # the silence of a gauge that reports only when it tips.
         revealed = depth > 0 and item.tips_total is not None and previous is not None \
-            and ts - previous > self.stale_ms[item.sensor]
+            and self.reveals[item.sensor] and ts - previous > self.stale_ms[item.sensor]
         # Dry weather is known up to the last message before a silence, not beyond.
         self._close_if_dry(state, previous if revealed and previous is not None else ts, out)
         self._expire(state, ts)
@@ -191,14 +227,20 @@ class GaugeFold:
         if self.mode == "rolling_24h":
             state.rolling.append((ts, depth))
             state.rolling_sum += depth
-        self._qualify(state, storm, ts, out)
+        self._qualify(state, storm, ts, out, previous if revealed else None)
 
     def _live(self, state: GaugeState, ts: int, sensor: str) -> list[str]:
         """The gauges of the mean that are not stale at ``ts`` (``sensor`` reports now)."""
         live = []
         for sid in self.sensors:
             seen = state.last_seen.get(sid, state.first_ms)
-            if sid == sensor or (seen is not None and ts - seen <= self.stale_ms[sid]):
+            limit = self.stale_ms[sid]
+            if sid in self.heartbeat_ms:
+                heard = state.heard.get(sid)
+                seen = heard if seen is None or (heard is not None and heard > seen) else seen
+                limit = self.heartbeat_ms[sid]
+            if sid == sensor or sid in self.always_live or (
+                    seen is not None and ts - seen <= limit):
                 live.append(sid)
         return live
 
@@ -211,10 +253,11 @@ class GaugeFold:
             last_tips=dict(state.last_tips),
             last_seen=dict(state.last_seen),
             first_ms=state.first_ms,
+            heard=dict(state.heard),
             storm=None if storm is None else StormState(
                 storm.started_at, storm.last_rain, storm.total, storm.max24, storm.qualified_at,
                 storm.q_total, storm.q_max24, deque(storm.window), storm.window_sum,
-                storm.uncertain, storm.q_uncertain, storm.q_gauges),
+                storm.uncertain, storm.q_uncertain, storm.q_gauges, storm.q_not_before),
             rolling=deque(state.rolling),
             rolling_sum=state.rolling_sum,
             rolling_armed=state.rolling_armed,
@@ -226,13 +269,14 @@ class GaugeFold:
             "last_tips": state.last_tips,
             "last_seen": state.last_seen,
             "first_ms": state.first_ms,
+            "heard": state.heard,
             "storm": None if storm is None else {
                 "started_at": storm.started_at, "last_rain": storm.last_rain,
                 "total": storm.total, "max24": storm.max24, "qualified_at": storm.qualified_at,
                 "q_total": storm.q_total, "q_max24": storm.q_max24,
                 "window": [list(p) for p in storm.window], "window_sum": storm.window_sum,
                 "uncertain": storm.uncertain, "q_uncertain": storm.q_uncertain,
-                "q_gauges": list(storm.q_gauges),
+                "q_gauges": list(storm.q_gauges), "q_not_before": storm.q_not_before,
             },
             "rolling": [list(p) for p in state.rolling],
             "rolling_sum": state.rolling_sum,
@@ -244,10 +288,10 @@ class GaugeFold:
         storm = None if s is None else StormState(
             s["started_at"], s["last_rain"], s["total"], s["max24"], s["qualified_at"],
             s["q_total"], s["q_max24"], deque((a, b) for a, b in s["window"]), s["window_sum"],
-            s["uncertain"], s["q_uncertain"], tuple(s["q_gauges"]))
+            s["uncertain"], s["q_uncertain"], tuple(s["q_gauges"]), s["q_not_before"])
         return GaugeState(dict(data["last_tips"]), dict(data["last_seen"]), data["first_ms"],
-                          storm, deque((a, b) for a, b in data["rolling"]), data["rolling_sum"],
-                          data["rolling_armed"])
+                          dict(data["heard"]), storm, deque((a, b) for a, b in data["rolling"]),
+                          data["rolling_sum"], data["rolling_armed"])
 
     # ---------------------------------------------------------------- the rule
 
@@ -303,7 +347,9 @@ class GaugeFold:
         if state.rolling_sum < self.threshold:
             state.rolling_armed = True
 
-    def _qualify(self, state: GaugeState, storm: StormState, ts: int, out: list[Fact]) -> None:
+    def _qualify(self, state: GaugeState, storm: StormState, ts: int, out: list[Fact],
+                 not_before: int | None) -> None:
+        """``not_before``: the start of the silence when this reading revealed rain."""
         if storm.qualified_at is None:
             if self.mode == "event_24h":
                 holds = storm.window_sum >= self.threshold
@@ -314,10 +360,15 @@ class GaugeFold:
             if not holds:
                 return
             storm.qualified_at = ts
+            storm.q_not_before = not_before
         elif storm.qualified_at != ts:
             if self.mode == "rolling_24h" and state.rolling_sum >= self.threshold:
                 state.rolling_armed = False
             return
+        elif not_before is not None:
+            # Readings sharing the qualifying timestamp are one observation (below):
+            # one of them that revealed rain makes the qualification uncertain.
+            storm.q_not_before = min(not_before, storm.q_not_before or not_before)
         # Readings sharing the qualifying timestamp are one observation: the fact
         # is concluded again with their sum, so splitting a reading changes nothing.
         if self.mode == "rolling_24h":
@@ -333,7 +384,8 @@ class GaugeFold:
             started_at=iso(storm.started_at), qualified_at=iso(ts),
             total_in=self._inches(storm.q_total), max_24h_in=self._inches(storm.q_max24),
             last_rain=iso(storm.last_rain), uncertain_in=self._inches(storm.q_uncertain),
-            gauges=storm.q_gauges)))
+            gauges=storm.q_gauges,
+            qualified_not_before=iso_or_none(storm.q_not_before))))
 
     # ---------------------------------------------------------------- output
 
@@ -346,3 +398,25 @@ class GaugeFold:
     def _fact(self, storm: StormState, at: int, body: Body) -> Fact:
         return Fact(self.site, at, make_id(body.TYPE, self.site, self.gauge, storm.started_at),
                     body)
+
+
+def revealed_due(not_before_ms: int | None, qualified_ms: int, start_ms: int | None,
+                 due_ms: int | None, within_ms: int, clock_start: str) -> int | None:
+    """``due_not_before`` of a storm clock (DESIGN § 4): for a storm that qualified on
+    revealed rain, the deadline counted from the silence's start (``not_before_ms``),
+    when the rain may have qualified it (``clock_start: qualified``) or ended it
+    (``event_end``, when the revealing reading is the storm's end; a later end is
+    certain, and the deadline is ``due_ms``). None for every other storm."""
+    if not_before_ms is None or due_ms is None:
+        return None
+    if clock_start == "qualified" or start_ms == qualified_ms:
+        return not_before_ms + within_ms
+    return due_ms
+
+
+def iso_or_none(ms: int | None) -> str | None:
+    return iso(ms) if ms is not None else None
+
+
+def ms_or_none(text: str | None) -> int | None:
+    return parse_iso(text) if text is not None else None

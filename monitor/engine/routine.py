@@ -18,6 +18,10 @@ clock still open when a pause (or the end) begins is cut there (``ends_at``):
 it gives no notice from then on and no later inspection closes it; the next
 clock starts when the pause ends. Storms are recorded whatever the period.
 
+A clock exists only once its start is reached: the chain stops at *now*, so a
+pause planned for next year, or an ``active_since`` next month, shows no clock
+of then before then (DESIGN § 4: "a clock is listed only once it exists").
+
 Clock ids are ``routine-<start>``, and unique: a second clock starting at the
 same instant (an inspection at the very start of the chain) gets ``#2``.
 """
@@ -117,9 +121,10 @@ class RoutineClock:
 
 def routine_chain(site: SiteConfig, inspections: Sequence[Inspection], first_seen_ms: int | None,
                   anchor: Anchor | None, closed_ms: int | None,
-                  closes: Callable[[Inspection], bool]) -> list[RoutineClock]:
-    """The chain of routine clocks (module docstring). ``inspections`` are in time
-    order; ``closes`` says whether one may close a clock (kind and roster)."""
+                  closes: Callable[[Inspection], bool], now_ms: int | None) -> list[RoutineClock]:
+    """The chain of routine clocks that exist at ``now_ms`` (module docstring; none
+    without a *now*). ``inspections`` are in time order; ``closes`` says whether
+    one may close a clock (kind and roster)."""
     begin = anchor.start_ms if anchor is not None else site_start_ms(site, first_seen_ms)
     if begin is None:
         return []
@@ -133,6 +138,8 @@ def routine_chain(site: SiteConfig, inspections: Sequence[Inspection], first_see
         if start > begin:
             strict = False  # a new span: the clock starts afresh at its first instant
         while True:
+            if now_ms is None or start > now_ms:
+                return out  # not begun yet: it does not exist (nor do the later ones)
             base = f"routine-{iso(start)}"
             cid, n = base, 1
             while cid in used:

@@ -21,18 +21,11 @@ from dataclasses import dataclass, field
 
 from ..config import SiteConfig
 from .actions import action_states, final_before, record_of
-from .clocks import (
-    MEAN_GAUGE,
-    Clock,
-    ClockFloor,
-    SiteClocks,
-    gauge_storms,
-    group_storms,
-    inspection_fact_ids,
-)
+from .clocks import Clock, ClockFloor, SiteClocks, inspection_fact_ids
 from .events import Fact, InspectionDueSoon, InspectionOverdue, make_id
 from .inputs import Inspection
 from .routine import Anchor
+from .sitestorms import MEAN_GAUGE, gauge_storms, group_storms
 from .times import hours_ms, parse_iso
 
 

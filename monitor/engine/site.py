@@ -3,7 +3,10 @@
 ``build_site`` makes a site's timelines from its configuration (one per rain
 gauge, plus a virtual ``mean`` gauge for ``gauges: mean``; one per sediment
 trap, per turbidity pair, and per sensor for its health) and routes each
-sensor's messages to the timelines that use it. The rest keeps what the
+sensor's messages to the timelines that use it: readings to the rules, and
+``status`` messages to the health of the sensor and, as heartbeats, to the
+health of the ``on_tip`` gauges of its node (and to the ``mean`` gauge, which
+leaves out the gauges that are stale). The rest keeps what the
 clocks read (``storm_facts``: the gauges' storm events, and with ``gauges:
 all`` when each gauge was stale) and the silence of sensors never heard from
 (``health.never_heard``) in step, and saves and restores a site
@@ -17,13 +20,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import SiteConfig
-from . import clocks
-from .clocks import MEAN_GAUGE, ClockFloor, SiteClocks
+from . import clocks, sitestorms
+from .clocks import ClockFloor, SiteClocks
 from .events import Fact, SensorRecovered, SensorStale
 from .health import HealthFold, never_heard
 from .inputs import Inspection, Reading, SiteClosure
 from .rain import GAUGE_QUALIFIED, GaugeFold
 from .routine import Anchor, site_start_ms
+from .sitestorms import MEAN_GAUGE
 from .timeline import Source, Timeline
 from .traps import TrapFold
 from .turbidity import PairFold
@@ -40,11 +44,18 @@ class SiteEngine:
     pairs: dict[str, Timeline[Any]] = field(default_factory=dict)
     health: dict[str, Timeline[Any]] = field(default_factory=dict)
     routes: dict[str, list[Timeline[Any]]] = field(default_factory=dict)
+    #: Where each sensor's ``status`` messages go, and whose sign of life they are.
+    status_routes: dict[str, list[Timeline[Any]]] = field(default_factory=dict)
+    heard_by: dict[str, list[str]] = field(default_factory=dict)
     #: Inspections the clocks still need (older ones have settled).
     inspections: list[Inspection] = field(default_factory=list)
     inspection_keys: set[tuple[int, str, str]] = field(default_factory=set)
     last_inspection_ms: int | None = None
     first_seen_ms: int | None = None
+    #: The newest event time of the site's inputs, and the ``COMPACT_EVERY_MS`` block of
+    #: it at the last compaction (``core.py``): each site's horizon follows its own input.
+    newest_ms: int | None = None
+    compacted_block: int | None = None
     compacted_ms: int | None = None
     clocks: SiteClocks = field(default_factory=SiteClocks)
     #: The *now* of the last clock computation: a restore recomputes at this
@@ -74,35 +85,47 @@ class SiteEngine:
                 yield f"{group}:{name}", tl
 
 
-def folds(site: SiteConfig) -> dict[str, tuple[Any, tuple[str, ...], bool]]:
+#: A fold, the sensors whose readings it takes, and those whose ``status`` it takes.
+FoldInputs = tuple[Any, tuple[str, ...], tuple[str, ...]]
+
+
+def folds(site: SiteConfig) -> dict[str, FoldInputs]:
     """Every fold of a site by timeline name (``group:name``), with the sensors whose
-    messages it takes and whether status messages are among them."""
-    folds: dict[str, tuple[Any, tuple[str, ...], bool]] = {}
+    readings it takes and the sensors whose status messages it takes."""
+    folds: dict[str, FoldInputs] = {}
     gauges = site.gauges()
     for g in gauges:
-        folds[f"gauge:{g.id}"] = (GaugeFold(site.id, g.id, site.rain, [g]), (g.id,), False)
+        folds[f"gauge:{g.id}"] = (GaugeFold(site.id, g.id, site.rain, [g]), (g.id,), ())
     if site.rain.gauges == "mean" and gauges:
+        # Heartbeats only of the on_tip gauges that have them (liveness in the mean).
+        beats = {g.id: site.heartbeat_sensors(g) for g in gauges
+                 if g.on_tip and g.heartbeat_minutes is not None}
         folds[f"gauge:{MEAN_GAUGE}"] = (GaugeFold(site.id, MEAN_GAUGE, site.rain, gauges,
-                                                  mean=True),
-                                        tuple(g.id for g in gauges), False)
+                                                  mean=True, heartbeats=beats),
+                                        tuple(g.id for g in gauges),
+                                        tuple(sorted({s for ss in beats.values() for s in ss})))
     for trap in site.traps:
         sensor = site.sensor(trap.sensor)
         assert sensor is not None
-        folds[f"trap:{trap.id}"] = (TrapFold(site.id, trap, sensor), (trap.sensor,), False)
+        folds[f"trap:{trap.id}"] = (TrapFold(site.id, trap, sensor), (trap.sensor,), ())
     for pair in site.turbidity_pairs:
         up, down = site.sensor(pair.upstream), site.sensor(pair.downstream)
         assert up is not None and down is not None
         folds[f"pair:{pair.id}"] = (PairFold(site.id, pair, up, down),
-                                    (pair.upstream, pair.downstream), False)
+                                    (pair.upstream, pair.downstream), ())
     for s in site.sensors:
-        folds[f"health:{s.id}"] = (HealthFold(site.id, s), (s.id,), True)
+        folds[f"health:{s.id}"] = (HealthFold(site.id, s), (s.id,), site.heartbeat_sensors(s))
     return folds
 
 
-def source_of(window: Window, site: str, sensors: Sequence[str], with_status: bool) -> Source:
+def source_of(window: Window, site: str, sensors: Sequence[str],
+              status_of: Sequence[str]) -> Source:
+    wanted = set(status_of)
+
     def read(since_ms: int) -> list[Reading]:
-        found = window.readings(site, sensors, since_ms)
-        return found if with_status else [r for r in found if r.kind != "status"]
+        found = window.readings(site, sorted(set(sensors) | wanted), since_ms)
+        return [r for r in found if (r.sensor in wanted if r.kind == "status"
+                                     else r.sensor in sensors)]
     return read
 
 
@@ -110,13 +133,17 @@ def build_site(site: SiteConfig, window: Window | None,
                 restored: dict[str, Any] | None = None) -> SiteEngine:
     se = SiteEngine(site)
     groups = {"gauge": se.gauges, "trap": se.traps, "pair": se.pairs, "health": se.health}
-    for name, (fold, sensors, with_status) in folds(site).items():
+    for name, (fold, sensors, status_of) in folds(site).items():
         group, ident = name.split(":", 1)
-        source = source_of(window, site.id, sensors, with_status) if window is not None else None
+        source = source_of(window, site.id, sensors, status_of) if window is not None else None
         data = (restored or {}).get(name)
         tl: Timeline[Any] = (Timeline.restore(fold, data, source) if data is not None
                              else Timeline(fold, source))
         groups[group][ident] = tl
+        for sid in status_of:
+            se.status_routes.setdefault(sid, []).append(tl)
+            if group == "health":
+                se.heard_by.setdefault(sid, []).append(ident)
     # Which timelines each sensor's messages go to.
     for s in site.sensors:
         targets: list[Timeline[Any]] = []
@@ -137,6 +164,10 @@ def dump_site(se: SiteEngine) -> dict[str, Any]:
         "inspections": [i.to_json() for i in se.inspections],
         "last_inspection_ms": se.last_inspection_ms,
         "first_seen_ms": se.first_seen_ms,
+        "newest_ms": se.newest_ms,
+        # When the next compaction runs is part of the state: the restored
+        # engine must forget what the uninterrupted one forgets, when it does.
+        "compacted_block": se.compacted_block,
         "compacted_ms": se.compacted_ms,
         "clocks_now_ms": se.clocks_now_ms,
         "storm_facts": [f.to_json() for f in se.storm_facts.values()],
@@ -158,6 +189,8 @@ def load_site(site: SiteConfig, window: Window | None, sd: dict[str, Any]) -> Si
         se.inspection_keys.add((insp.ts_ms, insp.inspector, insp.kind))
     se.last_inspection_ms = sd.get("last_inspection_ms")
     se.first_seen_ms = sd.get("first_seen_ms")
+    se.newest_ms = sd.get("newest_ms")
+    se.compacted_block = sd.get("compacted_block")
     se.compacted_ms = sd.get("compacted_ms")
     se.clocks_now_ms = sd.get("clocks_now_ms")
     se.storm_facts = {f.id: f for f in (Fact.from_json(raw) for raw in sd.get("storm_facts", []))}
@@ -192,7 +225,7 @@ def prune_stale_spans(se: SiteEngine, horizon_ms: int) -> None:
     storm the clocks still read began: no qualification will ask about them again."""
     limit = min([horizon_ms] + [f.at_ms for f in se.storm_facts.values()
                                 if f.type == "storm_started"])
-    for spans in clocks.stale_spans(se.storm_facts.values()).values():
+    for spans in sitestorms.stale_spans(se.storm_facts.values()).values():
         for span in spans:
             if span.end_ms is not None and span.end_ms <= limit:
                 for fid in span.fact_ids:

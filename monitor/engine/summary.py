@@ -51,6 +51,8 @@ def site_summary(engine: Engine, site_id: str) -> dict[str, Any]:
             "last_seen": iso(tl.state.last_seen) if tl.state.last_seen is not None else None,
             "battery_v": tl.state.battery_v,
             "stale_after_minutes": fold.stale_ms / 60_000,
+            # An on_tip gauge without heartbeats: a dry one and a dead one look alike.
+            "judged": fold.judged,
             "readings": se.readings.get(sensor.id, 0),
             "buffered": tl.state.buffered,
             "dropped": tl.state.dropped,
@@ -97,6 +99,8 @@ def at_now(summary: dict[str, Any], now_ms: int) -> dict[str, Any]:
     open_clocks = []
     missed = int(summary.get("missed_weeks_settled", 0))
     for c in summary["clocks"]:
+        if parse_iso(c["started_at"]) > now_ms:
+            continue  # not begun: a clock is listed only once it exists (DESIGN § 4)
         due = parse_iso(c["due"]) if c["due"] is not None else None
         ended = [parse_iso(c[k]) for k in ("closed_at", "ends_at") if c.get(k) is not None]
         weeks = 0
@@ -115,9 +119,13 @@ def at_now(summary: dict[str, Any], now_ms: int) -> dict[str, Any]:
     sensors = {}
     for sid, h in summary["sensors"].items():
         last_seen = parse_iso(h["last_seen"]) if h["last_seen"] is not None else None
+        stale = (is_stale(last_seen, round(h["stale_after_minutes"] * 60_000), now_ms)
+                 if h.get("judged", True) else None)
         sensors[sid] = {
             "last_seen": h["last_seen"],
-            "stale": is_stale(last_seen, round(h["stale_after_minutes"] * 60_000), now_ms),
+            # Null when it cannot be told (``health``: unknown), never a false "not stale".
+            "stale": stale,
+            "health": health_word(stale),
             "battery_v": h["battery_v"],
             "kind": h["kind"],
             "readings": h["readings"],
@@ -141,6 +149,12 @@ def at_now(summary: dict[str, Any], now_ms: int) -> dict[str, Any]:
             and (a["resolved_at"] is None or parse_iso(a["resolved_at"]) > now_ms)],
         "closed_at": summary.get("closed_at"),
     }
+
+
+def health_word(stale: bool | None) -> str:
+    """A sensor's health as ``status`` shows it: ``ok``, ``stale``, or ``unknown`` when
+    its silence says nothing (an on_tip gauge without ``heartbeat_minutes``)."""
+    return "unknown" if stale is None else "stale" if stale else "ok"
 
 
 def site_status(engine: Engine, site_id: str, now_ms: int) -> dict[str, Any]:

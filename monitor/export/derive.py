@@ -329,6 +329,8 @@ def minute_points(engine: Engine, config: Config, now_ms: int) -> list[Point]:
             points.append(Point.make("health", {"site": site.id, "sensor": sensor_id,
                                                 "kind": h["kind"]}, {
                 "stale": bool(h["stale"]),
+                # ok / stale / unknown (an on_tip gauge without heartbeat_minutes).
+                "health": h["health"],
                 "last_seen": last_seen or "",
                 "minutes_since_seen": (round((now_ms - parse_iso(last_seen)) / MS_PER_MINUTE, 2)
                                        if last_seen else None),

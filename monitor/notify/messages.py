@@ -281,6 +281,8 @@ def _storm_qualified(c: _Ctx, e: StormQualified) -> Content:
     if len(e.gauges) > 1 or (e.gauges and e.gauges[0] != e.gauge):
         facts.insert(1, Line("Gauges counted", ", ".join(e.gauges)))
     due = ms_of(e.due)
+    if e.qualified_not_before is not None:
+        return _storm_revealed(c, e, facts)
     if e.informational:
         return Content(
             f"storm {inches(e.total_in)} (informational)",
@@ -298,6 +300,37 @@ def _storm_qualified(c: _Ctx, e: StormQualified) -> Content:
         f"storm {inches(e.total_in)}, inspect by {c.local(due, year=False)}",
         "A storm event qualified: a storm inspection is due within 24 hours.",
         facts, WARNING, [_duty_9a2(), Line("To do", c.record_hint("storm"))])
+
+
+def _storm_revealed(c: _Ctx, e: StormQualified, facts: list[Line]) -> Content:
+    """A storm that qualified on rain a silent gauge revealed (DESIGN § 4): when it
+    qualified is known only to lie after the silence began, so the deadline may lie
+    before the one counted from the reveal, and may have passed already."""
+    early = ms_of(e.due_not_before)
+    facts.append(Line("May have qualified as early as",
+                         f"{c.local(e.qualified_not_before)}: the gauge was silent from then "
+                         f"until {c.local(e.qualified_at)}, and the rain it reported then "
+                         "may have fallen at any time in between"))
+    if e.informational:
+        return Content(f"storm {inches(e.total_in)} (informational), timing unknown",
+                       "A storm event reached the inspection threshold, found when a silent "
+                       "gauge reported again. No inspection deadline applies at this site "
+                       "(not Condition A, B or C of § 134-7B(2)).", facts, INFO)
+    due = ms_of(e.due)
+    if early is not None:
+        passed = "; that has already passed" if early <= c.now else ""
+        facts.append(Line("Inspection may be due as early as",
+                          f"{c.local(early)} ({hours_left(early, c.now)}){passed}"))
+    if due is not None:
+        facts.append(Line("Inspection due at the latest", f"{c.local(due)} "
+                          f"({hours_left(due, c.now)}), counted from the reading"))
+    return Content(
+        f"storm {inches(e.total_in)}: INSPECT NOW, the deadline may have passed",
+        "A storm event qualified on rain a silent gauge revealed: it may have qualified as "
+        f"early as {c.local(e.qualified_not_before)}, so the 24-hour storm inspection may "
+        "already be due or past due. Inspect now.",
+        facts, FAILURE if early is not None and early <= c.now else WARNING,
+        [_duty_9a2(), Line("To do", "inspect now: " + c.record_hint("storm"))])
 
 
 def _storm_started(c: _Ctx, e: StormStarted) -> Content:

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
 
+from ..admission import canonical as canonical  # the one JSON spelling, shared
 from ..engine.events import Event
 from .schema import MIGRATIONS, SCHEMA_VERSION
 
@@ -39,16 +40,6 @@ class StoreError(Exception):
 def load_event(body: str) -> Event:
     """The typed event of a stored ``body`` (its canonical JSON)."""
     return Event.from_json(json.loads(body))
-
-
-def canonical(obj: Any) -> str:
-    """The one JSON spelling of ``obj``: sorted keys, compact, UTF-8 as is.
-
-    ``allow_nan=False``: NaN/Infinity are not JSON; ingest rejects them before
-    they get here, so meeting one is a bug that must not be written to disk.
-    """
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False)
 
 
 class Db:

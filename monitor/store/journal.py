@@ -15,18 +15,17 @@ store ``''`` there.
 
 Identity by ``seq``: for one sensor, ``seq`` identifies a reading (DESIGN § 3).
 A reading that carries one is also looked up by (``seq``, site, sensor) in the
-same transaction, one query per batch (the ``journal_msg_seq`` index): the
-same body again is the duplicate above, another body under a ``seq`` already
-journaled is a dead letter ``seq_conflict`` (a node that reused its numbers
-after losing its state, or a forgery), never a second reading: a repeated
-``{"precip_in": 0.30, "seq": 7}`` with a new ``ts`` would otherwise count the
-rain twice. Status messages are not readings: their ``seq``, if any, is not
-looked at.
+same transaction, one query per batch (the ``journal_msg_seq`` index), and
+judged by the one ingest rule that ``replay`` applies too
+(``admission.SeqBook``): the same body again is the duplicate above, another
+body under a ``seq`` already journaled (or earlier in the batch) is a dead
+letter ``seq_conflict``, never a second reading. Status messages are not
+readings: their ``seq``, if any, is not looked at. The identities themselves
+(``admission.identity``, ``admission.msg_seq``) are the rule's too.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 from collections import Counter
@@ -34,6 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from ..admission import SeqBook, identity, msg_seq
 from . import deadletters
 from .db import Db, bump, canonical
 from .deadletters import DeadLetter, DeadLetterIn
@@ -41,10 +41,6 @@ from .deadletters import DeadLetter, DeadLetterIn
 #: Journal kinds counted as ingest (``accepted``/``duplicates``); ticks are the
 #: daemon's own clock, not input, and would inflate ``ingest.accepted``.
 INGEST_KINDS: Final = ("reading", "inspection")
-#: Bytes of SHA-256 kept as a journal row's identity: 128 bits make a collision
-#: (which would drop a reading as a "duplicate") negligible for any realistic
-#: journal, at half the index size of the full digest.
-IDENT_BYTES: Final = 16
 
 #: The dead-letter reason of a reading whose ``seq`` was journaled with another body
 #: (``models.RejectReason.seq_conflict``; the store does not import the rules).
@@ -119,11 +115,9 @@ class Journal:
             text = canonical(item.body)
             # An inspection's ``entered_ms`` is when it reached the daemon: an MQTT
             # redelivery of the same inspection arrives later, and is still the same.
-            same = text if "entered_ms" not in item.body else canonical(
-                {k: v for k, v in item.body.items() if k != "entered_ms"})
-            ident = hashlib.sha256(same.encode("utf-8")).digest()[:IDENT_BYTES]
-            rows.append((item.kind, item.site or "", item.sensor or "", item.ts_ms, ident, text,
-                         item.topic, item.received_ms, _msg_seq(item)))
+            rows.append((item.kind, item.site or "", item.sensor or "", item.ts_ms,
+                         identity(item.body, text), text, item.topic, item.received_ms,
+                         msg_seq(item.kind, item.body)))
         seqs: list[int | None] = []
         with self.db.write() as conn:
             letters = list(dead)
@@ -262,14 +256,6 @@ class Journal:
 # --------------------------------------------------------------------------- seq identity
 
 
-def _msg_seq(item: JournalIn) -> int | None:
-    """The ``seq`` that identifies this row: a reading's, not a status message's."""
-    if item.kind != "reading" or item.body.get("kind") == "status":
-        return None
-    seq = item.body.get("seq")
-    return seq if isinstance(seq, int) and not isinstance(seq, bool) else None
-
-
 def seq_lookup_sql(keys: int) -> str:
     """The journal rows with any of ``keys`` (seq, site, sensor) triples: (seq, site,
     sensor, ident, journal seq). CROSS JOIN: the batch's keys drive, each a point
@@ -285,29 +271,24 @@ def _seq_conflicts(conn: sqlite3.Connection, rows: Sequence[tuple[Any, ...]]
                    ) -> dict[int, str]:
     """The rows (by index) whose (seq, site, sensor) is journaled, or earlier in this
     batch, with another body: index -> detail line. One query per
-    ``SEQ_LOOKUP_ROWS`` rows that carry a seq, none for a batch without."""
+    ``SEQ_LOOKUP_ROWS`` rows that carry a seq, none for a batch without; the
+    verdicts are ``admission.SeqBook``'s."""
     keyed = [(i, (row[8], row[1], row[2]), row[4]) for i, row in enumerate(rows)
              if row[8] is not None]
     if not keyed:
         return {}
-    # (seq, site, sensor) -> (ident, where it was journaled: a journal seq, or None
-    # for a row earlier in this batch).
-    known: dict[tuple[int, str, str], tuple[bytes, int | None]] = {}
+    book = SeqBook(earlier="earlier in this batch")
     unique = list(dict.fromkeys(key for _, key, _ in keyed))
     for start in range(0, len(unique), SEQ_LOOKUP_ROWS):
         chunk = unique[start:start + SEQ_LOOKUP_ROWS]
         for seq, site, sensor, ident, at in conn.execute(seq_lookup_sql(len(chunk)),
                                                           [v for key in chunk for v in key]):
-            known[(int(seq), str(site), str(sensor))] = (bytes(ident), int(at))
+            book.know((int(seq), str(site), str(sensor)), bytes(ident), f"journal row {at}")
     refused: dict[int, str] = {}
     for index, key, ident in keyed:
-        seen = known.get(key)
-        if seen is None:
-            known[key] = (ident, None)
-        elif seen[0] != ident:
-            where = f"journal row {seen[1]}" if seen[1] is not None else "earlier in this batch"
-            refused[index] = (f"seq: {key[0]} of {key[1]}/{key[2]} already identifies another"
-                              f" reading ({where})")
+        detail = book.judge(key, ident)
+        if detail is not None:
+            refused[index] = detail
     return refused
 
 

@@ -1,0 +1,341 @@
+"""What ``stormwatch COMMAND --help`` says: the long account of each command.
+
+The README gives one line per command; the whole story of a command (what it
+reads and writes, what it refuses, its exit codes) is here, where the person
+running it looks, and ``cli.py`` hands it to argparse. Texts are laid out by
+hand (``RawDescriptionHelpFormatter``): paragraphs and lists stay as written.
+Chapter 134 sections are quoted where they say why.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import textwrap
+from typing import Any
+
+EXIT_CODES = "exit codes: 0 ok, 1 a check failed, 2 bad usage or bad configuration"
+
+#: The state-directory refusal every command that reads the database shares.
+_MISSING_DB = """\
+A missing or unreadable database (no file, not an SQLite database of this
+version, no permission) or an unusable state_dir is refused with one line
+naming its path, exit 2: no answer is better than one made from no data."""
+
+#: name: (one line for the command list, the description, the epilog)
+HELP: dict[str, tuple[str, str, str]] = {
+    "check-config": ("validate a configuration file", """
+        Exit 0 with a one-paragraph summary of what the configuration will watch,
+        or exit 2 with every problem on a line of its own as
+        `path.to.field: message`, numbers said in the field's unit
+        ("must be at least 1 minute (got 3.6 seconds)").
+
+        Values that validate but are almost always a mistake (a threshold of
+        12.7 "in" that is 0.5 in written in millimetres, a trap 48 ft deep) are
+        warned about on stderr, one `warning: path.to.field: message` line each,
+        and the exit stays 0; --strict refuses them (exit 2). The list of
+        warnings is in config/README.md ("Warnings").""", """
+        example:
+          stormwatch check-config config/example.yaml
+
+        """ + EXIT_CODES),
+
+    "replay": ("run the engine over recorded readings (CSV)", """
+        The engine the daemon runs, over a CSV of readings and inspections
+        (format: config/README.md, "Replay input"; config/sample-readings.csv
+        goes with config/example.yaml).
+
+          --format jsonl  (default) one event per line, in event-time order:
+                          the latest, non-retracted revision of each
+          --format table  a summary per site, in the site's local time
+
+        Rows are taken in file order, as if each arrived as a message, by the
+        daemon's own rules: a row older than its site's lateness_days before
+        that site's newest row so far is rejected (too_old); a seq repeated
+        with another body is rejected (seq_conflict); anything else is placed
+        in event time, so shuffled and duplicated rows give the same events
+        as a sorted file. At the end, time advances to the newest row (storms
+        whose dry gap has passed end; silent sensors are stale). Rejected rows
+        are counted by reason on stderr. A per-tip export (a tips column, or
+        rain rows without a counter) is read tip by tip, double tips within
+        the gauge's debounce_s dropped and counted.
+
+        The CSV is UTF-8, with or without a byte-order mark (Excel's "CSV
+        UTF-8"); a byte that is not UTF-8 is refused with its offset and line,
+        and so is a header naming a column twice. --input - reads standard
+        input.""", """
+        example:
+          stormwatch replay --config config/example.yaml \\
+              --input config/sample-readings.csv --format table
+
+        An output that cannot be written (a full disk, > /dev/full) is one line
+        and exit 2; a pipe closed early (| head) is not an error.
+
+        """ + EXIT_CODES),
+
+    "backtest": ("storm events of every gauge in a CSV, computed on whole columns", """
+        The storm events (§ 134-9A(2): "any storm event producing 0.5 inch of
+        precipitation or more") of every gauge in a replay CSV, computed on
+        whole columns with pandas: the same storms, ids and qualified_at as
+        `replay`, several times faster on a year of data
+        (tests/test_backtest.py proves them equal). Storms only: no clocks,
+        traps or turbidity. Reads the same CSV as `replay` and refuses what
+        `replay` refuses.""", EXIT_CODES),
+
+    "run": ("the daemon, in the foreground (SIGTERM drains and exits 0)", """
+        Subscribes to the MQTT topics, journals every accepted reading before
+        acknowledging it, runs the engine, records events, alerts (the outbox)
+        and log book entries. Logs to stderr (log_format: text or json),
+        starting with check-config's warnings. Under systemd it is Type=notify
+        with a watchdog (deploy/systemd/stormwatch.service).
+
+        SIGTERM or Ctrl-C stops it in order, under any traffic, within about
+        10 s, exit 0, no traceback: the MQTT client takes nothing new (the
+        broker keeps the rest in the daemon's session, unacknowledged), what
+        was received is journaled and acknowledged, the final state and
+        snapshot are written.
+
+        An unusable state_dir (a file where the directory should be, or on its
+        path; no permission; a database file that is not one) is refused
+        before anything starts, with one line naming the path, exit 2.
+        What survives a crash, a broker restart, a full disk: deploy/README.md.""",
+        EXIT_CODES),
+
+    "status": ("per site: clocks, traps, turbidity, sensors; ingest and alerts", """
+        Per site: open inspection clocks with due times and hours left (or how
+        long overdue, and for a routine clock the weeks it has missed); the
+        weeks without a required inspection over the season (§ 134-12D: "each
+        week's continued violation shall constitute a separate additional
+        violation"); open corrective actions; final stabilization; the last
+        inspection; trap fill; turbidity state; sensor health (and a WARNING
+        for a node whose clock is off).
+
+        It reads the state the daemon records as it goes (within half a second
+        of new input, with every event, and at every tick), so it answers at
+        once at any journal size, whether the daemon runs or not. Hours left
+        and staleness are worked out at this command's own time, or at the
+        engine's event time when that is later (a demo's simulated clock runs
+        ahead), so a clock the engine closed is never shown open.
+
+        The header says how old the newest input and the recorded state are
+        ("newest input 12 s ago; state recorded 3 s ago"), with a WARNING line
+        when the state was never recorded, was last recorded more than 90 s
+        ago (a running daemon records it at least once a minute: it is stopped
+        or stuck), or was recorded by a clock ahead of this one. A site the
+        daemon has not recorded yet is shown as unknown (every sensor stale),
+        never as "no open clocks"; journal rows not yet applied are counted.
+
+        --json prints one object. Besides the sites (open_clocks, missed_weeks,
+        corrective_actions: id, text, due, overdue, opened_at, inspector;
+        closed_at, last_inspection, traps, turbidity, sensors with readings,
+        buffered, dropped, clock; event_time), it holds:
+          ingest    accepted, rejected (by reason), duplicates, lag_s,
+                    journal_seq, applied_seq, dead_letters_pruned,
+                    disk_full_since, store_error (the disk full)
+          export    behind_rows; with an influx section also behind_s,
+                    behind_events, cursor, last_write_at, error, error_since,
+                    dead_letters
+          notify    pending, delivered, failed, withheld, oldest_pending_at
+          broker    state (connected, disconnected, unknown), since
+          journal   newest_received_at (arrival of the newest reading or
+                    inspection journaled), age_s (its age in seconds)
+          daemon    state_written_at (the newest recorded site status), age_s
+                    (negative: written ahead), stale_after_s (90), stale (true
+                    when older than that, never recorded, or written more than
+                    5 s ahead of this clock), ticked_at (the daemon's last
+                    engine tick, null before the first), wall_clock_step_s (a
+                    step of this machine's wall clock the ticks are not
+                    following, null when none: deploy/README.md, "Clocks")
+        and per sensor `clock` (a node whose clock is off, null when its newest
+        reading was on time), per site `event_time` (the engine's event time
+        when it recorded the site).
+
+        """ + _MISSING_DB, EXIT_CODES),
+
+    "inspect": ("record an inspection by the qualified professional", """
+        Records an inspection (§ 134-9A(2): "a qualified professional conduct
+        site inspections ... Inspection reports shall be maintained in a site
+        log book"): into the journal of a running daemon, which applies it
+        within its next loop, or, when no daemon runs, into the database with
+        the engine brought up to date. It never uses the broker. It prints, in
+        the site's local time, the clocks it closed, whether on time, and the
+        id given to each corrective action (ca-<local time>-<n>, to name with
+        --resolved once repaired).
+
+        * Repeat --inspector for a joint inspection: one record, every name.
+        * With a qualified_professionals roster, a name off it is refused
+          (exit 2, the roster listed) unless --kind other: a walk-through,
+          recorded, closing no clock.
+        * --at more than 5 minutes ahead of the clock is refused (exit 2); an
+          inspection entered more than backdate_alert_hours after its --at is
+          accepted and marked backdated (the officer is alerted).
+        * --due is a date (by the end of that local day) or an ISO time.
+
+        """ + _MISSING_DB, """
+        example:
+          stormwatch inspect --config /etc/stormwatch/stormwatch.yaml \\
+              --site branch-meadows --inspector "J. Rivera" --kind storm \\
+              --finding "silt fence: undermined at the east corner" \\
+              --corrective-action "re-trench the silt fence" --due 2026-05-04
+
+        """ + EXIT_CODES),
+
+    "site": ("site life cycle: `site close` records final stabilization", """
+        `stormwatch site close` records final stabilization.""", EXIT_CODES),
+
+    "site close": ("record final stabilization (routine clocks end)", """
+        Records final stabilization (site_closed in the log book): no routine
+        7-day clock runs from --at on. Storms are still recorded. --at is a date
+        (its local midnight) or an ISO time with offset; default now; not in
+        the future.""", EXIT_CODES),
+
+    "logbook": ("export the site log book, verify its hash chain, or print (and send) "
+                "its head as an anchor", """
+        The site log book of § 134-9A(2) ("Inspection reports shall be
+        maintained in a site log book"): every event the daemon recorded, one
+        row each, chained by SHA-256.
+
+          logbook [export] --site ID [--format csv|md]
+              the log book with times in the site's local time, the zone named
+              (2026-05-14 08:00 EDT); the CSV keeps the recorded UTC times for
+              programs (recorded_at, at) beside the local ones (recorded_local,
+              at_local).
+
+          logbook verify [--anchor SEQ:HASH]
+              recomputes the chain and compares the events table (which status
+              and the InfluxDB export read) with the log book; exit 1 naming
+              each edited, deleted or reordered row and each event edited,
+              added or removed outside stormwatch. With --anchor (a head printed
+              or sent earlier by `logbook anchor`, SEQ:HASH or only the hash)
+              it also checks that the log book still holds that row with that
+              hash and the rows after it chained from it: exit 1 naming what
+              differs ("anchor: row 1234 now has hash ...", "row 1234 is gone"),
+              exit 2 for an anchor that is not one.
+
+          logbook anchor [--json] [--send [--tag T]]
+              prints the head to keep elsewhere ("log book head: row 1234,
+              sha256 <64 hex digits>, recorded 2026-11-30 14:00 EST") and the
+              verify --anchor command that checks against it; --json prints
+              one object (seq, hash, anchor, recorded_at, recorded_local, rows,
+              intact, problems; sent with --send). --send also sends it to the
+              notification targets of the tag (default officer);
+              deploy/systemd/stormwatch-anchor.timer does that weekly. Exit 1
+              when the chain does not verify (the head is printed and sent all
+              the same, saying so) or a target did not take it; exit 2 when no
+              target receives the tag.
+
+        What the chain and the anchor prove, and what they do not:
+        deploy/README.md.
+
+        """ + _MISSING_DB, EXIT_CODES),
+
+    "acl": ("write the Mosquitto ACL for the configured nodes", """
+        The Mosquitto acl_file for the configured sites: the daemon's account
+        reads every topic; each node account (SITE.NODE for sensors that name
+        their node, SITE.SENSOR for one that names none) writes its sensors'
+        reading and status topics and nothing else; each site's qualified
+        professional (SITE.qp) its inspection topic. The file's header has the
+        mosquitto_passwd commands. Deployment: deploy/README.md.""", """
+        example:
+          stormwatch acl --config /etc/stormwatch/stormwatch.yaml \\
+              --out /etc/mosquitto/stormwatch.acl && systemctl reload mosquitto
+
+        An --out it cannot write (a missing folder, a directory, no permission)
+        is one line naming it, exit 2.
+
+        """ + EXIT_CODES),
+
+    "report": ("compliance report with plots (HTML)", """
+        A compliance report for a period, as one HTML file with rainfall,
+        trap-fill and turbidity plots inline. Its header carries the log book
+        head (row and full hash) that the report's events are read from, and
+        whether the chain verifies. Then: storms with their full total (the
+        running total while one is still open) and their 24-hour inspections
+        (met, late, open); routine inspections (met, late, open, overdue); the
+        weeks without a required inspection (§ 134-12D); backdated inspections;
+        inspections with both times (inspected, entered), each inspector's
+        credential, findings and corrective actions; a corrective-action table
+        (asked, due, resolved, late); the clocks open when it is generated and
+        how long overdue; trap clean-out demands; turbidity episodes; stale
+        sensors.
+
+        --from and --to are dates YYYY-MM-DD, inclusive, in the site's time
+        zone, or ISO times with offset.""", """
+        Exit 2, and no file written, on a missing or unreadable database, an
+        unknown site, bad or reversed dates, or an unwritable file; exit 1, and
+        no file, when a log book row cannot be read (it was edited).
+
+        """ + EXIT_CODES),
+
+    "simulate": ("realistic readings for the configured sites (a design storm), "
+                 "published through the sensor-node runtime", """
+        Publishes readings for the configured sites through the sensor-node
+        runtime (stormwatch-node with simulated sensors, its on-disk buffer and
+        MQTT link): dry heartbeats, a design storm of --storm-in inches over
+        --storm-hours, distributed by the SCS (NRCS TR-55) type II or III
+        24-hour curve, sediment accumulating with runoff, downstream turbidity
+        rising with intensity.
+
+        --speed X runs simulated time X times faster. By default the run starts
+        in the past so that it ends now: the daemon refuses readings ahead of
+        its clock, and older than lateness_days, so a span that would need
+        them is refused (exit 2). Progress goes to stderr.""", """
+        Exit 0 when every reading was acknowledged, 1 when some were not (the
+        buffer directory is kept and named), 2 for bad usage.
+        """),
+
+    "notify-test": ("send a test message to every notification target", """
+        Sends one test message to every notification target (or to those that
+        receive --tag) and prints a verdict per target:
+
+          ok     qp-mail [qp]
+          FAILED json://127.0.0.1:8080/hook [officer]: A Connection error ...
+
+        Run it first, and after every change of targets. Targets and routes:
+        config/README.md, "Alerts".""", """
+        Exit 0 when every target took the message; 1 when some did not (named
+        on stderr); 2 for a configuration problem or when no target matches.
+        """),
+
+    "demo": ("a simulated site with an embedded broker, time accelerated", """
+        The self-contained demo: an embedded MQTT broker, the real daemon, and
+        a simulated site run on the real node runtime as `stormwatch simulate`
+        runs it, in accelerated time. Its 0.80 in storm qualifies under
+        § 134-9A(2), muddies the outfall (§ 134-8C: "substantial visible
+        contrast to natural conditions") and fills the sediment trap past 50 %
+        (§ 134-9A(1): "whenever their design capacity has been reduced by
+        50%"); a simulated qualified professional inspects before the
+        deadline. Each event is printed as it is recorded.
+
+        --speed is simulated seconds per real second, 1 to 3600 (default
+        1800: a day in 48 s). Faster, the simulated readings would reach the
+        daemon after their sensors count as stale, and at extreme speeds as
+        too old (monitor/demo.py has the arithmetic).
+
+        --keep (or --state-dir DIR) keeps the demo's database with a
+        configuration beside it (stormwatch-demo.yaml) and prints the status,
+        logbook and report commands that look at it, ready to run as printed.
+        An unusable --state-dir is refused at once (exit 2).""", EXIT_CODES),
+}
+
+TOP_EPILOG = """\
+Each command's --help tells the whole story of it. The documentation:
+README.md (start here), config/README.md (configuration, replay input,
+alerts), deploy/README.md (deployment, clocks, security), sensors/README.md
+(the MQTT contract, the sensor node), monitor/README.md (how it decides).
+
+""" + EXIT_CODES + """.
+Errors are one readable line, never a traceback."""
+
+
+def _unindent(text: str) -> str:
+    # The texts above are indented by 8 in the source; what is left is layout.
+    return re.sub(r"(?m)^ {8}", "", text).strip("\n")
+
+
+def command_help(name: str) -> dict[str, Any]:
+    """The keyword arguments of ``add_parser`` for the command ``name``."""
+    summary, description, epilog = HELP[name]
+    return {"help": summary,
+            "description": textwrap.fill(summary, 76) + "\n\n" + _unindent(description),
+            "epilog": _unindent(epilog), "formatter_class": argparse.RawDescriptionHelpFormatter}
