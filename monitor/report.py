@@ -32,10 +32,10 @@ from .engine.events import (
     InspectionBackdated,
     InspectionMissed,
     InspectionRecorded,
+    ProbesSuspect,
+    SensorFault,
     SensorStale,
-    TrapCleaned,
     TrapCleanoutRequired,
-    TrapFill,
     TurbidityContrast,
 )
 from .engine.series import ContrastSample, Sample, StormSample, TrapSample, attach
@@ -46,6 +46,9 @@ from .host import apply_row
 from .logbook import current_events, verify_logbook
 from .plausible import NO_GAUGE, storm_duty_unwatched
 from .reportrows import revealed_note, sensor_rows, storm_rows
+from .reporttables import outcome as _outcome
+from .reporttables import table as _table
+from .reporttables import trap_section, turbidity_section
 from .store import Store
 
 LAW = [
@@ -100,19 +103,6 @@ class _Local:
             return "—"
         ms = value if isinstance(value, int) else parse_iso(value)
         return self.dt(ms).strftime("%Y-%m-%d %H:%M %Z")
-
-
-def _table(headers: list[str], rows: list[list[str]], empty: str) -> str:
-    """``rows`` hold already-escaped HTML cells."""
-    if not rows:
-        return f"<p><em>{escape(empty)}</em></p>"
-    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
-
-
-def _outcome(text: str) -> str:
-    return f'<span class="{escape(text)}">{escape(text)}</span>'
 
 
 def _in(value: Any) -> str:
@@ -409,6 +399,9 @@ def build_report(config: Config, store: Store, site_id: str, from_ms: int, to_ms
         ("Turbidity exceedances",
          str(sum(1 for _, t in contrasts if t.state == "exceeded"))),
         ("Stale-sensor episodes", str(sum(1 for b in mine if isinstance(b, SensorStale)))),
+        ("Trap sensor faults (fill not measured meanwhile)",
+         str(sum(1 for b in mine if isinstance(b, SensorFault)))),
+        ("Suspect turbidity probes", str(sum(1 for b in mine if isinstance(b, ProbesSuspect)))),
     ]
     parts.append("<h2>Summary</h2>" + _table(
         ["Item", "Count"], [[escape(k), escape(v)] for k, v in summary], ""))
@@ -451,27 +444,8 @@ def build_report(config: Config, store: Store, site_id: str, from_ms: int, to_ms
          "Notes", "Clocks closed"], rows, "No inspections recorded in the period."))
     parts.append(_actions_table(all_events, from_ms, to_ms, now_ms, local))
 
-    rows = []
-    for e in events:
-        b = e.body
-        if isinstance(b, TrapFill | TrapCleanoutRequired | TrapCleaned):
-            fill = (f"{b.fill_before:.0%} → {b.fill_after:.0%}" if isinstance(b, TrapCleaned)
-                    else f"{b.fill_fraction:.0%}")
-            rows.append([escape(local(e.at_ms)), escape(b.trap),
-                         escape(e.type.replace("_", " ")), escape(fill)])
-    parts.append("<h2>Sediment traps</h2>" + _table(
-        ["Time", "Trap", "Event", "Fill (of design volume)"], rows,
-        "No trap events in the period."))
-
-    rows = []
-    for at_ms, t in contrasts:
-        ntus = (t.upstream_ntu, t.downstream_ntu, t.delta_ntu, t.limit_ntu)  # none upstream:
-        rows.append([escape(local(at_ms)), escape(t.pair), _outcome(t.state),  # basis absolute
-                     escape(local(t.started_at)),
-                     *(escape("—" if v is None else f"{v:g}") for v in ntus)])
-    parts.append("<h2>Turbidity episodes</h2>" + _table(
-        ["Time", "Pair", "State", "Episode start", "Upstream NTU", "Downstream NTU", "Δ NTU",
-         "Limit Δ NTU"], rows, "No turbidity episodes in the period."))
+    parts.append(trap_section(events, local))
+    parts.append(turbidity_section(events, local))
 
     parts.append("<h2>Plots</h2>")
     if series.storms:

@@ -38,10 +38,14 @@ class RainRules(Model):
 
 #: Sensor fields that mean something for one kind only.
 _KIND_FIELDS = {"in_per_tip": "rain", "counter_bits": "rain", "max_ntu": "turbidity",
-                "sensor_height_in": "sediment", "heartbeat_minutes": "rain"}
+                "sensor_height_in": "sediment", "max_step_in": "sediment",
+                "heartbeat_minutes": "rain"}
 #: ... and those of them with a default, refused only when set to another value.
 _KIND_FIELDS_SET = {"reporting": "rain", "debounce_s": "rain"}
 
+#: DESIGN § 4 "Sediment traps": the largest change of sediment depth between two
+#: consecutive readings that can be true (unless sustained for ``median_of`` readings).
+DEFAULT_MAX_STEP_IN = 12.0
 
 #: A silence that long is never seen: 1e9 minutes is about 1 900 years.
 NEVER_MINUTES = 1e9
@@ -56,6 +60,9 @@ class SensorConfig(Model):
     counter_bits: int | None = Field(default=None, ge=8, le=62)
     max_ntu: PositiveFloat | None = None
     sensor_height_in: PositiveFloat | None = None
+    #: Sediment: a depth step larger than this between consecutive readings is a
+    #: sensor fault (``impossible_step``) unless it is sustained. Default 12 in.
+    max_step_in: PositiveFloat | None = None
     stale_after_minutes: PositiveFloat = 15.0
     battery_low_v: PositiveFloat | None = 3.5
     #: The node (Pi) carrying the sensor: sensors naming one node share its MQTT
@@ -118,6 +125,11 @@ class SensorConfig(Model):
         return self.max_ntu if self.max_ntu is not None else 1000.0
 
     @property
+    def max_step_in_value(self) -> float:
+        """The largest depth step of a sediment sensor that can be true (DESIGN § 4)."""
+        return self.max_step_in if self.max_step_in is not None else DEFAULT_MAX_STEP_IN
+
+    @property
     def in_per_tip_value(self) -> float:
         """Depth of one bucket tip; 0.01 in is the common US gauge."""
         return self.in_per_tip if self.in_per_tip is not None else 0.01
@@ -145,6 +157,10 @@ class TurbidityPair(Model):
     #: Downstream NTU that is a violation on its own when no background can be had;
     #: null turns it off. See ``DEFAULT_ABSOLUTE_NTU``.
     absolute_ntu: PositiveFloat | None = DEFAULT_ABSOLUTE_NTU
+    #: ``probes_suspect`` when upstream reads more than this above downstream for
+    #: ``suspect_hours`` (swapped probes, or a probe in a plume); null: off.
+    suspect_delta_ntu: PositiveFloat | None = None
+    suspect_hours: PositiveFloat = 6.0
 
     @model_validator(mode="after")
     def _rule_fields(self) -> TurbidityPair:
@@ -185,6 +201,12 @@ class TrapConfig(Model):
     cleanout_fraction: Fraction01 = 0.5
     median_of: int = Field(default=5, ge=1, le=101)
     cleanout_repeat_hours: PositiveFloat = 24.0
+    #: A threshold that fired re-arms once the fill has stayed 0.05 below it this
+    #: long (or at a ``trap_cleaned``): noise about it is one alert, not one an hour.
+    rearm_hours: NonNegativeFloat = 6.0
+    #: A depth above this multiple of the design depth is a sensor fault
+    #: (``above_max_fill``), not sediment.
+    max_fill_fraction: Annotated[float, Field(ge=1.0, allow_inf_nan=False)] = 1.5
 
     @model_validator(mode="after")
     def _geometry(self) -> TrapConfig:

@@ -176,8 +176,8 @@ def unknown_site(site: SiteConfig) -> dict[str, Any]:
         "condition": site.condition,
         "open_clocks": [],
         "last_inspection": None,
-        "traps": {t.id: {"fill_fraction": None, "depth_in": None, "state": "unknown"}
-                  for t in site.traps},
+        "traps": {t.id: {"fill_fraction": None, "depth_in": None, "state": "unknown",
+                         "level": "unknown", "sensor_fault": None} for t in site.traps},
         "turbidity": {p.id: {"state": "unknown", "delta_ntu": None}
                       for p in site.turbidity_pairs},
         "sensors": {s.id: {"last_seen": None, "stale": True, "health": "stale", "battery_v": None,
@@ -289,7 +289,14 @@ def format_status(config: Config, status: dict[str, Any]) -> str:
                          f" {local(a['opened_at'])})")
         for tid, t in s["traps"].items():
             fill = "-" if t["fill_fraction"] is None else f"{t['fill_fraction']:.0%}"
-            lines.append(f"  trap {tid}: {fill} of design volume ({t['state']})")
+            fault = t.get("sensor_fault")
+            if fault:
+                # Never a plain level while the sensor reads what cannot be true.
+                lines.append(f"  trap {tid}: SENSOR FAULT ({fault['reason']}) since "
+                             f"{local(fault['since'])}; last valid fill {fill} of design "
+                             f"volume ({t.get('level', 'unknown')}): check the trap by eye")
+            else:
+                lines.append(f"  trap {tid}: {fill} of design volume ({t['state']})")
         for pid, t in s["turbidity"].items():
             delta = "" if t["delta_ntu"] is None else f", {t['delta_ntu']:+g} NTU over background"
             lines.append(f"  turbidity {pid}: {t['state']}{delta}")

@@ -152,7 +152,7 @@ def dashboard_data(influx_server: Influxd, tmp_path_factory: pytest.TempPathFact
     """A database holding what the exporter writes for a site's last 20 hours.
 
     A storm (qualified, then inspected: a routine clock is open), a turbidity
-    episode, a trap, a status message; readings end an hour ago, so every
+    episode, a trap with one faulty reading, a status message; readings end an hour ago, so every
     sensor is stale now; the wall-clock points are written at the end.
     """
     influx_server.create_database("dash")
@@ -162,6 +162,10 @@ def dashboard_data(influx_server: Influxd, tmp_path_factory: pytest.TempPathFact
     items: list[Reading | Inspection] = site_readings(now_ms - 20 * 3_600_000, 19 * 60)
     items.append(Reading(SITE, "tb-up", "status", now_ms - 3_700_000, battery_v=3.61,
                          buffered=12, dropped=0))
+    # Issue 18: one sediment reading past the trap bottom, a sensor_fault for the
+    # dashboard's trap table (the next reading, valid, ends it).
+    items.append(Reading(SITE, "trap1-depth", "sediment", now_ms - 10 * 3_600_000 + 5_000,
+                         depth_in=-2.0))
     fill_store(config, items)
     with Store.in_dir(config.state_dir) as store:
         assert session(config, store).drain(60)

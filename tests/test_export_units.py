@@ -206,7 +206,10 @@ def test_trap_points_are_the_smoothed_fill_of_design_volume() -> None:
             assert math.isnan(p["fill_fraction"]) and p["state"] == "unknown"
             continue
         assert p["fill_fraction"] == pytest.approx(expected, abs=1e-6)
-        assert p["state"] == "ok"
+        # Issue 18: 99 in is above 1.5 x 48 in, a sensor fault: that point holds the
+        # last valid fill and says so.
+        assert (p["state"], p.get("fault")) == (
+            ("fault", "above_max_fill") if i == 5 else ("ok", None))
 
 
 def test_contrast_points_compare_each_downstream_reading_with_its_background() -> None:

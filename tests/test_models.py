@@ -370,7 +370,10 @@ def test_prefix_from_argument_and_config() -> None:
     ("tb-up", {"ntu": 1, "temp_c": 90.5}, RejectReason.impossible_value),
     # depth_in, distance_in
     ("trap1-depth", {"depth_in": 1200}, None),
-    ("trap1-depth", {"depth_in": -0.1}, RejectReason.negative_value),
+    # Issue 18: past the trap bottom is a sensor fault the engine reports, as for the
+    # same depth sent as distance_in; only beyond any trap is impossible.
+    ("trap1-depth", {"depth_in": -0.1}, None),
+    ("trap1-depth", {"depth_in": -1200.1}, RejectReason.impossible_value),
     ("trap1-depth", {"distance_in": 1e6}, RejectReason.impossible_value),
     # battery_v 0..60 on any kind
     ("trap1-depth", {"depth_in": 1, "battery_v": 60}, None),

@@ -57,6 +57,8 @@ DESIGN_5_TYPES = [
     "sensor_recovered", "battery_low", "counter_reset", "background_missing", "pegged",
     # Issue 11: the inspection record.
     "inspection_backdated", "inspection_missed", "corrective_action_due", "site_closed",
+    # Issue 18: sensor faults and suspect probes.
+    "sensor_fault", "probes_suspect",
 ]
 
 SITE_DOC: dict[str, Any] = {
@@ -204,6 +206,8 @@ def test_every_design_5_event_type_has_a_decided_default_route() -> None:
     (ev("turbidity_contrast", "a", T0, state="cleared"), ["qp"], False),
     (ev("sensor_stale", "a", T0, sensor="rg1"), ["ops"], False),
     (ev("battery_low", "a", T0, sensor="rg1"), ["ops"], False),
+    (ev("sensor_fault", "a", T0), ["qp", "ops"], False),
+    (ev("probes_suspect", "a", T0), ["qp", "ops"], False),
 ])
 def test_default_routes_and_urgency(event: Event, tags: list[str],
                                     urgent: bool) -> None:
@@ -871,3 +875,44 @@ def test_no_escalation_to_the_target_that_failed(
     assert set(h.rows()) == {("storm-1:0", "qp"), ("storm-1:0", "officer")}
     assert "ALERT storm-1:0 to qp cannot be escalated: no other target receives tag " \
         "'officer'" in caplog.text
+
+
+# --------------------------------------------------------------------------- issue 18
+
+
+def test_a_sensor_fault_says_what_the_sensor_read_and_what_it_means() -> None:
+    sensors = [{**s, "sensor_height_in": 66} if s["id"] == "trap1-depth" else s
+               for s in SITE_DOC["sensors"]]
+    config = parse_config({"sites": [{**SITE_DOC, "sensors": sensors}]}, env={})
+    m = render(Alert("f:0", ev("sensor_fault", "f", T0), T0 + 45 * MIN, config.sites[0]))
+    assert m.title == ("Branch Meadows Subdivision: sediment sensor trap1-depth over trap trap-1"
+                       " faulty: reads past the trap bottom")
+    assert ("Sediment sensor trap1-depth over trap trap-1 reads 67.50 in from the sensor, "
+            "mounted 66.00 in above the bottom: past the trap bottom, a depth of -1.50 in. "
+            "Such readings are kept but not used") in m.text
+    assert "Since: Mon Nov 30, 2026 7:00 AM EST" in m.text
+    assert "Last valid depth: 20.00 in" in m.text
+    assert '§ 134-9A(1) requires: "Sediment shall be removed' in m.text
+    step = render(alert(ev("sensor_fault", "g", T0, reason="impossible_step", value=40.0,
+                           distance_in=None)))
+    assert ("jumped from 20.00 in to 40.00 in between two readings (more than 12.00 in) and "
+            "did not stay there") in step.text
+    assert m.notify_type == step.notify_type == "warning"
+
+
+def test_a_repeat_at_a_faulty_reading_says_the_fill_is_the_last_valid_one() -> None:
+    m = render(alert(ev("trap_cleanout_required", "t", T0, repeat=2, fault="beyond_bottom")))
+    assert "Repeated at: Mon Nov 30, 2026 9:15 AM EST" in m.text
+    assert ("Sensor: faulty (reads past the trap bottom): the fill is the last valid "
+            "reading's; check the trap by eye") in m.text
+    assert "Sensor: faulty" not in render(alert(ev("trap_cleanout_required", "t", T0))).text
+
+
+def test_probes_suspect_says_why_and_quotes_134_8c() -> None:
+    m = render(alert(ev("probes_suspect", "p", T0)))
+    assert m.title == ("Branch Meadows Subdivision: turbidity probes of outfall-1 suspect: "
+                       "upstream above downstream for 6 hours")
+    assert ("For 6 hours the upstream (background) probe tb-up has read more than 10.0 NTU "
+            "above the downstream probe tb-down.") in m.text
+    assert "Upstream (background): 30.0 NTU\nDownstream: 10.0 NTU" in m.text
+    assert '§ 134-8C: "Any land development activity' in m.text

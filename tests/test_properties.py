@@ -42,9 +42,17 @@ SENSORS = [
     {"id": "rg5", "kind": "rain", "reporting": "on_tip"},
     {"id": "tb-up", "kind": "turbidity", "max_ntu": 400, "node": "pi-1"},
     {"id": "tb-down", "kind": "turbidity", "max_ntu": 400},
-    {"id": "trap1-depth", "kind": "sediment"},
+    {"id": "trap1-depth", "kind": "sediment", "sensor_height_in": 60},
 ]
-CONFIGS = {mode: site_config(sensors=SENSORS, rain={"gauges": mode})
+#: Issue 18: suspect probes on (a swapped stretch is generated), a re-arm delay short
+#: enough to pass within the span.
+PAIRS = [{"id": "outfall-1", "upstream": "tb-up", "downstream": "tb-down",
+          "suspect_delta_ntu": 3, "suspect_hours": 0.5}]
+TRAPS = [{"id": "trap-1", "sensor": "trap1-depth", "shape": "trapezoidal",
+          "bottom_length_ft": 20, "bottom_width_ft": 10, "side_slope": 2, "design_depth_ft": 4,
+          "rearm_hours": 1}]
+CONFIGS = {mode: site_config(sensors=SENSORS, rain={"gauges": mode}, turbidity_pairs=PAIRS,
+                             traps=TRAPS)
            for mode in ("any", "all", "mean")}
 CONFIG = CONFIGS["any"]
 gauge_modes = st.sampled_from(sorted(CONFIGS))
@@ -64,6 +72,8 @@ def scenario(seed: int, storm_list: list[tuple[int, int, int]], n_insp: int) -> 
     items: list[Any] = []
     total, seq = rng.choice([0, 65_500]), 0
     gone_quiet = rng.randrange(SPAN_MIN)
+    swapped = rng.randrange(SPAN_MIN)
+    cleaned = rng.choice([None, rng.randrange(SPAN_MIN)])
     on_tip_total = 0
     node_quiet = rng.randrange(SPAN_MIN)
     for m in range(0, SPAN_MIN, 5):
@@ -87,11 +97,14 @@ def scenario(seed: int, storm_list: list[tuple[int, int, int]], n_insp: int) -> 
                                  battery_v=3.8, buffered=rng.choice([0, 1])))
         up = 8 + rng.random() * 4 + tips
         down = up + (rng.random() * 12 if any(rate[max(0, m - 60):m + 1]) else rng.random())
+        if swapped <= m < swapped + 60:  # issue 18: probes swapped for an hour
+            up, down = down + 5, up
+        if rng.random() < 0.03:  # issue 18: the upstream probe pegged (max_ntu 400)
+            up = 400.0
         items.append(Reading(SITE, "tb-up", "turbidity", t, ntu=round(up, 2)))
         items.append(Reading(SITE, "tb-down", "turbidity", t + 60_000, ntu=round(down, 2)))
-        if m % 30 == 0:
-            depth = 10 + m / SPAN_MIN * 30 + rng.random()
-            items.append(Reading(SITE, "trap1-depth", "sediment", t, depth_in=round(depth, 2)))
+        if m % 10 == 0:
+            items.append(_sediment(rng, t, m, cleaned))
     for i in range(n_insp):
         # Issue 11: any kind (``other`` closes nothing), some entered a day and more
         # late (backdated), asking for corrective actions and resolving earlier ones.
@@ -104,6 +117,25 @@ def scenario(seed: int, storm_list: list[tuple[int, int, int]], n_insp: int) -> 
             resolves=tuple(f"ca-{j}" for j in range(i) if rng.random() < 0.5)))
     items.sort(key=lambda i: i.ts_ms)
     return items
+
+
+def _sediment(rng: random.Random, t: int, m: int, cleaned: int | None) -> Reading:
+    """Issue 18: a trap filling up to and about the 50 % line (31.8 in in this trap) with
+    noise, perhaps cleaned out, and faulty readings: past the bottom, above the maximum,
+    impossible steps; as depth_in or as distance_in from 60 in up."""
+    depth = 24 + min(1.0, 2 * m / SPAN_MIN) * 8 + rng.uniform(-1.5, 1.5)
+    if cleaned is not None and m >= cleaned:
+        depth = 2 + (m - cleaned) / 60 + rng.uniform(-0.3, 0.3)
+    fault = rng.random()
+    if fault < 0.04:
+        depth = -rng.uniform(0.1, 3)   # beyond_bottom
+    elif fault < 0.06:
+        depth = 80.0                   # above_max_fill (1.5 x 48 in = 72 in)
+    elif fault < 0.1:
+        depth += 20                    # a step that does not last
+    if rng.random() < 0.5:
+        return Reading(SITE, "trap1-depth", "sediment", t, distance_in=round(60 - depth, 2))
+    return Reading(SITE, "trap1-depth", "sediment", t, depth_in=round(depth, 2))
 
 
 def split(items: list[Any], rng: random.Random) -> list[Any]:

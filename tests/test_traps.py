@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 import math
 import random
+from pathlib import Path
 
 import pytest
 
 from monitor.config import SensorConfig, TrapConfig
-from monitor.engine.events import Fact, make_id
+from monitor.configfile import parse_config
+from monitor.engine.events import Event, Fact, make_id
 from monitor.engine.inputs import Reading
 from monitor.engine.series import Sample, TrapSample, TrapSampler
+from monitor.engine.summary import site_status
 from monitor.engine.timeline import Timeline
 from monitor.engine.times import MS_PER_HOUR, MS_PER_MINUTE, iso, parse_iso
 from monitor.engine.traps import (
@@ -22,6 +25,11 @@ from monitor.engine.traps import (
     trap_state,
     volume_cf,
 )
+from monitor.host import EngineHost, journal_in, open_store
+from monitor.reporttables import trap_section
+from monitor.status import build_status, format_status
+
+from .util import run as run_engine
 
 SITE = "branch-meadows"
 T0 = parse_iso("2026-05-01T12:00:00Z")
@@ -49,6 +57,17 @@ def run(fold: TrapFold, readings: list[Reading]) -> list[Fact]:
     for r in readings:
         tl.insert(r)
     return sorted(tl.facts(), key=Fact.sort_key)
+
+
+def steps(fold: TrapFold, readings: list[Reading]) -> list[tuple[int, Fact]]:
+    """Every fact the fold says, with the index of the reading it says it at (a
+    revision is the same id said again)."""
+    state, said = fold.initial(), []
+    for i, r in enumerate(readings):
+        out: list[Fact] = []
+        fold.step(state, r, out)
+        said += [(i, f) for f in out]
+    return said
 
 
 def kinds(facts: list[Fact]) -> list[tuple[str, int]]:
@@ -187,6 +206,10 @@ def test_a_jump_past_both_thresholds_raises_both() -> None:
     assert facts[1].fields["fill_fraction"] == 0.625
 
 
+#: The box without the re-arm delay: the 0.05 hysteresis alone.
+BOX_NO_DELAY = BOX.model_copy(update={"rearm_hours": 0.0})
+
+
 def test_hysteresis_rearms_only_0_05_below() -> None:
     readings = [
         depth(0, 19.2),   # 0.4     warn
@@ -195,7 +218,7 @@ def test_hysteresis_rearms_only_0_05_below() -> None:
         depth(30, 16.8),  # 0.35    = 0.4 − 0.05: re-armed
         depth(40, 19.2),  # 0.4     warn again
     ]
-    facts = run(TrapFold(SITE, BOX, BOX_SENSOR), readings)
+    facts = run(TrapFold(SITE, BOX_NO_DELAY, BOX_SENSOR), readings)
     assert kinds(facts) == [("trap_fill", at(0)), ("trap_fill", at(40))]
 
 
@@ -207,21 +230,23 @@ def test_cleanout_rearms_at_0_45() -> None:
         depth(30, 21.6),  # 0.45    re-armed; warn stays disarmed (0.45 > 0.35)
         depth(40, 24.5),  # 0.5104  clean-out again
     ]
-    facts = run(TrapFold(SITE, BOX, BOX_SENSOR), readings)
+    facts = run(TrapFold(SITE, BOX_NO_DELAY, BOX_SENSOR), readings)
     assert kinds(facts) == [("trap_fill", at(0)), ("trap_cleanout_required", at(0)),
                             ("trap_cleanout_required", at(40))]
 
 
-def test_median_ignores_a_single_spike() -> None:
+def test_median_ignores_small_noise() -> None:
     box5 = BOX.model_copy(update={"median_of": 5})
     fold = TrapFold(SITE, box5, BOX_SENSOR)
-    # A 40 in echo among 12 in readings: medians 12, 12, 12, 12 (of 12,12,12,40), 12, 12.
-    readings = [depth(m, d) for m, d in enumerate([12.0, 12.0, 12.0, 40.0, 12.0, 12.0])]
+    # 12 in ± noise and one 20 in reading (a step of 8 in, possible): the median of
+    # 12.2, 11.9, 12.0, 20.0, 12.1 is 12.1, then of 11.9, 12.0, 20.0, 12.1, 12.0: 12.0.
+    readings = [depth(m, d) for m, d in enumerate([12.2, 11.9, 12.0, 20.0, 12.1, 12.0])]
     assert run(fold, readings) == []
     state = fold.initial()
     for r in readings:
         fold.step(state, r, [])
-    assert fold.summary(state) == {"fill_fraction": 0.25, "depth_in": 12.0, "state": "ok"}
+    assert fold.summary(state) == {"fill_fraction": 0.25, "depth_in": 12.0, "state": "ok",
+                                   "level": "ok", "sensor_fault": None}
 
 
 def test_median_follows_a_real_rise() -> None:
@@ -239,16 +264,19 @@ def test_trap_cleaned_on_a_drop_of_0_2_within_24h() -> None:
     readings = [
         depth(0, 24.0),           # 0.5
         depth(60, 14.4),          # 0.3: a drop of exactly 0.2 → cleaned
-        depth(70, 4.8),           # 0.1: the maximum restarted at 0.3, drop 0.2 → cleaned again
-        depth(80, 4.8),           # nothing new
+        depth(70, 4.8),           # 0.1: the same fall goes on (issue 18: no second record)
+        depth(80, 4.8),           # not lower: the fall settled at 0.1, the record revised
     ]
-    facts = [f for f in run(TrapFold(SITE, BOX, BOX_SENSOR), readings)
-             if f.type == "trap_cleaned"]
-    assert kinds(facts) == [("trap_cleaned", at(60)), ("trap_cleaned", at(70))]
+    fold = TrapFold(SITE, BOX, BOX_SENSOR)
+    facts = [f for f in run(fold, readings) if f.type == "trap_cleaned"]
+    assert kinds(facts) == [("trap_cleaned", at(60))]
     assert facts[0].id == make_id("trap_cleaned", SITE, "box", at(60))
-    assert facts[0].fields == {"trap": "box", "fill_before": 0.5, "fill_after": 0.3,
+    assert facts[0].fields == {"trap": "box", "fill_before": 0.5, "fill_after": 0.1,
                                "sensor": "box-depth"}
-    assert facts[1].fields["fill_before"] == 0.3
+    # Step by step: the record when the drop first reaches 0.2, its revision at the stop.
+    said = steps(fold, readings)
+    assert [(i, f.id, f.fields["fill_after"]) for i, f in said if f.type == "trap_cleaned"] \
+        == [(1, facts[0].id, 0.3), (3, facts[0].id, 0.1)]
 
 
 def test_a_smaller_drop_is_not_cleaning() -> None:
@@ -292,13 +320,18 @@ def test_distance_form_needs_the_sensor_height() -> None:
     assert fold.summary(state)["state"] == "unknown"
 
 
-def test_distance_beyond_the_bottom_is_empty_not_negative() -> None:
+def test_distance_beyond_the_bottom_is_a_fault_not_an_empty_trap() -> None:
     mounted = SensorConfig(id="box-depth", kind="sediment", sensor_height_in=60)
     fold = TrapFold(SITE, BOX, mounted)
     state = fold.initial()
+    out: list[Fact] = []
     fold.step(state, Reading(site=SITE, sensor="box-depth", kind="sediment", ts_ms=at(0),
-                             distance_in=61.0), [])
-    assert fold.summary(state) == {"fill_fraction": 0.0, "depth_in": 0.0, "state": "ok"}
+                             distance_in=61.0), out)
+    assert [f.type for f in out] == ["sensor_fault"]
+    # No valid reading yet: no fill, and the state says fault, not ok or unknown.
+    assert fold.summary(state) == {"fill_fraction": None, "depth_in": None, "state": "fault",
+                                   "level": "unknown", "sensor_fault": {
+                                       "reason": "beyond_bottom", "since": iso(at(0))}}
 
 
 def test_blue_book_trap_warns_on_volume_not_depth() -> None:
@@ -321,9 +354,10 @@ def test_order_and_duplicates_do_not_matter() -> None:
     for i in range(400):
         d = 0.1 * i if i < 300 else 0.1 * (i - 300)
         readings.append(depth(10 * i, round(d + rng.uniform(-0.3, 0.3), 2)))
-    readings[150] = depth(1500, 45.0)  # one spike
+    readings[150] = depth(1500, 45.0)  # one spike: an impossible step
     expected = run(TrapFold(SITE, box5, BOX_SENSOR), readings)
-    assert {f.type for f in expected} == {"trap_fill", "trap_cleanout_required", "trap_cleaned"}
+    assert {f.type for f in expected} == {"trap_fill", "trap_cleanout_required", "trap_cleaned",
+                                          "sensor_fault"}
     for seed in range(3):
         shuffled = readings + rng.sample(readings, 40)
         random.Random(seed).shuffle(shuffled)
@@ -399,13 +433,17 @@ def test_an_echo_as_the_first_reading_is_no_fact() -> None:
     assert "trap_cleaned" not in types
 
     # Status and the plotted series agree: no fill during warm-up, then the median.
+    # Issue 18: 60 in is a valid first reading (nothing to step from; below 1.5 x 48 in),
+    # and the 50 in step down to 10 in is held until it is sustained for five readings.
     state = fold.initial()
-    for r in readings[:4]:
+    for r in readings[:5]:
         fold.step(state, r, [])
-    assert fold.summary(state) == {"fill_fraction": None, "depth_in": None, "state": "unknown"}
-    fold.step(state, readings[4], [])
+    assert fold.summary(state) == {"fill_fraction": None, "depth_in": None, "state": "unknown",
+                                   "level": "unknown", "sensor_fault": None}
+    fold.step(state, readings[5], [])
     # 10 in = 0.8333 ft: (166.667 + 41.667 + 3.086) / 2101.333 = 0.1006
-    assert fold.summary(state) == {"fill_fraction": 0.1006, "depth_in": 10.0, "state": "ok"}
+    assert fold.summary(state) == {"fill_fraction": 0.1006, "depth_in": 10.0, "state": "ok",
+                                   "level": "ok", "sensor_fault": None}
 
     samples: list[Sample] = []
     tl = Timeline(TrapFold(SITE, BLUE_BOOK_TRAP, TRAP1))
@@ -413,15 +451,15 @@ def test_an_echo_as_the_first_reading_is_no_fact() -> None:
     for r in readings:
         tl.insert(r)
     plotted = [s for s in samples if isinstance(s, TrapSample)]
-    assert [s.ts_ms for s in plotted] == [r.ts_ms for r in readings]
-    # Warm-up: the depth is the median so far, and there is no fill and no level.
-    # Medians of [60], [60, 10], [60, 10, 10], [60, 10, 10, 10]: 60, 35, 10, 10.
-    assert [s.depth_in for s in plotted[:4]] == [60.0, 35.0, 10.0, 10.0]
-    assert all(math.isnan(s.fill_fraction) for s in plotted[:4])
-    assert [s.state for s in plotted[:4]] == ["unknown"] * 4
-    # From the fifth reading on, what the rule compares: 0.1006, never 151 %.
-    assert [(round(s.fill_fraction, 4), s.depth_in, s.state) for s in plotted[4:]] == \
-        [(0.1006, 10.0, "ok")] * 7
+    # The held readings change nothing and are not plotted; the step is taken at the
+    # fifth reading of 10 in, all five at once.
+    assert [s.ts_ms for s in plotted] == [r.ts_ms for r in readings[:1] + readings[5:]]
+    # Warm-up: the depth is the median so far (of [60]), no fill and no level.
+    assert math.isnan(plotted[0].fill_fraction)
+    assert (plotted[0].depth_in, plotted[0].state) == (60.0, "unknown")
+    # Then what the rule compares: 0.1006, never 151 %.
+    assert [(round(s.fill_fraction, 4), s.depth_in, s.state) for s in plotted[1:]] == \
+        [(0.1006, 10.0, "ok")] * 6
     assert not any(s.fill_fraction >= 0.4 for s in plotted)
 
 
@@ -442,19 +480,30 @@ def test_a_single_reading_beyond_the_design_depth_is_not_a_fill(position: int) -
     readings = [depth(10 * i, 60.0 if i == position else 12.0) for i in range(11)]
     fold = TrapFold(SITE, BOX5, BOX_SENSOR)
     facts = run(fold, readings)
-    assert facts == []
     assert not {"trap_fill", "trap_cleanout_required", "trap_cleaned"} & {f.type for f in facts}
+    # Issue 18: a step of 48 in that does not last is an impossible_step, reported once
+    # it is known (the next reading is back at 12 in); as the first reading it is valid
+    # (nothing to step from) and the 12 in after it are the sustained step; as the last
+    # one it is still held.
+    if 0 < position < 10:
+        assert [(f.type, f.at_ms, f.fields["reason"], f.fields["value"],
+                 f.fields["last_valid_in"]) for f in facts] == [
+            ("sensor_fault", at(10 * position), "impossible_step", 60.0, 12.0)]
+    else:
+        assert facts == []
     state = fold.initial()
     for r in readings:
         fold.step(state, r, [])
-    assert fold.summary(state) == {"fill_fraction": 0.25, "depth_in": 12.0, "state": "ok"}
+    assert fold.summary(state) == {"fill_fraction": 0.25, "depth_in": 12.0, "state": "ok",
+                                   "level": "ok", "sensor_fault": None}
 
 
-def test_three_readings_beyond_the_design_depth_are_a_fill() -> None:
-    # The control of the test above: three of five is the median, a real fill.
-    readings = [depth(10 * i, 60.0 if i in (5, 6, 7) else 12.0) for i in range(9)]
+def test_five_readings_beyond_the_design_depth_are_a_fill() -> None:
+    # The control of the test above: a step sustained for median_of (5) readings is
+    # real; it is taken at the fifth, all five at once (the median is then 60 in).
+    readings = [depth(10 * i, 60.0 if 5 <= i <= 9 else 12.0) for i in range(10)]
     facts = run(TrapFold(SITE, BOX5, BOX_SENSOR), readings)
-    assert kinds(facts) == [("trap_fill", at(70)), ("trap_cleanout_required", at(70))]
+    assert kinds(facts) == [("trap_fill", at(90)), ("trap_cleanout_required", at(90))]
     assert facts[1].fields["fill_fraction"] == 1.25
     assert facts[1].fields["depth_in"] == 60.0
 
@@ -550,7 +599,8 @@ def test_a_cleaning_ends_the_repeats() -> None:
     # 2 days at 0.6, then cleaned down to 0.1: repeats stop, one trap_cleaned.
     readings = every(30, 0, 2 * DAY_MIN, 28.8) + every(30, 2 * DAY_MIN, 5 * DAY_MIN, 4.8)
     facts = run(TrapFold(SITE, BOX5, BOX_SENSOR), readings)
-    cleaned_at = at(2 * DAY_MIN + 60)
+    # The 24 in step down is held until the fifth reading at 4.8 in (2 h in) sustains it.
+    cleaned_at = at(2 * DAY_MIN + 120)
     assert kinds(facts) == [("trap_fill", at(120)), ("trap_cleanout_required", at(120)),
                             ("trap_cleanout_required", at(120 + DAY_MIN)),
                             ("trap_cleaned", cleaned_at)]
@@ -601,3 +651,355 @@ def test_a_standing_demand_survives_dump_load_and_copy() -> None:
             fold.step(s, r, rest)
         assert first + rest == whole
     assert [f.fields["repeat"] for f in whole if f.type == "trap_cleanout_required"] == [0, 1, 2]
+
+
+# --------------------------------------------------------------------------- issue 18: faults
+
+MOUNTED = SensorConfig(id="box-depth", kind="sediment", sensor_height_in=60)
+
+
+def distance(minutes: float, distance_in: float) -> Reading:
+    return Reading(site=SITE, sensor="box-depth", kind="sediment", ts_ms=at(minutes),
+                   distance_in=distance_in)
+
+
+def demands(facts: list[Fact]) -> list[tuple[int, int, float, str | None]]:
+    return [(f.at_ms, f.fields["repeat"], f.fields["fill_fraction"], f.fields.get("fault"))
+            for f in facts if f.type == "trap_cleanout_required"]
+
+
+@pytest.mark.parametrize("form", ["distance_in", "depth_in"])
+def test_a_sensor_reading_past_the_bottom_is_a_fault_and_the_demand_keeps_repeating(
+        form: str) -> None:
+    # The box (fill = depth / 48), median_of 5, a reading every 30 min: 28.8 in (0.6)
+    # for a day, then 2 days of readings 1.5 in past the bottom (distance 61.5 in from a
+    # sensor 60 in up; or depth_in -1.5), then 28.8 in again until day 5.
+    def reading(minutes: int, depth_in: float) -> Reading:
+        if form == "depth_in":
+            return depth(minutes, depth_in)
+        return distance(minutes, round(60.0 - depth_in, 3))
+
+    readings = ([reading(m, 28.8) for m in range(0, DAY_MIN, 30)]
+                + [reading(m, -1.5) for m in range(DAY_MIN, 3 * DAY_MIN, 30)]
+                + [reading(m, 28.8) for m in range(3 * DAY_MIN, 5 * DAY_MIN, 30)])
+    box5 = BOX5.model_copy(update={"id": "box"})
+    fold = TrapFold(SITE, box5, MOUNTED)
+    facts = run(fold, readings)
+    # Never a clean-out from a fault.
+    assert "trap_cleaned" not in {f.type for f in facts}
+    # The fault, once for the whole episode, at its first reading.
+    faults = [f for f in facts if f.type == "sensor_fault"]
+    assert len(faults) == 1
+    assert faults[0].at_ms == at(DAY_MIN)
+    assert faults[0].id == make_id("sensor_fault", SITE, "box-depth", "box", at(DAY_MIN))
+    expected = {"sensor": "box-depth", "reason": "beyond_bottom", "value": -1.5,
+                "since": iso(at(DAY_MIN)), "trap": "box", "last_valid_in": 28.8}
+    if form == "distance_in":
+        expected["distance_in"] = 61.5
+    assert faults[0].fields == expected
+    # The demand (first at the fifth reading, 2 h) repeats every 24 h on the last valid
+    # fill, at faulty readings too (26 h and 50 h), which say so; then at 74 h and 98 h.
+    assert demands(facts) == [(at(120), 0, 0.6, None),
+                              (at(120 + DAY_MIN), 1, 0.6, "beyond_bottom"),
+                              (at(120 + 2 * DAY_MIN), 2, 0.6, "beyond_bottom"),
+                              (at(120 + 3 * DAY_MIN), 3, 0.6, None),
+                              (at(120 + 4 * DAY_MIN), 4, 0.6, None)]
+    repeat1 = next(f for f in facts if f.fields.get("repeat") == 1)
+    assert repeat1.fields == {"trap": "box", "fill_fraction": 0.6, "depth_in": 28.8,
+                              "sensor": "box-depth", "threshold": 0.5, "repeat": 1,
+                              "fault": "beyond_bottom"}
+    # While faulty, status shows the fault with the last valid fill, never a plain level.
+    state = fold.initial()
+    for r in readings[:60]:
+        fold.step(state, r, [])
+    assert fold.summary(state) == {"fill_fraction": 0.6, "depth_in": 28.8, "state": "fault",
+                                   "level": "cleanout", "sensor_fault": {
+                                       "reason": "beyond_bottom", "since": iso(at(DAY_MIN))}}
+
+
+def test_distance_and_depth_give_the_same_verdicts_for_the_same_depth() -> None:
+    # Depths 12, 12.5, -0.001 (past the bottom), 73 (above 1.5 x 48 = 72), 72 (at the
+    # limit: valid), 0 (the bottom: valid) with median_of 1 (every step sustained).
+    depths = [12.0, 12.5, -0.001, 73.0, 72.0, 0.0]
+    by_depth = [depth(10 * i, d) for i, d in enumerate(depths)]
+    by_distance = [distance(10 * i, round(60.0 - d, 3)) for i, d in enumerate(depths)]
+    results = []
+    for readings in (by_depth, by_distance):
+        facts = run(TrapFold(SITE, BOX, MOUNTED), readings)
+        results.append([(f.type, f.at_ms, f.fields.get("reason"), f.fields.get("value"))
+                        for f in facts])
+    assert results[0] == results[1] == [
+        ("sensor_fault", at(20), "beyond_bottom", -0.001),
+        ("trap_fill", at(40), None, None),
+        ("trap_cleanout_required", at(40), None, None),
+        # 72 in → 0 in: a drop of 1.5 of capacity, a clean-out.
+        ("trap_cleaned", at(50), None, None),
+    ]
+
+
+def test_above_max_fill_is_a_fault_however_long_it_lasts() -> None:
+    # 12 in (0.25) six times, then 73 in five times (above 72 in: faulty, so never a
+    # sustained step either), then 12 in again: one fault, no fill fact.
+    readings = ([depth(10 * i, 12.0) for i in range(6)]
+                + [depth(10 * i, 73.0) for i in range(6, 11)]
+                + [depth(10 * i, 12.0) for i in range(11, 13)])
+    fold = TrapFold(SITE, BOX5, BOX_SENSOR)
+    facts = run(fold, readings)
+    assert [(f.type, f.at_ms) for f in facts] == [("sensor_fault", at(60))]
+    assert facts[0].fields == {"sensor": "box-depth", "reason": "above_max_fill",
+                               "value": 73.0, "since": iso(at(60)), "trap": "box",
+                               "last_valid_in": 12.0}
+    state = fold.initial()
+    for r in readings[:9]:
+        fold.step(state, r, [])
+    assert fold.summary(state)["state"] == "fault"
+    for r in readings[9:]:
+        fold.step(state, r, [])
+    assert fold.summary(state)["state"] == "ok"
+
+
+@pytest.mark.parametrize("step_in", [28.0, -10.0])
+def test_a_step_that_does_not_last_is_an_impossible_step(step_in: float) -> None:
+    # 12 in six times (median_of 5; for the step down, 24 in with max_step_in 8), a
+    # step for two readings, back.
+    base = 12.0 if step_in > 0 else 24.0
+    sensor = BOX_SENSOR if step_in > 0 else BOX_SENSOR.model_copy(update={"max_step_in": 8.0})
+    level = base + step_in
+    readings = ([depth(10 * i, base) for i in range(6)]
+                + [depth(60, level), depth(70, level)]
+                + [depth(10 * i, base) for i in range(8, 11)])
+    facts = run(TrapFold(SITE, BOX5, sensor), readings)
+    assert "trap_cleaned" not in {f.type for f in facts}
+    faults = [f for f in facts if f.type == "sensor_fault"]
+    assert [(f.at_ms, f.fields) for f in faults] == [(at(60), {
+        "sensor": "box-depth", "reason": "impossible_step", "value": level,
+        "since": iso(at(60)), "trap": "box", "last_valid_in": base})]
+    # 24 in is 0.5: the step down case has its demand, and nothing else.
+    assert [f.type for f in facts if f.type != "sensor_fault"] == (
+        [] if step_in > 0 else ["trap_fill", "trap_cleanout_required"])
+
+
+def test_a_sustained_step_is_real() -> None:
+    # The control: 12 in six times, then 40 in (0.8333) five times: taken at the fifth.
+    readings = [depth(10 * i, 12.0 if i < 6 else 40.0) for i in range(11)]
+    facts = run(TrapFold(SITE, BOX5, BOX_SENSOR), readings)
+    assert kinds(facts) == [("trap_fill", at(100)), ("trap_cleanout_required", at(100))]
+    assert facts[1].fields["fill_fraction"] == 0.8333
+
+
+def test_the_engine_reports_the_fault_and_status_shows_it() -> None:
+    sensors = [{"id": "rg1", "kind": "rain"}, {"id": "tb-up", "kind": "turbidity"},
+               {"id": "tb-down", "kind": "turbidity"},
+               {"id": "trap1-depth", "kind": "sediment", "sensor_height_in": 60}]
+    # The Blue Book trap: 20 in of sediment (distance 40), then a reading past the bottom.
+    items = [Reading(SITE, "trap1-depth", "sediment", at(10 * i), distance_in=40.0)
+             for i in range(6)]
+    items.append(Reading(SITE, "trap1-depth", "sediment", at(60), distance_in=62.25))
+    eng, events = run_engine(items, sensors=sensors)
+    (fault,) = [e.to_json() for e in events if e.type == "sensor_fault"]
+    assert fault == {"type": "sensor_fault", "site": SITE, "at": iso(at(60)),
+                     "id": make_id("sensor_fault", SITE, "trap1-depth", "trap-1", at(60)),
+                     "sensor": "trap1-depth", "reason": "beyond_bottom", "value": -2.25,
+                     "since": iso(at(60)), "trap": "trap-1", "distance_in": 62.25,
+                     "last_valid_in": 20.0, "revision": 0}
+    trap = site_status(eng, SITE, at(70))["traps"]["trap-1"]
+    assert trap["state"] == "fault" and trap["level"] == "ok"
+    assert trap["sensor_fault"] == {"reason": "beyond_bottom", "since": iso(at(60))}
+
+
+# --------------------------------------------------------------------------- issue 18: re-arm
+
+
+def test_alternating_noise_about_the_line_is_one_demand_and_its_repeats() -> None:
+    # The box (median_of 1), hourly for three days: 0.52 (24.96 in) at even hours, 0.44
+    # (21.12 in, 0.06 below the line) at odd ones. Before issue 18 every 0.44 re-armed
+    # the demand: a new "repeat 0" every two hours. Now the fill never stays 0.05 below
+    # for rearm_hours (6): one demand, repeated at 24 h and 48 h (even hours, 0.52).
+    readings = [depth(60 * h, 24.96 if h % 2 == 0 else 21.12) for h in range(72)]
+    facts = run(TrapFold(SITE, BOX, BOX_SENSOR), readings)
+    assert demands(facts) == [(at(0), 0, 0.52, None), (at(24 * 60), 1, 0.52, None),
+                              (at(48 * 60), 2, 0.52, None)]
+    assert [f.id for f in facts if f.type == "trap_cleanout_required"] == [
+        make_id("trap_cleanout_required", SITE, "box", at(0)),
+        make_id("trap_cleanout_required", SITE, "box", at(0), 1),
+        make_id("trap_cleanout_required", SITE, "box", at(0), 2)]
+    # The warning (0.4, re-armed at 0.35) is said once; nothing is a clean-out.
+    assert kinds([f for f in facts if f.type != "trap_cleanout_required"]) == \
+        [("trap_fill", at(0))]
+
+
+@pytest.mark.parametrize(("below_hours", "new_demand"), [(6, True), (5, False)])
+def test_the_demand_rearms_after_rearm_hours_below(below_hours: int, new_demand: bool) -> None:
+    # 0.52 at hours 0-1, then 0.44 from hour 2 for ``below_hours`` hours and one
+    # reading more (hours 2 .. 2 + below_hours), then 0.55 (26.4 in).
+    readings = [depth(0, 24.96), depth(60, 24.96)]
+    readings += [depth(60 * h, 21.12) for h in range(2, 3 + below_hours)]
+    back = 3 + below_hours
+    readings.append(depth(60 * back, 26.4))
+    facts = run(TrapFold(SITE, BOX, BOX_SENSOR), readings)
+    if new_demand:
+        # 0.44 since hour 2, for 6 h at hour 8: re-armed; hour 9 is a new first demand.
+        assert demands(facts) == [(at(0), 0, 0.52, None), (at(60 * back), 0, 0.55, None)]
+    else:
+        # 5 h below is not enough: the old demand stands (its repeat is not due yet).
+        assert demands(facts) == [(at(0), 0, 0.52, None)]
+
+
+def test_random_noise_about_the_line_is_one_demand() -> None:
+    # Three days every 30 min, fill uniform in 0.40 .. 0.60 (seeded), median_of 5: the
+    # median dips to 0.45 and below now and then, but never for 6 hours on end.
+    rng = random.Random(18)
+    readings = [depth(30 * i, round(48 * rng.uniform(0.40, 0.60), 2))
+                for i in range(3 * 48)]
+    facts = run(TrapFold(SITE, BOX5, BOX_SENSOR), readings)
+    said = demands(facts)
+    assert [repeat for _, repeat, _, _ in said] == [0, 1, 2]
+    assert [f.type for f in facts if f.type not in ("trap_cleanout_required", "trap_fill")] \
+        == []
+    assert len([f for f in facts if f.type == "trap_fill"]) == 1
+    # Before issue 18 the dips re-armed it: the same readings gave many "repeat 0".
+    no_delay = run(TrapFold(SITE, BOX5.model_copy(update={"rearm_hours": 0.0}), BOX_SENSOR),
+                   readings)
+    assert sum(1 for _, r, _, _ in demands(no_delay) if r == 0) > 1
+
+
+# --------------------------------------------------------------------------- issue 18: falls
+
+
+def test_one_fall_in_four_steps_is_one_record_revised_to_where_it_settled() -> None:
+    # The box (median_of 1), every 10 min: 0.9, 0.7, 0.5, 0.3, 0.1, 0.1, then 0.09 and
+    # 0.1 (noise). Before issue 18: four records (each further 0.2 from the last one).
+    readings = [depth(10 * i, d) for i, d in
+                enumerate([43.2, 33.6, 24.0, 14.4, 4.8, 4.8, 4.32, 4.8])]
+    fold = TrapFold(SITE, BOX, BOX_SENSOR)
+    facts = run(fold, readings)
+    cid = make_id("trap_cleaned", SITE, "box", at(10))
+    assert [(f.type, f.at_ms, f.id) for f in facts] == [
+        ("trap_fill", at(0), make_id("trap_fill", SITE, "box", at(0))),
+        ("trap_cleanout_required", at(0), make_id("trap_cleanout_required", SITE, "box", at(0))),
+        ("trap_cleaned", at(10), cid)]
+    assert facts[2].fields == {"trap": "box", "fill_before": 0.9, "fill_after": 0.1,
+                               "sensor": "box-depth"}
+    # Said when the drop first reached 0.2 (0.9 → 0.7), revised once where the fall
+    # stopped (the second 0.1); the noise after it (0.09) is no revision.
+    assert [(i, f.id, f.fields["fill_after"]) for i, f in steps(fold, readings)
+            if f.type == "trap_cleaned"] == [(1, cid, 0.7), (5, cid, 0.1)]
+
+
+def test_a_partial_cleanout_is_demanded_again_where_it_settled() -> None:
+    # 0.9 → 0.7 (a record) → 0.65 → 0.65: the fall settles at 0.65, still above the
+    # line; the cleaning re-armed both thresholds, so both fire there, afresh.
+    readings = [depth(10 * i, d) for i, d in enumerate([43.2, 33.6, 31.2, 31.2])]
+    facts = run(TrapFold(SITE, BOX, BOX_SENSOR), readings)
+    assert kinds(facts) == [("trap_fill", at(0)), ("trap_cleanout_required", at(0)),
+                            ("trap_cleaned", at(10)), ("trap_fill", at(30)),
+                            ("trap_cleanout_required", at(30))]
+    assert facts[2].fields["fill_after"] == 0.65
+    assert facts[4].fields["repeat"] == 0
+
+
+def test_a_real_looking_cleanout_and_refill() -> None:
+    # A range finder 60 in above the box bottom (distance form), every 30 min, median_of 5:
+    # day 0 at 26.4 in (0.55); the morning of day 1 the excavator: 20, 13, 6, 1 in, one
+    # reading past the wet bottom (distance 60.8: -0.8 in), then 1.2 in; from day 3 the
+    # trap refills 0.6 in per reading up to 24 in (0.5).
+    depths = [26.4] * 48 + [20.0, 13.0, 6.0, 1.0, -0.8] + [1.2] * 91
+    depths += [round(min(24.0, 1.2 + 0.6 * k), 2) for k in range(1, 49)]
+    readings = [distance(30 * i, round(60.0 - d, 2)) for i, d in enumerate(depths)]
+    fold = TrapFold(SITE, BOX5, MOUNTED)
+    facts = run(fold, readings)
+    i_at = {i: at(30 * i) for i in range(len(depths))}
+    # Medians: i=50 [26.4,26.4,20,13,6] 20 (0.4167: a drop of 0.13); i=51 [26.4,20,13,6,1]
+    # 13 (0.2708: 0.28 below 0.55, the record); i=52 past the bottom: a fault, no fill;
+    # i=53 [20,13,6,1,1.2] 6 (0.125); i=54 1.2 (0.025); i=55 1.2: the fall stopped there.
+    # The refill: the median of a steady rise is the reading two back; 19.2 in (0.4) at
+    # i=175, 24.0 in (0.5) at i=183. The first demand's repeat would have been due at
+    # 26 h (i=52), but the clean-out at i=51 ended it.
+    assert [(f.type, f.at_ms) for f in facts] == [
+        ("trap_fill", i_at[4]), ("trap_cleanout_required", i_at[4]),
+        ("trap_cleaned", i_at[51]), ("sensor_fault", i_at[52]),
+        ("trap_fill", i_at[175]), ("trap_cleanout_required", i_at[183])]
+    cleaned, fault = facts[2], facts[3]
+    assert cleaned.id == make_id("trap_cleaned", SITE, "box", i_at[51])
+    assert cleaned.fields == {"trap": "box", "fill_before": 0.55, "fill_after": 0.025,
+                              "sensor": "box-depth"}
+    assert fault.fields == {"sensor": "box-depth", "reason": "beyond_bottom", "value": -0.8,
+                            "since": iso(i_at[52]), "trap": "box", "distance_in": 60.8,
+                            "last_valid_in": 1.0}
+    assert facts[5].fields == {"trap": "box", "fill_fraction": 0.5, "depth_in": 24.0,
+                               "sensor": "box-depth", "threshold": 0.5, "repeat": 0}
+    assert [(i, f.fields["fill_after"]) for i, f in steps(fold, readings)
+            if f.type == "trap_cleaned"] == [(51, 0.2708), (55, 0.025)]
+    # Order and duplicates change nothing.
+    rng = random.Random(3)
+    shuffled = readings + rng.sample(readings, 30)
+    rng.shuffle(shuffled)
+    assert run(TrapFold(SITE, BOX5, MOUNTED), shuffled) == facts
+
+
+def test_the_plot_holds_the_last_valid_fill_through_a_fault() -> None:
+    samples: list[Sample] = []
+    tl = Timeline(TrapFold(SITE, BOX, MOUNTED))
+    tl.observer = TrapSampler(SITE, "box", tl.fold, samples.append)  # type: ignore[arg-type]
+    for r in [distance(0, 36.0), distance(10, 61.0), distance(20, 36.0)]:
+        tl.insert(r)
+    plotted = [(s.ts_ms, s.fill_fraction, s.depth_in, s.state, s.fault)
+               for s in samples if isinstance(s, TrapSample)]
+    # 24 in (0.5), then a fault sampled at the last valid fill, then 24 in again.
+    assert plotted == [(at(0), 0.5, 24.0, "cleanout", None),
+                       (at(10), 0.5, 24.0, "fault", "beyond_bottom"),
+                       (at(20), 0.5, 24.0, "cleanout", None)]
+
+
+def test_new_state_survives_dump_load_and_copy() -> None:
+    # Mid-fault, mid-hold and mid-fall states give the same facts after a round trip.
+    readings = [distance(10 * i, 60.0 - d) for i, d in
+                enumerate([30.0, 30.0, 30.0, 30.0, 30.0, 20.0, 14.0, 6.0, -1.0, 40.0,
+                           6.0, 6.0, 6.0, 6.0, 6.0, 6.0])]
+    fold = TrapFold(SITE, BOX5, MOUNTED)
+    whole = [f for _, f in steps(fold, readings)]
+    for cut in range(1, len(readings)):
+        state = fold.initial()
+        first: list[Fact] = []
+        for r in readings[:cut]:
+            fold.step(state, r, first)
+        restored = fold.load(json.loads(json.dumps(fold.dump(state))))
+        assert fold.dump(restored) == fold.dump(state)
+        for s in (restored, fold.copy(state)):
+            rest: list[Fact] = []
+            for r in readings[cut:]:
+                fold.step(s, r, rest)
+            assert first + rest == whole
+
+
+def test_status_text_shows_a_faulty_trap_never_a_plain_level(tmp_path: Path) -> None:
+    config = parse_config({"state_dir": str(tmp_path), "sites": [{
+        "id": SITE, "timezone": "UTC", "condition": "none",
+        "sensors": [{"id": "box-depth", "kind": "sediment", "sensor_height_in": 60}],
+        "traps": [BOX5.model_dump(exclude_none=True)]}]}, env={})
+    # Five readings of 12 in (0.25), then one past the bottom at 13:00.
+    readings = [distance(10 * i, 48.0) for i in range(5)] + [distance(60, 61.0)]
+    with open_store(config) as store:
+        host = EngineHost.restore(config, store)
+        store.journal.commit([journal_in(r, topic=None, received_ms=r.ts_ms)
+                              for r in readings])
+        host.catch_up()
+        host.record_status()
+        status = build_status(config, store, at(70))
+    trap = status["sites"][SITE]["traps"]["box"]
+    assert (trap["state"], trap["level"], trap["fill_fraction"]) == ("fault", "ok", 0.25)
+    assert ("  trap box: SENSOR FAULT (beyond_bottom) since 2026-05-01 13:00 UTC; last valid "
+            "fill 25% of design volume (ok): check the trap by eye") in \
+        format_status(config, status).splitlines()
+
+
+def test_the_report_table_shows_the_fault_and_the_repeat_on_the_last_valid_fill() -> None:
+    readings = [distance(10 * i, 31.2) for i in range(5)]  # 28.8 in: 0.6
+    readings += [distance(60 * h, 61.5) for h in range(1, 26)]
+    box = BOX5.model_copy(update={"id": "box"})
+    facts = run(TrapFold(SITE, box, MOUNTED), readings)
+    html = trap_section([Event(f) for f in facts], lambda v: str(v))
+    assert ("<td>box</td><td>sensor fault</td><td>sensor box-depth faulty (beyond_bottom: "
+            "-1.5 in): fill not measured</td>") in html
+    assert ("<td>trap cleanout required</td><td>60% (last valid; sensor faulty: "
+            "beyond_bottom)</td>") in html

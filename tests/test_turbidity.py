@@ -8,12 +8,13 @@ import random
 import pytest
 
 from monitor.config import SensorConfig, TurbidityPair
-from monitor.engine.events import Fact, make_id
+from monitor.engine.events import Event, Fact, make_id
 from monitor.engine.inputs import Reading
 from monitor.engine.series import ContrastSample, PairSampler, Sample
 from monitor.engine.timeline import Timeline
 from monitor.engine.times import MS_PER_MINUTE, iso, parse_iso
 from monitor.engine.turbidity import TRANSITIONS, PairFold, exceeds, limit_ntu
+from monitor.reporttables import turbidity_section
 
 SITE = "branch-meadows"
 T0 = parse_iso("2026-05-01T12:00:00Z")
@@ -597,3 +598,113 @@ def test_state_round_trips_through_json() -> None:
             f.step(s, r, out)
     assert outs[0] == outs[1] == outs[2]
     assert [x.fields["state"] for x in outs[0]] == ["cleared"]
+
+
+# --------------------------------------------------------------------------- issue 18
+
+UP_400 = SensorConfig(id="tb-up", kind="turbidity", max_ntu=400)
+
+
+def test_a_pegged_upstream_probe_is_no_background_the_absolute_rule_applies() -> None:
+    # Upstream pegged at its 400 NTU full scale, downstream 300 NTU, every minute for
+    # 15 minutes. Compared as read, 300 − 400 is no contrast at all; but the background
+    # is only known to be 400 or more, so the pair falls back to the absolute rule:
+    # 300 > 250 from 0:00, sustained 10 minutes at 0:10.
+    readings = minutely(0, 15, 400.0, 300.0)
+    facts = run(fold(upstream=UP_400), readings, now_minutes=16)
+    assert [(f.type, f.at_ms) for f in facts] == [("pegged", at(0)),
+                                                   ("turbidity_contrast", at(10))]
+    contrast_fact = facts[1]
+    assert contrast_fact.id == make_id("turbidity_contrast", SITE, "outfall-1", "absolute",
+                                       "exceeded", at(0))
+    assert contrast_fact.fields == {
+        "pair": "outfall-1", "state": "exceeded", "basis": "absolute",
+        "started_at": iso(at(0)), "upstream_ntu": None, "downstream_ntu": 300.0,
+        "delta_ntu": None, "limit_ntu": 250.0, "upstream_at": None}
+    # The pegged fact already says why; no background_missing besides it.
+    assert "background_missing" not in {f.type for f in facts}
+
+
+def test_a_pegged_background_is_unknown_contrast_not_ok() -> None:
+    # Downstream 100 NTU under a pegged upstream: below the absolute limit, but the
+    # contrast is unknown, not fine.
+    f = fold(upstream=UP_400)
+    state = f.initial()
+    for r in minutely(0, 15, 400.0, 100.0):
+        f.step(state, r, [])
+    s = f.summary(state)
+    assert (s["state"], s["upstream_ntu"], s["delta_ntu"]) == ("unknown", None, None)
+    facts = run(fold(upstream=UP_400), minutely(0, 15, 400.0, 100.0), now_minutes=16)
+    assert [(f.type, f.at_ms) for f in facts] == [("pegged", at(0))]
+    # Just below full scale the upstream probe is a background again: 100 − 399 is ok.
+    g = fold(upstream=UP_400)
+    other = g.initial()
+    for r in minutely(0, 15, 399.0, 100.0):
+        g.step(other, r, [])
+    assert g.summary(other)["state"] == "ok"
+
+
+SUSPECT = PAIR.model_copy(update={"suspect_delta_ntu": 10.0})
+
+
+def every_10(stop: int, up_ntu: float, down_ntu: float, dip_at: int | None = None
+             ) -> list[Reading]:
+    """Both probes every 10 minutes from 0 to ``stop`` minutes inclusive; at ``dip_at``
+    the upstream probe reads 15 NTU (only 5 above downstream)."""
+    out = []
+    for m in range(0, stop + 1, 10):
+        out += [up(m, 15.0 if m == dip_at else up_ntu), down(m, down_ntu)]
+    return out
+
+
+def test_probes_suspect_after_suspect_hours_of_upstream_far_above_downstream() -> None:
+    # Upstream 30, downstream 10 (20 above, more than 10) from 0:00: after 6 h, once.
+    facts = of_type(run(fold(SUSPECT), every_10(480, 30.0, 10.0), now_minutes=481),
+                    "probes_suspect")
+    assert [(f.at_ms, f.id) for f in facts] == [
+        (at(360), make_id("probes_suspect", SITE, "outfall-1", at(0)))]
+    assert facts[0].fields == {"pair": "outfall-1", "upstream_ntu": 30.0,
+                               "downstream_ntu": 10.0, "hours": 6.0, "since": iso(at(0)),
+                               "upstream": "tb-up", "downstream": "tb-down",
+                               "suspect_delta_ntu": 10.0}
+
+
+def test_probes_suspect_is_off_by_default_and_needs_an_unbroken_run() -> None:
+    assert PAIR.suspect_delta_ntu is None and PAIR.suspect_hours == 6.0
+    assert of_type(run(fold(), every_10(480, 30.0, 10.0), now_minutes=481),
+                   "probes_suspect") == []
+    # A reading at 2:00 with upstream only 5 above ends the run; the next starts at 2:10
+    # and is 6 h long at 8:10 (490 min), after the 8:00 end here, before the 8:20 there.
+    broken = of_type(run(fold(SUSPECT), every_10(480, 30.0, 10.0, dip_at=120),
+                         now_minutes=481), "probes_suspect")
+    assert broken == []
+    longer = of_type(run(fold(SUSPECT), every_10(500, 30.0, 10.0, dip_at=120),
+                         now_minutes=501), "probes_suspect")
+    assert [(f.at_ms, f.fields["since"], f.fields["hours"]) for f in longer] == [
+        (at(490), iso(at(130)), 6.0)]
+    # Exactly suspect_delta_ntu above is not more than it.
+    assert of_type(run(fold(SUSPECT), every_10(480, 20.0, 10.0), now_minutes=481),
+                   "probes_suspect") == []
+
+
+def test_a_pegged_upstream_counts_as_at_least_its_full_scale_for_suspicion() -> None:
+    # A plume at the upstream probe: pegged at 400, downstream 12 NTU, for 6 h.
+    pair = SUSPECT.model_copy(update={"suspect_hours": 1.0})
+    facts = run(fold(pair, upstream=UP_400), every_10(60, 400.0, 12.0), now_minutes=61)
+    assert [(f.type, f.at_ms) for f in facts] == [("pegged", at(0)),
+                                                   ("probes_suspect", at(60))]
+    assert facts[1].fields["upstream_ntu"] == 400.0
+
+
+def test_the_report_table_shows_absolute_findings_and_suspect_probes() -> None:
+    # Before issue 18 an absolute-basis row (no upstream NTU) crashed the report.
+    facts = run(fold(upstream=UP_400), minutely(0, 15, 400.0, 300.0), now_minutes=16)
+    suspect = of_type(run(fold(SUSPECT), every_10(480, 30.0, 10.0), now_minutes=481),
+                      "probes_suspect")
+    html = turbidity_section([Event(f) for f in facts + suspect], lambda v: str(v))
+    assert ("<td>outfall-1</td><td><span class=\"exceeded\">exceeded</span></td>"
+            "<td>absolute</td>") in html
+    assert "<td>—</td><td>300</td><td>—</td><td>250</td>" in html
+    assert ("<span class=\"probes suspect\">probes suspect</span></td><td>upstream above "
+            "downstream for 6 h</td>") in html
+    assert "<td>30</td><td>10</td><td>-20</td><td>10</td>" in html

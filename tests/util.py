@@ -24,6 +24,8 @@ from monitor.engine.events import (
     InspectionOverdue,
     InspectionRecorded,
     Pegged,
+    ProbesSuspect,
+    SensorFault,
     SensorRecovered,
     SensorStale,
     SiteClosed,
@@ -168,6 +170,12 @@ SAMPLE_BODIES: dict[str, Body] = {body.TYPE: body for body in (
     CounterReset(sensor="rg1", tips_before=1234, tips_after=0),
     BackgroundMissing(sensor="tb-up", pair="outfall-1", downstream_ntu=25.0),
     Pegged(sensor="tb-down", pair="outfall-1", ntu=1000.0, max_ntu=1000.0),
+    SensorFault(sensor="trap1-depth", reason="beyond_bottom", value=-1.5,
+                since="2026-11-30T12:00:00Z", trap="trap-1", distance_in=67.5,
+                last_valid_in=20.0),
+    ProbesSuspect(pair="outfall-1", upstream_ntu=30.0, downstream_ntu=10.0, hours=6.0,
+                  since="2026-11-30T08:00:00Z", upstream="tb-up", downstream="tb-down",
+                  suspect_delta_ntu=10.0),
 )}
 
 

@@ -274,15 +274,45 @@ class TrapCleanoutRequired(Body):
     sensor: str
     threshold: float
     repeat: int
+    #: A repeat concluded while the trap's sensor is faulty (DESIGN § 4) names the
+    #: fault's ``reason``: the fill is then the last valid one.
+    fault: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TrapCleaned(Body):
+    """A maintenance record: the fill fell by 0.2 or more within 24 hours. One per fall,
+    made when the drop first reaches 0.2 and revised (same id) with the fill where the
+    fall settled (``fill_after``)."""
+
     TYPE: ClassVar[str] = "trap_cleaned"
     trap: str
     fill_before: float
     fill_after: float
     sensor: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SensorFault(Body):
+    """A reading that cannot be true (DESIGN § 4): kept in the journal, left out of the
+    rule, reported once per episode (a run of such readings) from ``since`` on.
+
+    ``reason`` ``beyond_bottom``: the depth is below the trap bottom (``distance_in``
+    above ``sensor_height_in``, or a negative ``depth_in``); ``above_max_fill``: the
+    depth is above ``max_fill_fraction`` of the design depth; ``impossible_step``: the
+    depth moved more than ``max_step_in`` from the last valid reading and did not stay
+    there for ``median_of`` readings. ``value`` is the depth in inches the first
+    faulty reading gives (whichever form it came in); ``distance_in`` the distance it
+    was measured as, when it was; ``last_valid_in`` the last valid depth before it."""
+
+    TYPE: ClassVar[str] = "sensor_fault"
+    sensor: str
+    reason: Literal["beyond_bottom", "above_max_fill", "impossible_step"]
+    value: float
+    since: str
+    trap: str | None = None
+    distance_in: float | None = None
+    last_valid_in: float | None = None
 
 
 # --------------------------------------------------------------------------- turbidity
@@ -323,6 +353,23 @@ class Pegged(Body):
     pair: str
     ntu: float
     max_ntu: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProbesSuspect(Body):
+    """The upstream (background) probe read more than ``suspect_delta_ntu`` above the
+    downstream one for ``hours`` (at least ``suspect_hours``) from ``since``: swapped
+    probes, or a probe in a plume. The contrast of § 134-8C cannot be trusted then."""
+
+    TYPE: ClassVar[str] = "probes_suspect"
+    pair: str
+    upstream_ntu: float
+    downstream_ntu: float
+    hours: float
+    since: str
+    upstream: str
+    downstream: str
+    suspect_delta_ntu: float
 
 
 # --------------------------------------------------------------------------- sensors
@@ -368,7 +415,7 @@ EVENT_TYPES: dict[str, type[Body]] = {cls.TYPE: cls for cls in (
     InspectionDueSoon, InspectionOverdue, InspectionMissed, ClockClosed, CorrectiveActionDue,
     SiteClosed, TrapFill,
     TrapCleanoutRequired, TrapCleaned, TurbidityContrast, SensorStale, SensorRecovered,
-    BatteryLow, CounterReset, BackgroundMissing, Pegged)}
+    BatteryLow, CounterReset, BackgroundMissing, Pegged, SensorFault, ProbesSuspect)}
 #: Each event type's fields (DESIGN § 5 and what the rules add), read off the types.
 EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     name: tuple(f.name for f in dataclasses.fields(cls)) for name, cls in EVENT_TYPES.items()}

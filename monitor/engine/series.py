@@ -9,13 +9,18 @@ state after each step (DESIGN: domain math lives in the engine only).
                     rain of the instant, the running total, the event's rain
                     in the trailing 24 hours (what ``event_24h`` compares), its
                     maximum, whether it qualified;
-``TrapSample``      a trap's fill of design volume after each reading with a
-                    depth, *after* the median of ``median_of`` (what the trap
+``TrapSample``      a trap's fill of design volume after each valid reading,
+                    *after* the median of ``median_of`` (what the trap
                     alerts compare), and the smoothed depth; during the trap's
                     warm-up (fewer than ``median_of`` readings, when the rule
                     has no fill and concludes nothing) the fill is NaN (a gap
                     in a plot, a field left out of a point) and the state
-                    ``unknown``, and the depth the median of what there is;
+                    ``unknown``, and the depth the median of what there is.
+                    A faulty reading (``sensor_fault``) is sampled with the
+                    last valid fill and depth, state ``fault`` and the
+                    ``fault`` reason: the rule holds that fill, and repeats a
+                    clean-out demand on it. A reading held as a possible step
+                    (``sediment.py``) changes nothing yet and has no sample;
 ``ContrastSample``  each downstream turbidity reading and the background the
                     rule paired it with (nearest within ``max_skew_minutes``,
                     else the last one younger than ``background_max_age_minutes``,
@@ -73,6 +78,8 @@ class TrapSample:
     state: str
     warn_fraction: float
     cleanout_fraction: float
+    #: The open sensor fault's reason at a faulty reading (``state`` is then ``fault``).
+    fault: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,15 +154,20 @@ class TrapSampler:
         return None
 
     def after(self, state: TrapState, item: Reading, pre: Any) -> None:
-        if state.last_ts != item.ts_ms or state.last_depth_in is None:
+        if state.seen_ts != item.ts_ms:
             return  # a reading without a usable depth changes nothing
-        trap, fill = self.fold.trap, state.last_fill
+        fault = state.check.fault
+        if state.last_ts != item.ts_ms and fault is None:
+            return  # a held step: nothing is known yet
+        trap, fill, depth = self.fold.trap, state.last_fill, state.last_depth_in
+        level = "unknown" if fill is None else trap_state(fill, trap)
         self.sink(TrapSample(self.site, self.trap, item.ts_ms,
                              fill_fraction=math.nan if fill is None else round(fill, _DIGITS),
-                             depth_in=round(state.last_depth_in, 4),
-                             state="unknown" if fill is None else trap_state(fill, trap),
+                             depth_in=math.nan if depth is None else round(depth, 4),
+                             state=level if fault is None else "fault",
                              warn_fraction=float(trap.warn_fraction),
-                             cleanout_fraction=float(trap.cleanout_fraction)))
+                             cleanout_fraction=float(trap.cleanout_fraction),
+                             fault=None if fault is None else fault[0]))
 
 
 class PairSampler:

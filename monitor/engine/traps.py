@@ -13,9 +13,14 @@ and side slopes of ``z`` horizontal to 1 vertical, a vertical-walled box or
 riser, or, for ponds, the designer's stage-storage table. Dimensions are feet
 and volumes cubic feet; sensor depths are inches.
 
-The rule over readings (``TrapFold``): each reading gives a sediment depth,
-the median of the last ``median_of`` readings smooths a single bad echo away,
-and the smoothed fill fraction drives three facts:
+Theory of operation (``TrapFold``)
+----------------------------------
+Each reading is first judged by the sensor checks of ``sediment.py``: a reading
+that cannot be true (past the trap bottom, far above the design depth, a step
+the sediment cannot make) is a ``sensor_fault``, kept in the journal and left
+out of everything below. The valid depths go through the median of the last
+``median_of`` readings, which smooths noise and single bad echoes away, and the
+smoothed fill fraction drives three facts:
 
 ``trap_fill``              the fill reached ``warn_fraction`` [0.4]
 ``trap_cleanout_required`` the fill reached ``cleanout_fraction`` [0.5], and
@@ -24,20 +29,34 @@ and the smoothed fill fraction drives three facts:
 ``trap_cleaned``           the fill dropped by at least 0.2 from its maximum of
                            the trailing 24 hours (a maintenance record)
 
-Warm-up: there is no fill, and no fact, until ``median_of`` readings exist. A
-median of fewer readings is no smoothing at all: a first reading that is an
-echo (60 in of "sediment" in a 48 in trap) would otherwise be a clean-out
-demand, and the true readings after it two invented clean-outs. With
-``median_of`` >= 3 a single reading, beyond the design depth or not, is never
-the median, so it is never a fill fact.
+1. *Warm-up.* There is no fill, and no fact, until ``median_of`` valid readings
+   exist. A median of fewer readings is no smoothing at all: a first reading
+   that is an echo would otherwise be a clean-out demand, and the true
+   readings after it two invented clean-outs.
+2. *Arming.* A threshold fires once. It re-arms at a ``trap_cleaned``, or once
+   the fill has stayed ``REARM_FRACTION`` (0.05) below it for ``rearm_hours``
+   [6] (every valid fill in between that far below): noise about the line is
+   one alert and its repeats, never a new "repeat 0" every hour.
+3. *Repeats.* An unanswered clean-out demand is a standing violation of
+   § 134-9A(1), so it is repeated, like an overdue inspection. A repeat is
+   concluded at a reading of the sensor (at least ``cleanout_repeat_hours``
+   after the previous one, the last valid fill still at the clean-out level),
+   never from time alone: a silent sensor says nothing about the trap
+   (``sensor_stale`` reports it). A *faulty* reading does conclude a repeat,
+   on the last valid fill (and says so, ``fault``): a broken sensor must not
+   silence a demand the chapter still makes.
+4. *Falls.* A fall opens at the reading where the fill first lies 0.2 below
+   the trailing 24-hour maximum: one ``trap_cleaned`` there, which re-arms
+   both thresholds. While it is open, further drops belong to it; when the
+   fill stops falling (a reading not below the lowest so far) the record is
+   revised (same id) with that lowest fill, ``fill_after``, and again only if
+   it falls on by another ``SETTLE_FRACTION``. No threshold fires while the
+   fill is still falling (the trap is being cleaned). The fall closes 24
+   hours after it opened, or when the fill rises ``SETTLE_FRACTION`` above its
+   lowest (refilling); only then can another fall, measured from the fills
+   after it, be a new record.
 
-A threshold fires once, then re-arms only after the fill has fallen
-``REARM_FRACTION`` below it, so a reading that hovers at the line does not
-alert on every wobble. An unanswered clean-out demand is a standing violation
-of § 134-9A(1), so it is repeated, like an overdue inspection; a repeat is
-concluded at a reading (at least ``cleanout_repeat_hours`` after the previous
-demand, the fill still at the clean-out level), never from time alone: a
-silent sensor says nothing about the trap (``sensor_stale`` reports it).
+The state is a function of the sorted readings before it only (``timeline.py``).
 """
 
 from __future__ import annotations
@@ -49,15 +68,16 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 from ..config import SensorConfig, TrapConfig
-from .events import Fact, TrapCleaned, TrapCleanoutRequired, TrapFill, make_id
+from .events import Fact, SensorFault, TrapCleaned, TrapCleanoutRequired, TrapFill, make_id
 from .inputs import Reading
-from .times import MS_PER_DAY, MS_PER_HOUR
+from .sediment import IN_PER_FT, MICRO_PER_IN, CheckState, Fault, SedimentCheck
+from .times import MS_PER_DAY, MS_PER_HOUR, iso
 
-MICRO_PER_IN = 1_000_000
-IN_PER_FT = 12.0
-
-#: How far below a threshold the fill must fall before that threshold fires again.
+#: How far below a threshold the fill must stay (``rearm_hours``) before it fires again.
 REARM_FRACTION = 0.05
+#: A fall has settled when the fill stops falling; it falls on (a revision) only by
+#: this much more, and it is over when the fill rises this much above its lowest.
+SETTLE_FRACTION = 0.05
 #: A drop of the smoothed fill this large within ``CLEANED_WINDOW_MS`` is a clean-out.
 CLEANED_DROP = 0.2
 CLEANED_WINDOW_MS = MS_PER_DAY
@@ -181,16 +201,17 @@ def _req(value: T | None) -> T:
 
 @dataclass(slots=True)
 class TrapState:
-    """One trap's smoothing window, alert arming and trailing-24 h maximum."""
+    """One trap's sensor checks, smoothing window, alert arming, falls and demand."""
 
-    #: Depths of the last ``median_of`` readings, micro-inches, event order.
+    #: Depths of the last ``median_of`` valid readings, micro-inches, event order.
     recent: deque[int] = field(default_factory=deque)
     warn_armed: bool = True
     cleanout_armed: bool = True
     #: (ts_ms, fill) with fills strictly decreasing: the front is the 24 h maximum.
     peaks: deque[tuple[int, float]] = field(default_factory=deque)
+    #: The last valid reading (it moved the median).
     last_ts: int | None = None
-    #: None until ``median_of`` readings exist (warm-up): there is no fill yet.
+    #: None until ``median_of`` valid readings exist (warm-up): there is no fill yet.
     last_fill: float | None = None
     last_depth_in: float | None = None
     #: The standing clean-out demand: when it was first made, when last said, and
@@ -198,6 +219,15 @@ class TrapState:
     demand_first_ts: int | None = None
     demand_last_ts: int | None = None
     demand_repeats: int = 0
+    #: Since when each disarmed threshold has had the fill 0.05 below it (rule 2).
+    warn_below_ts: int | None = None
+    cleanout_below_ts: int | None = None
+    #: The open fall (rule 4): its record's time, fill_before, the fill_after said,
+    #: the lowest fill so far, and whether it is still falling.
+    fall: tuple[int, float, float, float, bool] | None = None
+    check: CheckState = field(default_factory=CheckState)
+    #: The last reading with a depth, valid or not (what the plot samples).
+    seen_ts: int | None = None
 
 
 class TrapFold:
@@ -214,8 +244,8 @@ class TrapFold:
         self.warn_rearm = round(trap.warn_fraction - REARM_FRACTION, _DIGITS)
         self.cleanout_rearm = round(trap.cleanout_fraction - REARM_FRACTION, _DIGITS)
         self.repeat_ms = round(trap.cleanout_repeat_hours * MS_PER_HOUR)
-        height = sensor.sensor_height_in
-        self.height_micro = None if height is None else round(height * MICRO_PER_IN)
+        self.rearm_ms = round(trap.rearm_hours * MS_PER_HOUR)
+        self.checks = SedimentCheck(trap, sensor)
 
     # ---------------------------------------------------------------- Fold protocol
 
@@ -223,52 +253,40 @@ class TrapFold:
         return TrapState()
 
     def key(self, item: Reading) -> tuple[Any, ...]:
-        depth = self._depth_micro(item)
+        depth = self.checks.depth_micro(item)
         # Readings without a usable depth share one key per instant: they are
         # ignored by ``step`` anyway, and ``None`` would not sort against ints.
         return (item.ts_ms, 0, depth) if depth is not None else (item.ts_ms, 1, 0)
 
     def step(self, state: TrapState, item: Reading, out: list[Fact]) -> None:
-        depth = self._depth_micro(item)
+        depth = self.checks.depth_micro(item)
         if depth is None:
             return
         ts = item.ts_ms
+        state.seen_ts = ts
+        outcome = self.checks.take(state.check, item, depth)
+        if outcome.fault is not None:
+            out.append(self._fault_fact(outcome.fault))
+        if not outcome.valid:
+            # A faulty or held reading: the trap keeps its last valid fill (rule 3).
+            self._repeat(state, ts, out)
+            return
         recent = state.recent
-        recent.append(depth)
-        if len(recent) > self.median_of:
-            recent.popleft()
+        for d in outcome.valid:
+            recent.append(d)
+            if len(recent) > self.median_of:
+                recent.popleft()
         depth_in = _median(recent) / MICRO_PER_IN
         state.last_ts, state.last_depth_in = ts, depth_in
         if len(recent) < self.median_of:
-            # Warm-up (module docstring): the window only grows, so this holds for the
-            # first ``median_of`` - 1 readings only, and nothing is armed or tracked yet.
+            # Warm-up (rule 1): the window only grows, so nothing is armed or tracked yet.
             return
         fill = round(volume_cf(self.trap, depth_in / IN_PER_FT) / self.design_cf, _DIGITS)
         state.last_fill = fill
-
-        if fill <= self.warn_rearm:
-            state.warn_armed = True
-        if fill <= self.cleanout_rearm:
-            state.cleanout_armed = True
-            state.demand_first_ts = state.demand_last_ts = None
-            state.demand_repeats = 0
-        if state.warn_armed and fill >= self.warn:
-            state.warn_armed = False
-            out.append(self._level_fact(TrapFill, ts, fill, depth_in, self.warn))
-        if state.cleanout_armed and fill >= self.cleanout:
-            state.cleanout_armed = False
-            state.demand_first_ts = state.demand_last_ts = ts
-            out.append(self._level_fact(TrapCleanoutRequired, ts, fill, depth_in,
-                                        self.cleanout))
-        elif fill >= self.cleanout and state.demand_first_ts is not None \
-                and state.demand_last_ts is not None \
-                and ts - state.demand_last_ts >= self.repeat_ms:
-            state.demand_repeats += 1
-            state.demand_last_ts = ts
-            out.append(self._level_fact(TrapCleanoutRequired, ts, fill, depth_in,
-                                        self.cleanout, state.demand_first_ts,
-                                        state.demand_repeats))
-        self._track_cleaning(state, ts, fill, out)
+        self._track_fall(state, ts, fill, out)
+        if state.fall is not None and state.fall[4]:
+            return  # still falling: being cleaned (rule 4)
+        self._levels(state, ts, fill, depth_in, out)
 
     def advance(self, state: TrapState, now_ms: int, out: list[Fact]) -> None:
         """Nothing happens to a trap while no reading arrives."""
@@ -277,7 +295,8 @@ class TrapFold:
         return TrapState(deque(state.recent), state.warn_armed, state.cleanout_armed,
                          deque(state.peaks), state.last_ts, state.last_fill,
                          state.last_depth_in, state.demand_first_ts, state.demand_last_ts,
-                         state.demand_repeats)
+                         state.demand_repeats, state.warn_below_ts, state.cleanout_below_ts,
+                         state.fall, state.check.copy(), state.seen_ts)
 
     def dump(self, state: TrapState) -> Any:
         return {
@@ -291,40 +310,116 @@ class TrapFold:
             "demand_first_ts": state.demand_first_ts,
             "demand_last_ts": state.demand_last_ts,
             "demand_repeats": state.demand_repeats,
+            "warn_below_ts": state.warn_below_ts,
+            "cleanout_below_ts": state.cleanout_below_ts,
+            "fall": None if state.fall is None else list(state.fall),
+            "check": state.check.dump(),
+            "seen_ts": state.seen_ts,
         }
 
     def load(self, data: Any) -> TrapState:
-        # A state dumped before repeats existed has no demand: none is repeated until
-        # the trap re-arms and demands clean-out afresh.
+        # A state dumped before repeats, re-arm timers, falls or sensor checks existed
+        # has none of them: they start afresh.
+        fall = data.get("fall")
         return TrapState(deque(data["recent"]), data["warn_armed"], data["cleanout_armed"],
                          deque((ts, fill) for ts, fill in data["peaks"]), data["last_ts"],
                          data["last_fill"], data["last_depth_in"],
                          data.get("demand_first_ts"), data.get("demand_last_ts"),
-                         data.get("demand_repeats", 0))
+                         data.get("demand_repeats", 0), data.get("warn_below_ts"),
+                         data.get("cleanout_below_ts"),
+                         None if fall is None else (fall[0], fall[1], fall[2], fall[3],
+                                                    fall[4]),
+                         CheckState.load(data.get("check")), data.get("seen_ts"))
 
     # ---------------------------------------------------------------- status
 
     def summary(self, state: TrapState) -> dict[str, Any]:
-        """The trap's entry of ``status --json``: fill, smoothed depth and level."""
+        """The trap's entry of ``status --json``: fill, smoothed depth and state.
+
+        ``state`` is ``fault`` while the sensor's readings are faulty (a fault is
+        never shown as a plain ``ok``; the fill is then the last valid one and
+        ``level`` its own level), else the level: ``unknown`` during warm-up,
+        ``ok``, ``warn`` or ``cleanout``. ``sensor_fault`` is the open episode's
+        ``{reason, since}``, or null.
+        """
         if state.last_fill is None or state.last_depth_in is None:
-            return {"fill_fraction": None, "depth_in": None, "state": "unknown"}
-        return {"fill_fraction": round(state.last_fill, 4),
-                "depth_in": round(state.last_depth_in, 3),
-                "state": trap_state(state.last_fill, self.trap)}
+            out: dict[str, Any] = {"fill_fraction": None, "depth_in": None, "state": "unknown"}
+        else:
+            out = {"fill_fraction": round(state.last_fill, 4),
+                   "depth_in": round(state.last_depth_in, 3),
+                   "state": trap_state(state.last_fill, self.trap)}
+        out["level"] = out["state"]
+        fault = state.check.fault
+        out["sensor_fault"] = (None if fault is None
+                               else {"reason": fault[0], "since": iso(fault[1])})
+        if fault is not None:
+            out["state"] = "fault"
+        return out
 
     # ---------------------------------------------------------------- internals
 
-    def _depth_micro(self, item: Reading) -> int | None:
-        """Sediment depth in micro-inches, or None when the reading cannot give one."""
-        if item.depth_in is not None:
-            return max(0, round(item.depth_in * MICRO_PER_IN))
-        if item.distance_in is not None and self.height_micro is not None:
-            # A surface measured below the trap bottom is noise, not negative sediment.
-            return max(0, self.height_micro - round(item.distance_in * MICRO_PER_IN))
-        return None
+    def _levels(self, state: TrapState, ts: int, fill: float, depth_in: float,
+                out: list[Fact]) -> None:
+        """Re-arming (rule 2), the two thresholds, and the demand's repeats (rule 3)."""
+        state.warn_below_ts = _below_since(state.warn_below_ts, ts, fill, self.warn_rearm)
+        state.cleanout_below_ts = _below_since(state.cleanout_below_ts, ts, fill,
+                                               self.cleanout_rearm)
+        if not state.warn_armed and state.warn_below_ts is not None \
+                and ts - state.warn_below_ts >= self.rearm_ms:
+            state.warn_armed = True
+        if not state.cleanout_armed and state.cleanout_below_ts is not None \
+                and ts - state.cleanout_below_ts >= self.rearm_ms:
+            self._rearm_cleanout(state)
+        if state.warn_armed and fill >= self.warn:
+            state.warn_armed, state.warn_below_ts = False, None
+            out.append(self._level_fact(TrapFill, ts, fill, depth_in, self.warn))
+        if state.cleanout_armed and fill >= self.cleanout:
+            state.cleanout_armed, state.cleanout_below_ts = False, None
+            state.demand_first_ts = state.demand_last_ts = ts
+            out.append(self._level_fact(TrapCleanoutRequired, ts, fill, depth_in,
+                                        self.cleanout))
+        else:
+            self._repeat(state, ts, out)
 
-    def _track_cleaning(self, state: TrapState, ts: int, fill: float, out: list[Fact]) -> None:
+    def _repeat(self, state: TrapState, ts: int, out: list[Fact]) -> None:
+        """The standing demand's next repeat, if one is due at this reading (rule 3)."""
+        fill, depth_in = state.last_fill, state.last_depth_in
+        if state.demand_first_ts is None or state.demand_last_ts is None or fill is None \
+                or depth_in is None or fill < self.cleanout \
+                or ts - state.demand_last_ts < self.repeat_ms:
+            return
+        state.demand_repeats += 1
+        state.demand_last_ts = ts
+        fault = state.check.fault
+        out.append(self._level_fact(TrapCleanoutRequired, ts, fill, depth_in, self.cleanout,
+                                    state.demand_first_ts, state.demand_repeats,
+                                    None if fault is None else fault[0]))
+
+    def _rearm_cleanout(self, state: TrapState) -> None:
+        state.cleanout_armed = True
+        state.cleanout_below_ts = state.demand_first_ts = state.demand_last_ts = None
+        state.demand_repeats = 0
+
+    def _track_fall(self, state: TrapState, ts: int, fill: float, out: list[Fact]) -> None:
+        """Rule 4: open, follow, settle and close falls of the fill."""
         peaks = state.peaks
+        if state.fall is not None:
+            at, before, said, low, falling = state.fall
+            if ts - at >= CLEANED_WINDOW_MS or round(fill - low, _DIGITS) >= SETTLE_FRACTION:
+                if falling and low < said:
+                    out.append(self._cleaned_fact(at, before, low))
+                state.fall = None
+                peaks.clear()
+                peaks.append((ts, fill))
+            elif fill < low:
+                # Falling on; after a settle, only by SETTLE_FRACTION more (not noise).
+                falling = falling or round(said - fill, _DIGITS) >= SETTLE_FRACTION
+                state.fall = (at, before, said, fill, falling)
+            elif falling:
+                if low < said:
+                    out.append(self._cleaned_fact(at, before, low))
+                state.fall = (at, before, low, low, False)
+            return
         horizon = ts - CLEANED_WINDOW_MS
         while peaks and peaks[0][0] <= horizon:
             peaks.popleft()
@@ -334,15 +429,32 @@ class TrapFold:
         peaks.append((ts, fill))
         before = peaks[0][1]
         if round(before - fill, _DIGITS) >= CLEANED_DROP:
-            out.append(Fact(self.site, ts, make_id("trap_cleaned", self.site, self.trap.id, ts),
-                            TrapCleaned(trap=self.trap.id, fill_before=round(before, 4),
-                                        fill_after=round(fill, 4), sensor=self.sensor.id)))
-            peaks.clear()
-            peaks.append((ts, fill))
+            out.append(self._cleaned_fact(ts, before, fill))
+            state.fall = (ts, before, fill, fill, True)
+            state.warn_armed, state.warn_below_ts = True, None
+            self._rearm_cleanout(state)
+
+    def _cleaned_fact(self, at: int, before: float, after: float) -> Fact:
+        """The fall's record, named by the reading that opened it (its revisions too)."""
+        return Fact(self.site, at, make_id("trap_cleaned", self.site, self.trap.id, at),
+                    TrapCleaned(trap=self.trap.id, fill_before=round(before, 4),
+                                fill_after=round(after, 4), sensor=self.sensor.id))
+
+    def _fault_fact(self, fault: Fault) -> Fact:
+        since = fault.since_ms
+        return Fact(self.site, since,
+                    make_id("sensor_fault", self.site, self.sensor.id, self.trap.id, since),
+                    SensorFault(sensor=self.sensor.id, reason=fault.reason,
+                                value=_inches(fault.depth_micro), since=iso(since),
+                                trap=self.trap.id,
+                                distance_in=(None if fault.distance_micro is None
+                                             else _inches(fault.distance_micro)),
+                                last_valid_in=(None if fault.last_valid_micro is None
+                                               else _inches(fault.last_valid_micro))))
 
     def _level_fact(self, kind: type[TrapFill | TrapCleanoutRequired], ts: int, fill: float,
                     depth_in: float, threshold: float, first_ts: int | None = None,
-                    repeat: int = 0) -> Fact:
+                    repeat: int = 0, fault: str | None = None) -> Fact:
         """The fact of a threshold reached at ``ts``, or the ``repeat``-th repeat of the
         clean-out demand first made at ``first_ts``."""
         # A first demand keeps the id it always had. A repeat is named by the demand it
@@ -357,7 +469,18 @@ class TrapFold:
                 threshold=threshold))
         return Fact(self.site, ts, fid, TrapCleanoutRequired(
             trap=self.trap.id, fill_fraction=fill, depth_in=depth_in, sensor=self.sensor.id,
-            threshold=threshold, repeat=repeat))
+            threshold=threshold, repeat=repeat, fault=fault))
+
+
+def _below_since(since: int | None, ts: int, fill: float, level: float) -> int | None:
+    """Since when the fill has been at or below ``level`` (None: it is above now)."""
+    if fill > level:
+        return None
+    return ts if since is None else since
+
+
+def _inches(micro: int) -> float:
+    return round(micro / MICRO_PER_IN, 3)
 
 
 def _median(values: deque[int]) -> float:

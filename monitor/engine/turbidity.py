@@ -50,9 +50,22 @@ two from being ``exceeded`` at once.
 
 *Probe faults.* ``background_missing`` once per run of downstream readings
 without a background, ``pegged`` once per run of readings of one probe at or
-above its full scale (``max_ntu``). Pegged readings are still compared as
-read: a pegged downstream probe can only understate the contrast, a pegged
-upstream probe may overstate it, and ``pegged`` tells the reader which.
+above its full scale (``max_ntu``). A pegged downstream reading is still
+compared as read: it can only understate the contrast. A pegged *upstream*
+reading is no usable background (DESIGN § 4): the true background is
+somewhere above full scale, unknown, and the contrast with it would be an
+invention; the downstream reading goes to the absolute episode instead, as
+when no upstream reading exists (``pegged`` has said why, so no
+``background_missing`` is added).
+
+*Suspect probes* (``suspect_delta_ntu``; off by default). Background above
+the discharge should not read far above the water below it: when the
+upstream reading a downstream reading is aligned with (pegged or not: a
+pegged one is at least that high) exceeds it by more than
+``suspect_delta_ntu`` at every aligned reading for ``suspect_hours``,
+``probes_suspect`` says so once (swapped probes, or the upstream probe in a
+plume); the run ends at the first aligned reading that does not. A
+downstream reading without any upstream reading neither extends nor ends it.
 
 Everything that decides this pair's facts lives in this file, and the state is
 a function of the sorted input prefix only (see ``timeline.py``), so late and
@@ -71,9 +84,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..config import SensorConfig, TurbidityPair
-from .events import BackgroundMissing, Fact, Pegged, TurbidityContrast, make_id
+from .events import BackgroundMissing, Fact, Pegged, ProbesSuspect, TurbidityContrast, make_id
 from .inputs import Reading
-from .times import iso, minutes_ms
+from .times import MS_PER_HOUR, iso, minutes_ms
 
 MILLI_PER_NTU = 1000
 #: Limits are kept in 1e-4 NTU: ten per milli-NTU, so 10 % of a milli-NTU reading is whole.
@@ -189,6 +202,8 @@ class PairState:
     abs_episode: Episode = "ok"
     abs_started: int | None = None
     abs_clearing_since: int | None = None
+    #: The run of aligned readings with upstream far above downstream: (since_ms, said).
+    suspect: tuple[int, bool] | None = None
 
 
 class PairFold:
@@ -210,6 +225,9 @@ class PairFold:
         self.up_max_m = _milli(upstream.max_ntu_value)
         self.down_max_m = _milli(downstream.max_ntu_value)
         self.absolute_m = None if pair.absolute_ntu is None else _milli(pair.absolute_ntu)
+        self.suspect_m = (None if pair.suspect_delta_ntu is None
+                          else _milli(pair.suspect_delta_ntu))
+        self.suspect_ms = round(pair.suspect_hours * MS_PER_HOUR)
 
     # ---------------------------------------------------------------- Fold protocol
 
@@ -254,7 +272,7 @@ class PairFold:
         return PairState(deque(state.ups), deque(state.pending), state.episode, state.started,
                          state.clearing_since, state.missing, state.up_pegged,
                          state.down_pegged, state.last, state.abs_episode, state.abs_started,
-                         state.abs_clearing_since)
+                         state.abs_clearing_since, state.suspect)
 
     def dump(self, state: PairState) -> Any:
         return {
@@ -270,10 +288,11 @@ class PairFold:
             "abs_episode": state.abs_episode,
             "abs_started": state.abs_started,
             "abs_clearing_since": state.abs_clearing_since,
+            "suspect": None if state.suspect is None else list(state.suspect),
         }
 
     def load(self, data: Any) -> PairState:
-        last = data["last"]
+        last, suspect = data["last"], data.get("suspect")
         return PairState(
             deque((ts, m) for ts, m in data["ups"]),
             deque((ts, m) for ts, m in data["pending"]),
@@ -282,7 +301,8 @@ class PairFold:
             None if last is None else (last[0], last[1], last[2], last[3]),
             # A dump from before the absolute episode existed had none open.
             data.get("abs_episode", "ok"), data.get("abs_started"),
-            data.get("abs_clearing_since"))
+            data.get("abs_clearing_since"),
+            None if suspect is None else (suspect[0], suspect[1]))
 
     # ---------------------------------------------------------------- status
 
@@ -357,10 +377,15 @@ class PairFold:
 
     def _evaluate(self, state: PairState, t: int, down_m: int, out: list[Fact]) -> None:
         background = self._background(state.ups, t)
-        if background is None:
+        if background is not None:
+            self._suspect_step(state, t, background[1], down_m, out)
+        # No usable background: none at all, or a pegged one (module docstring).
+        usable = background if background is not None and background[1] < self.up_max_m \
+            else None
+        if usable is None:
             abs_m = self.absolute_m if state.episode in ("ok", "pending") else None
             state.last = (t, None, down_m, None if abs_m is None else abs_m * E4_PER_MILLI)
-            if not state.missing:
+            if not state.missing and background is None:
                 state.missing = True
                 out.append(self._probe_fact(self.upstream.id, t, BackgroundMissing(
                     sensor=self.upstream.id, pair=self.pair.id, downstream_ntu=_ntu(down_m))))
@@ -371,11 +396,34 @@ class PairFold:
         # The handover comes first: the background episode may reach exceeded on this
         # very reading, and the absolute one must be closed by then.
         self._end_absolute(state, t, down_m, out)
-        up_at, up_m = background
+        up_at, up_m = usable
         limit_e4 = _limit_e4(self.pair, up_m)
         state.last = (t, up_m, down_m, limit_e4)
         exceeding = (down_m - up_m) * E4_PER_MILLI > limit_e4
         self._episode_step(state, t, exceeding, up_at, up_m, down_m, limit_e4, out)
+
+    def _suspect_step(self, state: PairState, t: int, up_m: int, down_m: int,
+                      out: list[Fact]) -> None:
+        """The suspect-probes run (module docstring), at one aligned reading."""
+        if self.suspect_m is None:
+            return
+        if up_m - down_m <= self.suspect_m:
+            state.suspect = None
+            return
+        if state.suspect is None:
+            state.suspect = (t, False)
+        since, said = state.suspect
+        if said or t - since < self.suspect_ms:
+            return
+        state.suspect = (since, True)
+        delta = self.pair.suspect_delta_ntu
+        out.append(Fact(self.site, t, make_id("probes_suspect", self.site, self.pair.id, since),
+                        ProbesSuspect(pair=self.pair.id, upstream_ntu=_ntu(up_m),
+                                      downstream_ntu=_ntu(down_m),
+                                      hours=round((t - since) / MS_PER_HOUR, 2),
+                                      since=iso(since), upstream=self.upstream.id,
+                                      downstream=self.downstream.id,
+                                      suspect_delta_ntu=float(delta or 0.0))))
 
     def _move(self, before: Episode, started: int | None, clearing_since: int | None, t: int,
               exceeding: bool) -> tuple[Episode, int | None, int | None, Emit | None]:

@@ -37,6 +37,8 @@ from ..config import Config
 from ..engine.core import Engine
 from ..engine.events import (
     Event,
+    ProbesSuspect,
+    SensorFault,
     StormEnded,
     StormQualified,
     TrapCleanoutRequired,
@@ -159,7 +161,8 @@ def event_points(event: Event, earlier: Iterable[Event] = ()) -> list[Point]:
 
 def _event_numbers(event: Event) -> dict[str, FieldValue]:
     """The fields of DESIGN § 5 a dashboard filters or sums on, as typed fields of their
-    own: rain of unknown timing, the basis of a turbidity finding, a clean-out repeat."""
+    own: rain of unknown timing, the basis of a turbidity finding, a clean-out repeat,
+    the reason of a sensor fault, how long probes have been suspect."""
     body = event.body
     if isinstance(body, StormQualified | StormEnded):
         return {"uncertain_in": float(body.uncertain_in)}
@@ -167,6 +170,10 @@ def _event_numbers(event: Event) -> dict[str, FieldValue]:
         return {"basis": body.basis}
     if isinstance(body, TrapCleanoutRequired):
         return {"repeat": Int(body.repeat)}
+    if isinstance(body, SensorFault):
+        return {"reason": body.reason}
+    if isinstance(body, ProbesSuspect):
+        return {"hours": float(body.hours)}
     return {}
 
 
@@ -220,7 +227,8 @@ def sample_points(sample: Sample) -> list[Point]:
         return [Point.make("trap", {"site": sample.site, "trap": sample.trap}, {
             "fill_fraction": sample.fill_fraction, "depth_in": sample.depth_in,
             "state": sample.state, "warn_fraction": sample.warn_fraction,
-            "cleanout_fraction": sample.cleanout_fraction}, sample.ts_ms)]
+            "cleanout_fraction": sample.cleanout_fraction, "fault": sample.fault},
+            sample.ts_ms)]
     fields = {"downstream_ntu": sample.downstream_ntu, "background": sample.background,
               "state": sample.state, "basis": sample.basis}
     if sample.background:
@@ -341,7 +349,11 @@ def minute_points(engine: Engine, config: Config, now_ms: int) -> list[Point]:
             "sensors": Int(len(s["sensors"])),
             "stale_sensors": Int(stale),
             "trap_fill_max": max(fills) if fills else None,
-            "traps_cleanout": Int(sum(t["state"] == "cleanout" for t in s["traps"].values())),
+            # A faulty trap keeps its last valid level in ``level`` (a summary recorded
+            # before issue 18 has only ``state``).
+            "traps_cleanout": Int(sum(t.get("level", t["state"]) == "cleanout"
+                                      for t in s["traps"].values())),
+            "traps_fault": Int(sum(t["state"] == "fault" for t in s["traps"].values())),
             "turbidity_state": worst,
             "turbidity_exceeded": Int(sum(st == "exceeded" for st in states)),
         }, minute))

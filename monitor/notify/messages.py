@@ -44,6 +44,8 @@ from ..engine.events import (
     InspectionOverdue,
     InspectionRecorded,
     Pegged,
+    ProbesSuspect,
+    SensorFault,
     SensorRecovered,
     SensorStale,
     SiteClosed,
@@ -470,13 +472,19 @@ def _trap_fill(c: _Ctx, e: TrapFill) -> Content:
 def _trap_cleanout(c: _Ctx, e: TrapCleanoutRequired) -> Content:
     duty = [_duty_9a1(), Line("To do", "remove the sediment from the trap; the fill drops back "
                               "on the next readings and the clean-out is recorded.")]
+    facts = _trap_facts(c, e)
+    if e.fault is not None:
+        # Concluded at a faulty reading: the fill is older than this reading.
+        facts[-1] = Line("Repeated at", c.local(c.at))
+        facts.append(Line("Sensor", f"faulty ({_FAULT_WORDS.get(e.fault, e.fault)}): the fill "
+                          "is the last valid reading's; check the trap by eye"))
     if e.repeat <= 0:
         return Content(
             f"clean out sediment trap {e.trap}: {percent(e.fill_fraction)} of "
             "design capacity filled",
             f"Sediment trap {e.trap} has lost {percent(e.fill_fraction)} of its "
             "design capacity: the sediment must be removed.",
-            _trap_facts(c, e), WARNING, duty)
+            facts, WARNING, duty)
     trap = next((t for t in c.site.traps if t.id == e.trap), None) if c.site else None
     # The event does not carry the first demand's time. Each repeat comes at least
     # ``cleanout_repeat_hours`` after the one before it, so the first demand was made
@@ -490,7 +498,7 @@ def _trap_cleanout(c: _Ctx, e: TrapCleanoutRequired) -> Content:
         f"Sediment trap {e.trap} is still at {percent(e.fill_fraction)} of its design "
         f"capacity: clean-out has been demanded{since} (repeat {e.repeat}), and the sediment "
         "must be removed.",
-        _trap_facts(c, e), WARNING, duty)
+        facts, WARNING, duty)
 
 
 def _trap_cleaned(c: _Ctx, e: TrapCleaned) -> Content:
@@ -499,6 +507,64 @@ def _trap_cleaned(c: _Ctx, e: TrapCleaned) -> Content:
         f"Sediment trap {e.trap} went from {percent(e.fill_before)} to "
         f"{percent(e.fill_after)} of design capacity at {c.local(c.at)}.",
         [], SUCCESS)
+
+
+_FAULT_WORDS = {
+    "beyond_bottom": "reads past the trap bottom",
+    "above_max_fill": "reads far above the design depth",
+    "impossible_step": "jumped by more than sediment can move",
+}
+
+
+def _sensor_fault(c: _Ctx, e: SensorFault) -> Content:
+    sensor = c.site.sensor(e.sensor) if c.site is not None else None
+    trap = next((t for t in c.site.traps if t.id == e.trap), None) if c.site else None
+    what = f"sensor {e.sensor}" + (f" over trap {e.trap}" if e.trap else "")
+    if e.reason == "beyond_bottom" and e.distance_in is not None:
+        height = sensor.sensor_height_in if sensor is not None else None
+        reading = (f"{inches(e.distance_in)} from the sensor"
+                   + (f", mounted {inches(height)} above the bottom" if height else ""))
+        why = f"reads {reading}: past the trap bottom, a depth of {inches(e.value)}"
+    elif e.reason == "beyond_bottom":
+        why = f"reads a sediment depth of {inches(e.value)}: below the trap bottom"
+    elif e.reason == "above_max_fill":
+        limit = ("" if trap is None else f", more than {trap.max_fill_fraction:g} times the "
+                 f"design depth of {inches(trap.design_depth_ft * 12)}")
+        why = (f"reads {inches(e.value)} of sediment{limit}: not sediment (something in the "
+               "beam, the lid, an animal?)")
+    else:
+        step = "" if sensor is None else f" (more than {inches(sensor.max_step_in_value)})"
+        start = "" if e.last_valid_in is None else f"from {inches(e.last_valid_in)} "
+        why = (f"jumped {start}to {inches(e.value)} between two readings{step} and did not "
+               "stay there: sediment cannot move like that")
+    facts = [Line("Since", c.local(e.since))]
+    if e.last_valid_in is not None:
+        facts.append(Line("Last valid depth", inches(e.last_valid_in)))
+    return Content(
+        f"sediment {what} faulty: {_FAULT_WORDS.get(e.reason, e.reason)}",
+        f"Sediment {what} {why}. Such readings are kept but not used: the trap keeps "
+        "its last valid fill, a standing clean-out demand keeps being repeated, and a trap "
+        "filling meanwhile is not seen until the sensor reads true again.",
+        facts, WARNING,
+        [_duty_9a1(), Line("To do", "check the sensor (its mounting height and sensor_height_in, "
+                           "the beam path, water or debris over the trap); until it reads "
+                           "true, have the trap's fill checked by eye.")])
+
+
+def _probes_suspect(c: _Ctx, e: ProbesSuspect) -> Content:
+    return Content(
+        f"turbidity probes of {e.pair} suspect: upstream above downstream for "
+        f"{e.hours:g} hours",
+        f"For {e.hours:g} hours the upstream (background) probe {e.upstream} has read more "
+        f"than {ntu(e.suspect_delta_ntu)} above the downstream probe {e.downstream}. "
+        "Background above the site should not be far muddier than the water below the "
+        "discharge: the probes may be swapped (which hides every exceedance), or the "
+        "upstream probe sits in a plume.",
+        [Line("Upstream (background)", ntu(e.upstream_ntu)),
+         Line("Downstream", ntu(e.downstream_ntu)), Line("Since", c.local(e.since))],
+        WARNING,
+        [_duty_8c(), Line("To do", "check which probe is where, and that both are clean and "
+                          "submerged; look for a muddy inflow above the upstream probe.")])
 
 
 def _turbidity(c: _Ctx, e: TurbidityContrast) -> Content:
@@ -649,6 +715,10 @@ def _content(c: _Ctx) -> Content:
             return _background_missing(c, e)
         case Pegged() as e:
             return _pegged(c, e)
+        case SensorFault() as e:
+            return _sensor_fault(c, e)
+        case ProbesSuspect() as e:
+            return _probes_suspect(c, e)
     return _generic(c)
 
 

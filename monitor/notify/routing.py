@@ -103,6 +103,16 @@ DEFAULT_ROUTES: Final[dict[str, tuple[str, ...]]] = {
     "counter_reset": ("ops",),
     "background_missing": ("ops",),
     "pegged": ("ops",),
+    # A trap sensor reading what cannot be true (issue 18): operations fixes the
+    # sensor, and the qualified professional hears of it because § 134-9A(1) goes
+    # unwatched meanwhile (the demand repeats on the last valid fill; a trap filling
+    # further is not seen): the trap needs a look by eye.
+    "sensor_fault": ("qp", "ops"),
+    # Upstream far above downstream for hours: swapped probes hide every § 134-8C
+    # exceedance (the contrast comes out negative), a plume at the upstream probe is
+    # a site problem. Either way the qualified professional must look, and
+    # operations check the probes.
+    "probes_suspect": ("qp", "ops"),
 }
 
 #: Every key a route may be given under (validated in the configuration).
