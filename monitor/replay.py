@@ -33,6 +33,8 @@ from .engine.events import (
     Event,
     InspectionOverdue,
     Pegged,
+    ProbesSuspect,
+    SensorFault,
     SensorRecovered,
     SensorStale,
     StormEnded,
@@ -166,7 +168,8 @@ def _reject(result: ReplayResult, reason: str, detail: str) -> None:
 
 #: The sensor-health types the table counts.
 HEALTH_TYPES = frozenset(cls.TYPE for cls in (SensorStale, SensorRecovered, BatteryLow,
-                                              CounterReset, BackgroundMissing, Pegged))
+                                              CounterReset, BackgroundMissing, Pegged,
+                                              SensorFault, ProbesSuspect))
 
 
 def _local(site: SiteConfig, when: str | int | None) -> str:

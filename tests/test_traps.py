@@ -29,6 +29,7 @@ from monitor.host import EngineHost, journal_in, open_store
 from monitor.reporttables import trap_section
 from monitor.status import build_status, format_status
 
+from .daemonkit import ROOT, cli
 from .util import run as run_engine
 
 SITE = "branch-meadows"
@@ -1003,3 +1004,17 @@ def test_the_report_table_shows_the_fault_and_the_repeat_on_the_last_valid_fill(
             "-1.5 in): fill not measured</td>") in html
     assert ("<td>trap cleanout required</td><td>60% (last valid; sensor faulty: "
             "beyond_bottom)</td>") in html
+
+
+def test_the_replay_table_counts_a_sensor_fault_among_sensor_health(tmp_path: Path) -> None:
+    """A trap sensor past the trap bottom is a finding of sensor health, not "no findings"."""
+    rows = ["ts,site,sensor,depth_in"]
+    rows += [f"2026-05-01T14:{m:02d}:00Z,branch-meadows,trap1-depth,10" for m in range(0, 25, 5)]
+    rows.append("2026-05-01T14:25:00Z,branch-meadows,trap1-depth,-3")
+    csv_path = tmp_path / "fault.csv"
+    csv_path.write_text("\n".join(rows) + "\n")
+    done = cli("replay", "--config", str(ROOT / "config" / "example.yaml"), "--input",
+               str(csv_path), "--format", "table")
+    assert done.returncode == 0, done.stderr
+    health = [line for line in done.stdout.splitlines() if line.startswith("Sensor health:")]
+    assert "sensor_fault 1" in health[0], health
