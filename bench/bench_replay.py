@@ -8,7 +8,7 @@ Times, on the same synthetic gauge (seeded, mostly dry, about 60 storms):
 * ``streaming``  ``GaugeFold`` through a ``Timeline`` over every reading, as
                  the daemon and ``stormwatch replay`` run it (§ 134-9A(2)
                  storm rule, DESIGN § 4);
-* ``backtest``   ``monitor.backtest.storm_events`` over the same readings as
+* ``backtest``   ``monitor.engine.rain_columns.storm_events`` over the same readings as
                  a DataFrame;
 * ``replay``     optionally, the whole ``stormwatch replay`` command over the
                  series written as a CSV (``--csv FILE --replay CONFIG``).
@@ -39,12 +39,12 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from monitor.backtest import storm_events
 from monitor.config import RainRules, SensorConfig
-from monitor.engine.inputs import Reading
+from monitor.contract.inputs import Reading
+from monitor.contract.times import MS_PER_MINUTE, parse_iso
 from monitor.engine.rain import GaugeFold
+from monitor.engine.rain_columns import storm_events
 from monitor.engine.timeline import Timeline
-from monitor.engine.times import MS_PER_MINUTE, parse_iso
 
 SITE = "bench-site"
 GAUGE = "rg1"

@@ -11,7 +11,7 @@ removed on exit, on an exception, on Ctrl-C and on SIGTERM.
 What is here:
 
 * ``Workspace``: the temp dir, and the list of things to stop;
-* ``broker``: a ``tests.services.Mosquitto`` with the shipped deployment's
+* ``broker``: a ``tests.support.services.Mosquitto`` with the shipped deployment's
   limits (``deploy/mosquitto/stormwatch.conf``: unlimited queue guarded by
   ``max_queued_bytes``, 1000 in flight, persistence with a 60 s autosave);
 * ``DaemonProcess``: ``stormwatch run`` as a child in its own session, killed
@@ -43,13 +43,13 @@ from types import FrameType
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # tests.services and tests.receivers, as the test suite uses them
+if str(ROOT) not in sys.path:  # the test suite's services and receivers
     sys.path.insert(0, str(ROOT))
 
 import paho.mqtt.client as mqtt  # noqa: E402
 from paho.mqtt.enums import CallbackAPIVersion  # noqa: E402
 
-from tests.services import MOSQUITTO, Mosquitto  # noqa: E402
+from tests.support.services import MOSQUITTO, Mosquitto  # noqa: E402
 
 PREFIX = "stormwatch/v1"
 #: The shipped Mosquitto configuration's limits (deploy/mosquitto/stormwatch.conf).

@@ -38,7 +38,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from monitor.engine.inputs import Reading  # noqa: E402
+from monitor.contract.inputs import Reading  # noqa: E402
 from monitor.logs import redact  # noqa: E402
 from monitor.store import JournalIn, Store  # noqa: E402
 

@@ -6,7 +6,7 @@ the issue asks that the alert be on its way at once: p99 < 0.25 s from the
 reading that makes the storm qualify to the notification leaving the daemon.
 
 Set-up (one run): a fresh Mosquitto (the shipped deployment's limits), a
-``tests.receivers.HttpReceiver`` (a real HTTP server) and ``stormwatch run``
+``tests.support.receivers.HttpReceiver`` (a real HTTP server) and ``stormwatch run``
 with one notify target, ``json://127.0.0.1:PORT/alerts`` tagged ``qp``, and
 ``notify.routes: {storm_qualified: [qp]}``; every other option, the notify
 worker's ``poll_s`` included, is the daemon's default (``--notify-poll-s``
@@ -82,7 +82,7 @@ from harness import (
     wait_until,
 )
 
-from tests.receivers import HttpReceiver, Post
+from tests.support.receivers import HttpReceiver, Post
 
 DAEMON_CLIENT_ID = "stormwatch-latency"
 GAUGE = "trial-rg"

@@ -61,11 +61,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from monitor.config import Config  # noqa: E402
-from monitor.configfile import parse_config  # noqa: E402
-from monitor.daemon import Daemon  # noqa: E402
-from monitor.engine.times import MS_PER_MINUTE, parse_iso  # noqa: E402
-from monitor.host import EngineHost, open_store  # noqa: E402
-from monitor.ingest import Received  # noqa: E402
+from monitor.config.file import parse_config  # noqa: E402
+from monitor.contract.times import MS_PER_MINUTE, parse_iso  # noqa: E402
+from monitor.daemon.loop import Daemon  # noqa: E402
+from monitor.host.engine import EngineHost  # noqa: E402
+from monitor.sources.mqtt import Received  # noqa: E402
+from monitor.store.opening import open_store  # noqa: E402
 
 START_MS = parse_iso("2026-04-01T04:00:00Z")  # local midnight in New York
 PREFIX = "stormwatch/v1"

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 # The simulated sites run the node runtime ("published through the node
 # runtime"); only its arguments are built here, paho loads when it runs.
-from sensors.simulate import add_arguments as add_simulate_arguments
+from monitor.sources.simulate import add_arguments as add_simulate_arguments
 
 from . import __version__
 from .commands.common import (
@@ -41,7 +41,7 @@ class _ActionArg(argparse.Action):
                  values: object, option_string: str | None = None) -> None:
         from dataclasses import replace
 
-        from .inspect import ActionArg
+        from .host.inspections import ActionArg
 
         actions = list(getattr(namespace, "corrective_action", None) or [])
         if option_string == "--due":
@@ -149,7 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("simulate", **command_help("simulate"))
-    add_simulate_arguments(p)  # its own func: sensors.simulate.run_args
+    add_simulate_arguments(p)  # its own func: sources.simulate.run_args
 
     p = sub.add_parser("notify-test", **command_help("notify-test"))
     p.add_argument("--config", required=True, metavar="FILE", help=CONFIG_HELP)

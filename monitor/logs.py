@@ -1,5 +1,4 @@
-"""Logging to stderr as text or JSON lines, with secrets kept out; the reject log;
-systemd's notify protocol (the daemon's other report to its service manager).
+"""Logging to stderr as text or JSON lines, with secrets kept out.
 
 A URL's password (``mailtos://user:secret@host``) or a token in a query string
 never reaches a log line: the formatter masks them whatever code logged them.
@@ -21,12 +20,9 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
-import socket
 import sys
 import time
-from collections import OrderedDict
 from typing import Final
 
 #: Characters of a topic (or any quoted input) a log line shows.
@@ -143,76 +139,3 @@ def configure(fmt: str = "text", level: int = logging.INFO) -> None:
     root.setLevel(level)
     # paho logs through its own logger only when asked; keep third parties quieter.
     logging.getLogger("urllib3").setLevel(logging.WARNING)
-
-
-# --------------------------------------------------------------------------- the reject log
-
-
-class RejectLog:
-    """Log each (sensor, reason) at most once a minute (DESIGN § 3); the caller counts.
-
-    The memory of what was logged when is bounded twice, so that a flood of
-    distinct topics (5 000 unique ones grew it by 9.7 MB) cannot grow it:
-    entries older than the minute are forgotten (they no longer hold anything
-    back), and at most ``max_keys`` are kept, the oldest going first, each key
-    cut to ``TOPIC_MAX`` characters. Forgetting early can only mean one line
-    more, never a message less: every reject is counted and dead-lettered
-    whatever is logged.
-    """
-
-    EVERY_S: Final = 60.0
-
-    def __init__(self, logger: logging.Logger, max_keys: int = 1000) -> None:
-        self.log = logger
-        self.max_keys = max_keys
-        #: (sensor, reason) -> when it was last logged, oldest first.
-        self.last: OrderedDict[tuple[str, str], float] = OrderedDict()
-
-    def note(self, topic: str, reason: str, detail: str, now: float) -> bool:
-        """Log this reject unless its (sensor, reason) was logged within the minute
-        (``now``: monotonic seconds); whether it was logged."""
-        parts = topic.rsplit("/", 3)  # {prefix}/site/sensor/kind: the site and sensor
-        key = (clip("/".join(parts[-3:-1]) if len(parts) >= 3 else topic), reason)
-        while self.last:
-            oldest, at = next(iter(self.last.items()))
-            if now - at < self.EVERY_S and len(self.last) < self.max_keys:
-                break
-            del self.last[oldest]
-        if key in self.last:
-            return False
-        self.last[key] = now
-        self.log.warning("rejected message on %s: %s (%s)", clip(topic), reason, clip(detail))
-        return True
-
-
-# --------------------------------------------------------------------------- systemd
-
-
-class SdNotify:
-    """systemd's notify protocol (``Type=notify``), a datagram to $NOTIFY_SOCKET: the
-    daemon's other report to its service manager, beside its log lines."""
-
-    def __init__(self) -> None:
-        addr = os.environ.get("NOTIFY_SOCKET")
-        self.addr = "\0" + addr[1:] if addr and addr.startswith("@") else addr
-        usec = os.environ.get("WATCHDOG_USEC")
-        self.watchdog_s = int(usec) / 1e6 / 2 if usec and usec.isdigit() else None
-        self._last_watchdog = 0.0
-
-    def send(self, state: str) -> None:
-        if not self.addr:
-            return
-        try:
-            with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
-                s.connect(self.addr)
-                s.sendall(state.encode())
-        except OSError as exc:
-            logging.getLogger("stormwatch.daemon").debug("sd_notify failed: %s", exc)
-
-    def watchdog(self) -> None:
-        if self.watchdog_s is None:
-            return
-        now = time.monotonic()
-        if now - self._last_watchdog >= self.watchdog_s:
-            self._last_watchdog = now
-            self.send("WATCHDOG=1")

@@ -2,13 +2,13 @@
 
 ``mosquitto`` is a started broker on a free port of 127.0.0.1, stopped at
 teardown; ``make_mosquitto(**options)`` makes more, or one with options (see
-``tests.services.Mosquitto``: ``allow_anonymous``, ``password_file``,
+``tests.support.services.Mosquitto``: ``allow_anonymous``, ``password_file``,
 ``acl_file``, ``extra_config``, ``max_queued_messages``, ``verbose``, and
 ``start=False`` to configure before starting). ``daemons`` closes the daemons a
-test started (``tests.daemonkit``); ``http`` is a started alert receiver
-(``tests.receivers``). When a test fails, the tail of
+test started (``tests.support.daemonkit``); ``http`` is a started alert receiver
+(``tests.support.receivers``). When a test fails, the tail of
 each of its brokers' logs is added to the report (and of any other service a
-fixture lists with ``services_of``, as ``tests/conftest_influx.py`` does). Tests
+fixture lists with ``services_of``, as ``tests/support/conftest_influx.py`` does). Tests
 skip, with the reason, where ``/usr/sbin/mosquitto`` is not installed.
 """
 
@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from tests.childproc import ChildService, stop_all
-from tests.daemonkit import Daemons
-from tests.receivers import HttpReceiver
-from tests.services import MISSING_REASON, Mosquitto, mosquitto_available
+from tests.support.childproc import ChildService, stop_all
+from tests.support.daemonkit import Daemons
+from tests.support.receivers import HttpReceiver
+from tests.support.services import MISSING_REASON, Mosquitto, mosquitto_available
 
 _SERVICES = pytest.StashKey[list[ChildService]]()
 

@@ -11,6 +11,8 @@ any of its modules.
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -80,35 +82,118 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
-def test_the_import_graph_of_monitor_has_no_cycle() -> None:
+#: The layers of ``monitor/``, lowest first: a module may import its own package and
+#: the layers below its own, never one above (``monitor/README.md`` has a paragraph
+#: on each). The contract is at the bottom (the vocabulary everything shares), the
+#: command line at the top; the sinks are below the views (``status`` shows the
+#: exporter's backlog), the daemon below the commands that run it.
+LAYERS = (
+    "monitor.errors",     # the one error family
+    "monitor.contract",   # events, inputs, times, route keys, reject reasons
+    "monitor.config",     # the schema, the file, the warnings
+    "monitor.logs",       # log lines with secrets kept out
+    "monitor.engine",     # the rules: pure, no I/O
+    "monitor.store",      # the state directory
+    "monitor.sources",    # what comes in: MQTT, CSV, the simulator, the ACL
+    "monitor.host",       # the engine kept in step with the journal
+    "monitor.sinks",      # what goes out: alerts, InfluxDB
+    "monitor.views",      # read-only answers: status, report, log book, replay
+    "monitor.daemon",     # the loop, the demo
+    "monitor.commands",   # the command families
+    "monitor.cli",        # the parser and the exit codes
+)
+
+
+def layer_of(module: str) -> int | None:
+    """The index in ``LAYERS`` of the layer ``module`` belongs to (None: the package)."""
+    found = [i for i, p in enumerate(LAYERS) if module == p or module.startswith(p + ".")]
+    return found[-1] if found else None
+
+
+def arrows_against_layers(graph: dict[str, set[str]]) -> list[str]:
+    """Every import that points up (or sideways into another layer)."""
+    wrong = []
+    for name, imported in sorted(graph.items()):
+        here = layer_of(name)
+        for target in sorted(imported):
+            there = layer_of(target)
+            if target == "monitor" or there is None:
+                continue
+            if here is None or there > here or (there == here and name.split(".")[1]
+                                                != target.split(".")[1]):
+                wrong.append(f"{name} -> {target}")
+    return wrong
+
+
+def test_every_module_of_monitor_has_a_layer() -> None:
+    assert [m for m in module_graph() if m != "monitor" and layer_of(m) is None] == []
+
+
+def test_imports_keep_to_the_layers() -> None:
     graph = module_graph()
-    assert "monitor.engine.core" in graph and "monitor.host" in graph  # the walk found them
+    assert "monitor.engine.core" in graph and "monitor.host.engine" in graph  # the walk found them
+    assert arrows_against_layers(graph) == []
     cycle = find_cycle(graph)
     assert cycle is None, " -> ".join(cycle or [])
 
 
-def test_the_check_sees_a_cycle_through_an_import_in_a_function() -> None:
-    # The check itself must be able to fail: the cycle the daemon had before.
-    graph = {"monitor.daemon": {"monitor.workers"}, "monitor.workers": {"monitor.export.influx"},
-             "monitor.export.influx": {"monitor.daemon"}}
-    assert find_cycle(graph) == ["monitor.daemon", "monitor.workers", "monitor.export.influx",
-                                 "monitor.daemon"]
+def test_the_checks_see_an_arrow_up_and_a_cycle_through_an_import_in_a_function() -> None:
+    # The checks themselves must be able to fail: the cycle the daemon once had.
+    graph = {"monitor.daemon.loop": {"monitor.sinks.registry"},
+             "monitor.sinks.registry": {"monitor.sinks.influx.influx"},
+             "monitor.sinks.influx.influx": {"monitor.daemon.loop"}}
+    assert find_cycle(graph) == ["monitor.daemon.loop", "monitor.sinks.registry",
+                                 "monitor.sinks.influx.influx", "monitor.daemon.loop"]
+    assert arrows_against_layers(graph) == ["monitor.sinks.influx.influx -> monitor.daemon.loop"]
+    assert arrows_against_layers({"monitor.config.schema": {"monitor.sinks.notify.routing"}})
 
 
 def test_the_engine_imports_no_io() -> None:
-    """Sans-I/O (DESIGN § 2): the engine imports nothing of the shell."""
+    """Sans-I/O: the engine imports the contract and the configuration's schema only."""
     graph = module_graph()
     for name, imported in graph.items():
         if name.startswith("monitor.engine"):
-            # The configuration's models are the engine's input too.
-            outside = {m for m in imported if not m.startswith("monitor.engine")
-                       and m not in ("monitor", "monitor.config")}
+            outside = {m for m in imported if not m.startswith(("monitor.engine",
+                                                                "monitor.contract"))
+                       and m not in ("monitor", "monitor.config", "monitor.config.schema",
+                                     "monitor.config.siterules", "monitor.config.base")}
             assert not outside, (name, outside)
+
+
+def test_importing_the_engine_loads_no_shell_and_no_heavy_library() -> None:
+    """In a fresh interpreter: the engine (what a rule test or a notebook imports) brings
+    neither the alerting, the store, the sources or sinks, nor pandas or matplotlib."""
+    code = ("import sys, monitor.engine.core, monitor.engine.summary, monitor.engine.series; "
+            "print('\\n'.join(sorted(sys.modules)))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT, timeout=60, check=True)
+    loaded = done.stdout.split()
+    shell = [m for m in loaded if m.startswith(("monitor.sinks", "monitor.store",
+                                                "monitor.sources", "monitor.host",
+                                                "monitor.daemon", "monitor.views",
+                                                "monitor.commands", "pandas", "matplotlib",
+                                                "paho", "apprise", "influxdb_client"))]
+    assert shell == [], shell
+    assert "monitor.engine.core" in loaded  # the check looked at the right interpreter
+
+
+def test_the_node_imports_nothing_of_the_daemon() -> None:
+    """``sensors/`` runs on a Raspberry Pi with its own small install: it must not need
+    ``monitor/`` (``stormwatch simulate`` may import the node, never the other way)."""
+    found = []
+    for path in sorted((ROOT / "sensors").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom)
+                     and not node.level else [])
+            found += [f"{path.relative_to(ROOT)}: {n}" for n in names
+                      if n == "monitor" or n.startswith("monitor.")]
+    assert found == []
 
 
 #: Modules allowed past the size limit, and why.
 LONG_MODULES = {
-    "monitor/notify/messages.py": "the alert texts of every event type, one table of wording",
+    "monitor/sinks/notify/messages.py": "the alert texts of every event type, one table of wording",
 }
 MAX_MODULE_LINES = 520
 MAX_PUBLIC_METHODS = 20

@@ -21,11 +21,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..config import Config
-from ..configfile import ConfigError, load_config
-from ..host import db_path, open_store
+from ..config.file import ConfigError, load_config
 from ..logs import configure
-from ..statedir import state_dir_problem
 from ..store import Store, StoreError
+from ..store.opening import db_path, open_store
+from ..store.statedir import state_dir_problem
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_USAGE = 0, 1, 2
 

@@ -13,7 +13,7 @@ import json
 import sys
 
 from ..config import Config
-from ..plausible import NO_GAUGE, storm_duty_unwatched, warnings
+from ..config.plausible import NO_GAUGE, storm_duty_unwatched, warnings
 from .common import EXIT_OK, EXIT_USAGE, UsageError, emit, load, write_file
 
 
@@ -51,8 +51,8 @@ def summarise(config: Config) -> str:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from ..csvio import CsvInputError
-    from ..replay import format_table, replay
+    from ..sources.csvfile import CsvInputError
+    from ..views.replay import format_table, replay
 
     config = load(args.config)
     show_progress = sys.stderr.isatty() and not args.quiet
@@ -87,7 +87,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
     # pandas costs a second to import: only the command that needs it pays.
     import pandas as pd
 
-    from ..csvio import CsvInputError, backtest_csv, event_rows
+    from ..sources.csvfile import CsvInputError, backtest_csv, event_rows
 
     config = load(args.config)
     try:
@@ -115,7 +115,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
 
 
 def cmd_acl(args: argparse.Namespace) -> int:
-    from ..acl import AclError, render_acl
+    from ..sources.acl import AclError, render_acl
 
     config = load(args.config)
     try:

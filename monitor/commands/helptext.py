@@ -78,7 +78,7 @@ HELP: dict[str, tuple[str, str, str]] = {
         precipitation or more") of every gauge in a replay CSV, computed on
         whole columns with pandas: the same storms, ids and qualified_at as
         `replay`, several times faster on a year of data
-        (tests/test_backtest.py proves them equal). Storms only: no clocks,
+        (tests/engine/test_backtest.py proves them equal). Storms only: no clocks,
         traps or turbidity. Reads the same CSV as `replay` and refuses what
         `replay` refuses.""", EXIT_CODES),
 
@@ -310,7 +310,7 @@ HELP: dict[str, tuple[str, str, str]] = {
         --speed is simulated seconds per real second, 1 to 3600 (default
         1800: a day in 48 s). Faster, the simulated readings would reach the
         daemon after their sensors count as stale, and at extreme speeds as
-        too old (monitor/demo.py has the arithmetic).
+        too old (monitor/daemon/demo.py has the arithmetic).
 
         --keep (or --state-dir DIR) keeps the demo's database with a
         configuration beside it (stormwatch-demo.yaml) and prints the status,

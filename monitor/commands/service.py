@@ -14,7 +14,7 @@ import sys
 import threading
 from pathlib import Path
 
-from ..plausible import warnings
+from ..config.plausible import warnings
 from .common import (
     EXIT_CHECK_FAILED,
     EXIT_OK,
@@ -30,7 +30,7 @@ log = logging.getLogger("stormwatch.daemon")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from ..daemon import Daemon, install_signal_handlers
+    from ..daemon.loop import Daemon, install_signal_handlers
 
     # Handlers first: a SIGTERM while the sinks load must still mean "drain and exit 0".
     stop = threading.Event()
@@ -46,7 +46,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from ..demo import DemoError, run_demo
+    from ..daemon.demo import DemoError, run_demo
 
     try:
         return run_demo(sys.stdout, speed=args.speed, keep=args.keep,
@@ -57,9 +57,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_notify_test(args: argparse.Namespace) -> int:
     """Send one test message to every target (or to one tag's) and report each."""
-    from ..notify.probe import run_test
-    from ..notify.secrets import mask
-    from ..notify.targets import NotifySetupError
+    from ..sinks.notify.probe import run_test
+    from ..sinks.notify.secrets import mask
+    from ..sinks.notify.targets import NotifySetupError
 
     config = load(args.config)
     setup_logging(config, "error")

@@ -17,8 +17,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ..config import Config
-from ..invocation import program
-from ..localtime import local_text
+from ..contract.localtime import local_text
+from ..views.invocation import program
 from .common import (
     EXIT_CHECK_FAILED,
     EXIT_OK,
@@ -34,8 +34,8 @@ from .common import (
 )
 
 if TYPE_CHECKING:
-    from ..logbook import Verification
-    from ..notify.probe import Verdict
+    from ..sinks.notify.probe import Verdict
+    from ..views.logbook import Verification
 
 
 def _now_ms() -> int:
@@ -43,7 +43,7 @@ def _now_ms() -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from ..status import build_status, format_status
+    from ..views.status import build_status, format_status
 
     config = load(args.config)
     with state_store(config) as store:
@@ -56,7 +56,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    from ..inspect import InspectError, build_inspection, record_inspection
+    from ..host.inspections import InspectError, build_inspection, record_inspection
 
     config = site_config(args.config, args.site)
     try:
@@ -72,8 +72,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def cmd_site_close(args: argparse.Namespace) -> int:
-    from ..engine.inputs import SiteClosure
-    from ..inspect import InspectError, check_not_ahead, parse_time, record_closure
+    from ..contract.inputs import SiteClosure
+    from ..host.inspections import InspectError, check_not_ahead, parse_time, record_closure
 
     config = site_config(args.config, args.site)
     now_ms = _now_ms()
@@ -94,7 +94,7 @@ ANCHOR_TAG = "officer"
 
 
 def cmd_logbook(args: argparse.Namespace) -> int:
-    from ..logbook import export_logbook
+    from ..views.logbook import export_logbook
 
     config = load(args.config)
     for flag, value, action in (("--anchor", args.anchor, "verify"),
@@ -119,7 +119,7 @@ def cmd_logbook(args: argparse.Namespace) -> int:
 
 
 def _logbook_verify(config: Config, args: argparse.Namespace) -> int:
-    from ..logbook import parse_anchor, verify_logbook
+    from ..views.logbook import parse_anchor, verify_logbook
 
     anchor = None
     if args.anchor is not None:
@@ -145,8 +145,8 @@ def _logbook_verify(config: Config, args: argparse.Namespace) -> int:
 def _logbook_anchor(config: Config, args: argparse.Namespace) -> int:
     """Print the head (and send it): exit 1 when the chain does not verify, as such a
     head is no anchor, or when a target did not take it."""
-    from ..logbook import chain_zone, verify_logbook
-    from ..notify.secrets import mask
+    from ..sinks.notify.secrets import mask
+    from ..views.logbook import chain_zone, verify_logbook
 
     with state_store(config) as store:
         verdict = verify_logbook(store)
@@ -191,9 +191,9 @@ def _logbook_anchor(config: Config, args: argparse.Namespace) -> int:
 def _send_anchor(config: Config, args: argparse.Namespace, verdict: Verification,
                  config_path: str) -> list[Verdict]:
     """The head to the targets of ``--tag`` (``officer``), through the daemon's targets."""
-    from ..logbook import anchor_message
-    from ..notify.probe import send_to
-    from ..notify.targets import NotifySetupError
+    from ..sinks.notify.probe import send_to
+    from ..sinks.notify.targets import NotifySetupError
+    from ..views.logbook import anchor_message
 
     setup_logging(config, "error")
     # As in notify-test: Apprise's warnings would repeat what each verdict says.
@@ -213,8 +213,8 @@ def _send_anchor(config: Config, args: argparse.Namespace, verdict: Verification
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from ..logbook import LogbookUnreadable
-    from ..report import build_report, parse_bound
+    from ..views.logbook import LogbookUnreadable
+    from ..views.report.build import build_report, parse_bound
 
     config = site_config(args.config, args.site)
     site = config.site(args.site)

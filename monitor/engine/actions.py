@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from .events import CorrectiveActionDue, Fact, InspectionRecorded, make_id
-from .inputs import CorrectiveAction, Inspection
-from .times import iso, parse_iso
+from ..contract.events import CorrectiveActionDue, Fact, InspectionRecorded, make_id
+from ..contract.inputs import CorrectiveAction, Inspection
+from ..contract.times import iso, parse_iso
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,8 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import SiteConfig
-from .actions import action_facts, action_states, record_of
-from .events import (
+from ..contract.events import (
     Body,
     ClockClosed,
     Fact,
@@ -61,11 +60,12 @@ from .events import (
     StormQualified,
     make_id,
 )
-from .inputs import Inspection, SiteClosure
+from ..contract.inputs import Inspection, SiteClosure
+from ..contract.times import hours_ms, iso
+from .actions import action_facts, action_states, record_of
 from .rain import iso_or_none, revealed_due
 from .routine import WEEK_MS, Anchor, routine_chain
 from .sitestorms import GaugeStorm, gauge_storms, qualifying_storms, stale_spans
-from .times import hours_ms, iso
 
 
 @dataclass(slots=True)

@@ -41,10 +41,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config import Config
+from ..contract.events import Event, Fact, in_event_order
+from ..contract.inputs import Inspection, Reading, SiteClosure
+from ..contract.times import MS_PER_DAY, MS_PER_HOUR
 from . import clocks
-from .events import Event, Fact, in_event_order
 from .health import HealthFold, never_heard
-from .inputs import Inspection, Reading, SiteClosure
 from .rain import GaugeFold
 from .settle import settle
 from .site import (
@@ -58,7 +59,6 @@ from .site import (
     settle_silence,
 )
 from .timeline import bucket_of
-from .times import MS_PER_DAY, MS_PER_HOUR
 from .window import MemoryWindow, Window
 
 #: Readings this much older than the newest are counted as late (DESIGN § 4).

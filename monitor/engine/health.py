@@ -49,9 +49,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config import SensorConfig, SiteConfig
-from .events import BatteryLow, Fact, SensorRecovered, SensorStale, make_id
-from .inputs import Reading
-from .times import iso, minutes_ms
+from ..contract.events import BatteryLow, Fact, SensorRecovered, SensorStale, make_id
+from ..contract.inputs import Reading
+from ..contract.times import iso, minutes_ms
 
 BATTERY_REARM_V = 0.1
 

@@ -71,7 +71,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import RainRules, SensorConfig
-from .events import (
+from ..contract.events import (
     Body,
     CounterReset,
     Fact,
@@ -80,8 +80,8 @@ from .events import (
     StormStarted,
     make_id,
 )
-from .inputs import Reading
-from .times import MS_PER_DAY, compact, hours_ms, iso, minutes_ms, parse_iso
+from ..contract.inputs import Reading
+from ..contract.times import MS_PER_DAY, compact, hours_ms, iso, minutes_ms, parse_iso
 
 MICRO_PER_IN = 1_000_000
 #: A counter within this fraction of its width, dropping below it, wrapped.

@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 
 from ..config import SiteConfig
-from .inputs import Inspection
-from .times import MS_PER_DAY, iso
+from ..contract.inputs import Inspection
+from ..contract.times import MS_PER_DAY, iso
 
 #: § 134-12D counts a continuing violation by the week.
 WEEK_MS = 7 * MS_PER_DAY

@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..config import SensorConfig, TrapConfig
-from .inputs import Reading
+from ..contract.inputs import Reading
 
 MICRO_PER_IN = 1_000_000
 IN_PER_FT = 12.0

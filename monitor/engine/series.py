@@ -42,8 +42,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Union, cast
 
+from ..contract.inputs import Reading
 from .core import Engine
-from .inputs import Reading
 from .rain import GaugeFold, GaugeState
 from .traps import TrapFold, TrapState, trap_state
 from .turbidity import E4_PER_MILLI, E4_PER_NTU, MILLI_PER_NTU, PairFold, PairState

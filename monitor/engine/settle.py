@@ -20,13 +20,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..config import SiteConfig
+from ..contract.events import Fact, InspectionDueSoon, InspectionOverdue, make_id
+from ..contract.inputs import Inspection
+from ..contract.times import hours_ms, parse_iso
 from .actions import action_states, final_before, record_of
 from .clocks import Clock, ClockFloor, SiteClocks, inspection_fact_ids
-from .events import Fact, InspectionDueSoon, InspectionOverdue, make_id
-from .inputs import Inspection
 from .routine import Anchor
 from .sitestorms import MEAN_GAUGE, gauge_storms, group_storms
-from .times import hours_ms, parse_iso
 
 
 @dataclass(slots=True)

@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import SiteConfig
+from ..contract.events import Fact, SensorRecovered, SensorStale
+from ..contract.inputs import Inspection, Reading, SiteClosure
 from . import clocks, sitestorms
 from .clocks import ClockFloor, SiteClocks
-from .events import Fact, SensorRecovered, SensorStale
 from .health import HealthFold, never_heard
-from .inputs import Inspection, Reading, SiteClosure
 from .rain import GAUGE_QUALIFIED, GaugeFold
 from .routine import Anchor, site_start_ms
 from .sitestorms import MEAN_GAUGE

@@ -40,9 +40,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config import SiteConfig
-from .events import Fact, GaugeQualified, SensorRecovered, SensorStale, StormEnded, StormStarted
+from ..contract.events import (
+    Fact,
+    GaugeQualified,
+    SensorRecovered,
+    SensorStale,
+    StormEnded,
+    StormStarted,
+)
+from ..contract.times import hours_ms, parse_iso
 from .rain import ms_or_none
-from .times import hours_ms, parse_iso
 
 MEAN_GAUGE = "mean"
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from ..contract.times import MS_PER_HOUR, iso, parse_iso
 from .actions import action_states, record_of
 from .core import Engine
 from .health import HealthFold, is_stale
 from .routine import missed_weeks
-from .times import MS_PER_HOUR, iso, parse_iso
 from .traps import TrapFold
 from .turbidity import PairFold
 

@@ -68,9 +68,9 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable
 from typing import Any, Generic, Protocol, TypeVar
 
-from .events import Fact
-from .inputs import Reading
-from .times import MS_PER_HOUR
+from ..contract.events import Fact
+from ..contract.inputs import Reading
+from ..contract.times import MS_PER_HOUR
 
 S = TypeVar("S")
 Key = tuple[Any, ...]

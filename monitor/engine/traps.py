@@ -68,10 +68,17 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 from ..config import SensorConfig, TrapConfig
-from .events import Fact, SensorFault, TrapCleaned, TrapCleanoutRequired, TrapFill, make_id
-from .inputs import Reading
+from ..contract.events import (
+    Fact,
+    SensorFault,
+    TrapCleaned,
+    TrapCleanoutRequired,
+    TrapFill,
+    make_id,
+)
+from ..contract.inputs import Reading
+from ..contract.times import MS_PER_DAY, MS_PER_HOUR, iso
 from .sediment import IN_PER_FT, MICRO_PER_IN, CheckState, Fault, SedimentCheck
-from .times import MS_PER_DAY, MS_PER_HOUR, iso
 
 #: How far below a threshold the fill must stay (``rearm_hours``) before it fires again.
 REARM_FRACTION = 0.05

@@ -84,9 +84,16 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..config import SensorConfig, TurbidityPair
-from .events import BackgroundMissing, Fact, Pegged, ProbesSuspect, TurbidityContrast, make_id
-from .inputs import Reading
-from .times import MS_PER_HOUR, iso, minutes_ms
+from ..contract.events import (
+    BackgroundMissing,
+    Fact,
+    Pegged,
+    ProbesSuspect,
+    TurbidityContrast,
+    make_id,
+)
+from ..contract.inputs import Reading
+from ..contract.times import MS_PER_HOUR, iso, minutes_ms
 
 MILLI_PER_NTU = 1000
 #: Limits are kept in 1e-4 NTU: ten per milli-NTU, so 10 % of a milli-NTU reading is whole.

@@ -21,7 +21,7 @@ from bisect import bisect_left, insort_right
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from .inputs import Reading
+from ..contract.inputs import Reading
 
 
 class Window(Protocol):

@@ -19,8 +19,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
 
-from ..admission import canonical as canonical  # the one JSON spelling, shared
-from ..engine.events import Event
+from ..contract.admission import canonical as canonical  # the one JSON spelling, shared
+from ..contract.events import Event
 from .schema import MIGRATIONS, SCHEMA_VERSION
 
 DB_NAME: Final = "stormwatch.db"

@@ -29,8 +29,8 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ..engine.events import Event
-from ..engine.times import iso
+from ..contract.events import Event
+from ..contract.times import iso
 from .db import Db, canonical, get_meta, load_event, put_meta
 from .outbox import add_alerts
 from .state import put_status

@@ -36,7 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
-from ..engine.times import iso
+from ..contract.times import iso
 from .db import is_disk_full
 
 HEALTH_NAME: Final = "stormwatch.health"

@@ -33,7 +33,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from ..admission import SeqBook, identity, msg_seq
+from ..contract.admission import SeqBook, identity, msg_seq
+from ..contract.rejects import RejectReason
 from . import deadletters
 from .db import Db, bump, canonical
 from .deadletters import DeadLetter, DeadLetterIn
@@ -43,8 +44,8 @@ from .deadletters import DeadLetter, DeadLetterIn
 INGEST_KINDS: Final = ("reading", "inspection")
 
 #: The dead-letter reason of a reading whose ``seq`` was journaled with another body
-#: (``models.RejectReason.seq_conflict``; the store does not import the rules).
-SEQ_CONFLICT: Final = "seq_conflict"
+#: (the contract's code: the store names it, the rules do not see it).
+SEQ_CONFLICT: Final = RejectReason.seq_conflict.value
 #: Rows per lookup query: three variables each, within the 999 of older SQLite.
 SEQ_LOOKUP_ROWS: Final = 300
 

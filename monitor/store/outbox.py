@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..engine.events import Event
+from ..contract.events import Event
 from .db import Db, StoreError, load_event
 
 

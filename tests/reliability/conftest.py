@@ -19,9 +19,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.receivers import SmtpReceiver
 from tests.reliability.kit import ScenarioCounts
-from tests.test_disk_full import small_state  # noqa: F401 - the fixture, shared
+from tests.store.test_disk_full import small_state  # noqa: F401 - the fixture, shared
+from tests.support.receivers import SmtpReceiver
 
 SMTP_PASSWORD = "smtp-Rel1-4bility"
 

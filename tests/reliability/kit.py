@@ -1,6 +1,6 @@
 """Helpers of the reliability suite (issue 13, Build 4): counting what went in and came out.
 
-The scenarios drive the real daemon (``tests/daemonkit.py``) against real
+The scenarios drive the real daemon (``tests/support/daemonkit.py``) against real
 services; what they assert are counts. This module holds what they share on
 top of ``daemonkit``: the per-scenario ``ScenarioCounts`` (printed by the
 suite's ``pytest_terminal_summary``, see ``conftest.py``), a publisher that
@@ -28,8 +28,8 @@ import paho.mqtt.client as mqtt
 from paho.mqtt.reasoncodes import ReasonCode
 
 from monitor.store import LogbookRow, OutboxRow, Store
-from tests.daemonkit import ROOT, Publisher, cli
-from tests.influxd import Influxd
+from tests.support.daemonkit import ROOT, Publisher, cli
+from tests.support.influxd import Influxd
 
 Message = tuple[str, Mapping[str, Any]]
 

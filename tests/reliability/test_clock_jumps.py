@@ -25,7 +25,7 @@ import pytest
 from monitor.store import Store
 
 from ..conftest import MakeMosquitto
-from ..daemonkit import (
+from ..support.daemonkit import (
     DaemonProcess,
     Daemons,
     FakeClock,
@@ -37,7 +37,7 @@ from ..daemonkit import (
     ticked_after_input,
     wait_until,
 )
-from ..util import ts
+from ..support.util import ts
 from .kit import ScenarioCounts
 
 T0 = ts("2026-06-01T12:00:00Z")

@@ -84,15 +84,17 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from monitor.config import Config
-from monitor.configfile import load_config
-from monitor.daemon import Daemon
-from monitor.engine.inputs import Inspection, Reading
-from monitor.host import EngineHost, open_store
-from monitor.ingest import Received
-from monitor.models import MAX_PAYLOAD_BYTES, Rejection
-from monitor.mqttparse import parse_message
+from monitor.config.file import load_config
+from monitor.contract.inputs import Inspection, Reading
+from monitor.contract.rejects import Rejection
+from monitor.daemon.loop import Daemon
+from monitor.host.engine import EngineHost
+from monitor.sources.mqtt import Received
+from monitor.sources.parse import parse_message
+from monitor.sources.rules import MAX_PAYLOAD_BYTES
 from monitor.store import Store
 from monitor.store.deadletters import KEEP_BYTES
+from monitor.store.opening import open_store
 
 PREFIX = "stormwatch/v1"
 #: The daemon's wall clock throughout: 2026-05-01T12:00:00Z.

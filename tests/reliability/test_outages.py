@@ -35,7 +35,10 @@ from typing import Any
 import pytest
 
 from tests.conftest import MakeMosquitto
-from tests.daemonkit import (
+from tests.reliability import kit
+from tests.reliability.kit import CountingPublisher, Message, ScenarioCounts
+from tests.store.test_disk_full import Readings, fill
+from tests.support.daemonkit import (
     Background,
     Daemons,
     counter_storm,
@@ -46,16 +49,13 @@ from tests.daemonkit import (
     wait_until,
     write_config,
 )
-from tests.influxd import Influxd
-from tests.receivers import HttpReceiver, SmtpReceiver
-from tests.reliability import kit
-from tests.reliability.kit import CountingPublisher, Message, ScenarioCounts
-from tests.test_disk_full import Readings, fill
+from tests.support.influxd import Influxd
+from tests.support.receivers import HttpReceiver, SmtpReceiver
 
-pytest_plugins = ("tests.conftest_influx",)
+pytest_plugins = ("tests.support.conftest_influx",)
 pytestmark = pytest.mark.integration
 
-#: ``tests.conftest_influx.MakeInfluxd`` (not imported: pytest loads that module as a
+#: ``tests.support.conftest_influx.MakeInfluxd`` (not imported: pytest loads that module as a
 #: plugin, and imported first it could not rewrite its asserts).
 MakeInfluxd = Callable[..., Influxd]
 

@@ -1,0 +1,162 @@
+"""What goes into the engine: accepted readings, status messages and inspections.
+
+These are already validated by the shell (``monitor.sources.rules``); the engine
+trusts their types and ranges and looks only at event time (``ts_ms``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+SensorKind = Literal["rain", "turbidity", "sediment"]
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """One sensor message. ``kind`` is the sensor's configured kind, or ``status``.
+
+    Rain: ``tips_total`` (cumulative counter) or ``precip_in`` with ``seq``.
+    Turbidity: ``ntu``. Sediment: ``depth_in`` or ``distance_in``.
+    """
+
+    site: str
+    sensor: str
+    kind: Literal["rain", "turbidity", "sediment", "status"]
+    ts_ms: int
+    tips_total: int | None = None
+    precip_in: float | None = None
+    seq: int | None = None
+    ntu: float | None = None
+    temp_c: float | None = None
+    depth_in: float | None = None
+    distance_in: float | None = None
+    battery_v: float | None = None
+    rssi_dbm: float | None = None
+    uptime_s: float | None = None
+    buffered: int | None = None
+    dropped: int | None = None
+
+    def to_json(self) -> dict[str, object]:
+        # Written out: the journal encodes every accepted reading with this.
+        out: dict[str, object] = {"site": self.site, "sensor": self.sensor, "kind": self.kind,
+                                  "ts_ms": self.ts_ms}
+        for name in _OPTIONAL:
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, object]) -> Reading:
+        return cls(**data)  # type: ignore[arg-type]
+
+
+_OPTIONAL = ("tips_total", "precip_in", "seq", "ntu", "temp_c", "depth_in", "distance_in",
+             "battery_v", "rssi_dbm", "uptime_s", "buffered", "dropped")
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """What an inspection found at one practice: ``silt-fence-north: undermined at 2+40``."""
+
+    practice: str
+    condition: str
+
+
+@dataclass(frozen=True, slots=True)
+class CorrectiveAction:
+    """A repair the inspection asks for, by ``due_ms`` (None: no date), closed by a
+    later inspection that ``resolves`` its ``id``."""
+
+    id: str
+    text: str
+    due_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Inspection:
+    """An inspection by the qualified professional (§ 134-9A(2)), at ``ts_ms``.
+
+    ``inspector`` names who inspected (a joint inspection: every name, in
+    ``inspectors``, joined with " & "); ``credentials`` is each one's credential
+    from the roster when it was entered ("" for none). ``entered_ms`` is when it
+    was entered (the journal's receipt), so one dated well before it is seen as
+    backdated. ``kind`` is ``other`` for an inspection that closes no clock
+    (someone not on the roster, a walk-through).
+    """
+
+    site: str
+    inspector: str
+    ts_ms: int
+    kind: Literal["storm", "routine", "other"] = "routine"
+    notes: str | None = None
+    findings: tuple[Finding, ...] = ()
+    inspectors: tuple[str, ...] = ()
+    credentials: tuple[str, ...] = ()
+    entered_ms: int | None = None
+    corrective_actions: tuple[CorrectiveAction, ...] = ()
+    resolves: tuple[str, ...] = ()
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return self.inspectors or (self.inspector,)
+
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = {"site": self.site, "inspector": self.inspector,
+                                  "ts_ms": self.ts_ms, "kind": self.kind}
+        if self.notes is not None:
+            out["notes"] = self.notes
+        if self.findings:
+            out["findings"] = [{"practice": f.practice, "condition": f.condition}
+                               for f in self.findings]
+        for name in ("inspectors", "credentials", "resolves"):
+            if getattr(self, name):
+                out[name] = list(getattr(self, name))
+        if self.entered_ms is not None:
+            out["entered_ms"] = self.entered_ms
+        if self.corrective_actions:
+            out["corrective_actions"] = [{"id": a.id, "text": a.text, "due_ms": a.due_ms}
+                                         for a in self.corrective_actions]
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Inspection:
+        findings = data.get("findings") or ()
+        if isinstance(findings, str):
+            # Journal rows from before findings were structured: one free-text finding.
+            findings = [{"practice": "general", "condition": findings}]
+        return cls(
+            site=str(data["site"]), inspector=str(data["inspector"]), ts_ms=int(data["ts_ms"]),
+            kind=data.get("kind", "routine"), notes=data.get("notes"),
+            findings=tuple(Finding(str(f["practice"]), str(f["condition"])) for f in findings),
+            inspectors=tuple(data.get("inspectors", ())),
+            credentials=tuple(data.get("credentials", ())),
+            entered_ms=data.get("entered_ms"),
+            corrective_actions=tuple(CorrectiveAction(str(a["id"]), str(a["text"]), a.get("due_ms"))
+                                     for a in data.get("corrective_actions", ())),
+            resolves=tuple(data.get("resolves", ())))
+
+
+@dataclass(frozen=True, slots=True)
+class SiteClosure:
+    """Final stabilization of a site at ``ts_ms`` (``stormwatch site close``), entered at
+    ``entered_ms`` by ``by``: no routine clock runs from then on."""
+
+    site: str
+    ts_ms: int
+    entered_ms: int | None = None
+    by: str | None = None
+    notes: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = {"site": self.site, "ts_ms": self.ts_ms, "closure": True}
+        for name in ("entered_ms", "by", "notes"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SiteClosure:
+        return cls(site=str(data["site"]), ts_ms=int(data["ts_ms"]),
+                   entered_ms=data.get("entered_ms"), by=data.get("by"), notes=data.get("notes"))

@@ -1,0 +1,495 @@
+"""The daemon: MQTT → journal → engine → events, outbox and log book. The run loop.
+
+The shell around the engine, and nothing clever:
+
+* the MQTT client (a process of its own, ``mqttproc.py``, or a thread for the
+  demo) hands messages over through a bounded queue;
+* this module's loop takes a batch from the queue, parses it, commits accepted
+  readings to the journal and rejects to the dead-letter table in one
+  transaction, then acknowledges the batch to the broker (DESIGN § 2: the
+  journal commit comes first, always);
+* it applies the batch's readings, just committed, to the engine straight
+  from memory (``host.EngineHost``), and before them any journal rows another
+  process wrote (``stormwatch inspect`` while the broker is unreachable); it
+  records the resulting events, their outbox rows and log book rows in one
+  transaction, and wakes the alert worker;
+* it ticks the engine on the wall clock, without its steps (``tickclock.py``:
+  NTP after a cold start must not fire or hold back notices); a tick that
+  changed anything is itself
+  journaled, so a restart replays exactly what happened; each tick also
+  records every site's status (``site_status``) for ``stormwatch status``;
+* it snapshots the engine every so often, from a thread of its own
+  (``snapshotwriter.py``): state, not readings, and only the checkpoints that
+  changed. On start it restores the snapshot and replays the journal after
+  it; events already recorded are recognised by (id, revision) and not
+  recorded or alerted twice;
+* when the store refuses a write (disk full), nothing crashes and nothing is
+  lost: a batch whose commit failed is held unacknowledged, events are kept by
+  ``EngineHost``, the loop takes no more (the bounded queues stop paho, the
+  broker holds the rest) and retries with backoff. ``store/health.py`` logs it
+  and shows it to ``status``, with the broker connection.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import queue
+import shutil
+import signal
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..config import Config
+from ..contract.inputs import Inspection, Reading
+from ..contract.rejects import Rejection, RejectReason
+from ..contract.times import WallClock
+from ..host.engine import EngineHost
+from ..host.rows import journal_in
+from ..host.tickclock import TickClock
+from ..sinks.registry import Worker, build_routes, build_workers
+from ..sources.mqtt import SESSION_META, Ingest, Received, session_key
+from ..sources.mqttproc import IngestProcess
+from ..sources.nodeclocks import NodeClocks
+from ..sources.parse import parse_message
+from ..store import DeadLetterIn, JournalIn, Store, is_disk_full
+from ..store.events import AlertRoutes
+from ..store.health import DaemonHealth
+from ..store.opening import LOCK_NAME, daemon_lock, open_store
+from .rejectlog import RejectLog
+from .sdnotify import SdNotify
+from .snapshotwriter import SnapshotWriter
+
+log = logging.getLogger("stormwatch.daemon")
+
+BATCH_MAX = 1000
+BATCH_WAIT_S = 0.005
+TICK_EVERY_S = 5.0
+#: While a backlog drains (after an outage, or a node flushing its buffer) ticks
+#: wait, so silence is judged on data that has arrived; but never longer than this.
+TICK_AT_LEAST_EVERY_S = 60.0
+QUEUE_SIZE = 10_000
+#: At a stop, the longest the daemon goes on journaling what it had received (the
+#: queue holds at most QUEUE_SIZE; that takes about a second). The rest of the stop
+#: (final state, snapshot, workers) is bounded too: ``STOP_WORKERS_S``.
+DRAIN_MAX_S = 5.0
+STOP_WORKERS_S = 5.0
+#: The recorded status of sites with new input is brought up to date this often
+#: (and at once with any event, in the same transaction); while a backlog drains,
+#: less often: every site has new input then, and the drain comes first.
+STATUS_EVERY_S = 0.5
+STATUS_BACKLOG_S = 5.0
+#: Between full garbage collections (see ``_keep_heap``).
+FULL_GC_EVERY_S = 3600.0
+#: The longest wait between attempts to open or write a store that refused.
+MAX_WAIT_S = 15.0
+#: Meta key written to find out whether the store takes writes again.
+PROBE_META = "store_probe_ms"
+
+
+# --------------------------------------------------------------------------- the daemon
+
+
+class Acker(Protocol):
+    """What acknowledges a batch to the broker (``Ingest``)."""
+
+    def ack(self, messages: list[Received]) -> int: ...
+
+
+class Daemon:
+    """``stormwatch run``: ingest, journal, engine, events, until told to stop."""
+
+    def __init__(self, config: Config, *, clock: WallClock = time.time,
+                 routes: AlertRoutes | None = None,
+                 workers: list[Worker] | None = None, tick_every_s: float = TICK_EVERY_S,
+                 mqtt_protocol: int | None = None, mqtt_process: bool = False,
+                 stop_event: threading.Event | None = None) -> None:
+        """``mqtt_process``: run the MQTT client in a process of its own
+        (``mqttproc.py``; ``stormwatch run`` does), not on a thread of this one."""
+        self.config = config
+        self.mqtt_protocol = mqtt_protocol
+        self.mqtt_process = mqtt_process
+        self.connected = threading.Event()
+        self.tick_every_s = tick_every_s
+        self.clock = clock
+        # An injected clock (the demo's simulated time) never steps: it is its own
+        # monotonic clock.
+        self.tick_clock = TickClock() if clock is time.time else TickClock(clock, clock)
+        self.routes = routes if routes is not None else build_routes(config)
+        self.workers = workers if workers is not None else build_workers(config, clock)
+        self.stop_event = stop_event if stop_event is not None else threading.Event()
+        self.queue: queue.Queue[Received] = queue.Queue(maxsize=QUEUE_SIZE)
+        self.rejects = RejectLog(log)
+        self.node_clocks = NodeClocks(config.broker.topic_prefix)
+        self.notify = SdNotify()
+        #: The health file, the store refusing writes (``health.trouble``), and the
+        #: batch held unacknowledged meanwhile.
+        self.health = DaemonHealth(config.state_dir, log, clock)
+        self.held: list[Received] = []
+        self._broker_up: bool | None = None
+
+    def request_stop(self, *_: Any) -> None:
+        self.stop_event.set()
+
+    def run(self) -> int:
+        with daemon_lock(self.config) as held:
+            if held is None:
+                log.error("another stormwatch daemon holds %s", Path(self.config.state_dir)
+                          / LOCK_NAME)
+                return 2
+            store = self._open_store()
+            if store is None:
+                return 0  # told to stop while waiting for it
+            with store:
+                return self._run(store)
+
+    def _open_store(self) -> Store | None:
+        """The store, waited for while it cannot be opened: on a full disk SQLite cannot
+        make its WAL files ("disk I/O error"). Exiting would only have systemd start
+        the daemon again and again; waiting leaves the messages with the broker."""
+        delay = 1.0
+        while True:
+            try:
+                return open_store(self.config)
+            except sqlite3.OperationalError as exc:
+                if delay == 1.0:
+                    state = Path(self.config.state_dir).resolve()
+                    full = is_disk_full(exc) or shutil.disk_usage(state).free < 1 << 16
+                    log.error("cannot open the store in %s (%s%s); waiting for it, tried again"
+                              " every %g s at most (the broker keeps the readings meanwhile)",
+                              state, exc, ": the disk is full" if full else "", MAX_WAIT_S)
+                    self.notify.send("READY=1\nSTATUS=waiting for the store (see the log)")
+            self.notify.watchdog()  # at least every MAX_WAIT_S: well within WatchdogSec
+            if self.stop_event.wait(delay):
+                return None
+            delay = min(delay * 2, MAX_WAIT_S)
+
+    def _run(self, store: Store) -> int:
+        started = time.monotonic()
+        store.journal.max_dead_bytes = self.config.dead_letters.max_bytes
+        self.health.open()
+        host = EngineHost.restore(self.config, store, clock=self.clock, routes=self.routes)
+        host.coalesce = True
+        host.tick_clock = self.tick_clock
+        restored_at = host.applied_seq
+        replayed = 0
+        try:
+            replayed = host.catch_up()
+            host.record_status()
+        except sqlite3.OperationalError as exc:
+            self.health.store_failed(exc)  # the loop goes on from where this stopped
+        self.tick_clock.start(host.engine.tick_ms)
+        log.info("engine restored from the snapshot at journal %s and %s later row(s) in"
+                 " %.1f s", restored_at, replayed, time.monotonic() - started)
+        host.on_alerts = self._wake_workers
+        _keep_heap(full=True)
+        writer = SnapshotWriter(self.config, host.snapshots, self.clock)
+        writer.start()
+        ingest = self._make_ingest(store)
+        ingest.start()
+        worker_stop = threading.Event()
+        writable = lambda: not self.health.trouble.active  # noqa: E731 - the engine thread's view
+        threads = [threading.Thread(target=_run_worker, args=(w, worker_stop, writable),
+                                    name=w.name, daemon=True) for w in self.workers]
+        for t in threads:
+            t.start()
+        self.notify.send("READY=1")
+        last_tick = last_snapshot = last_status = last_full_gc = time.monotonic()
+        snapshot_ok_after = 0.0
+        every_s = self.config.daemon.snapshot_every_s
+        every_rows = self.config.daemon.snapshot_every_rows
+        try:
+            while not self.stop_event.is_set():
+                self._watch_broker(ingest, store)
+                self.notify.watchdog()
+                if self.health.trouble.active:
+                    # Take nothing new: the queues fill and the broker holds the rest.
+                    if time.monotonic() >= self.health.trouble.retry_at:
+                        self._retry(store, ingest, host)
+                    else:
+                        self.stop_event.wait(0.05)
+                    continue
+                batch = self._take_batch(timeout=0.05)
+                try:
+                    if batch:
+                        self.ingest_batch(store, ingest, host, batch)
+                    if store.journal.max_seq() > host.applied_seq:
+                        host.catch_up()
+                    now = time.monotonic()
+                    caught_up = ingest.connected.is_set() and len(batch) < BATCH_MAX and \
+                        self.queue.empty()
+                    if (now - last_tick >= self.tick_every_s and caught_up) or \
+                            now - last_tick >= max(TICK_AT_LEAST_EVERY_S, self.tick_every_s):
+                        host.tick(self.node_clocks.meta())
+                        self.node_clocks.dirty = False  # written with the tick
+                        last_tick = last_status = now
+                    elif host.dirty_sites and now - last_status >= (
+                            STATUS_EVERY_S if caught_up else STATUS_BACKLOG_S):
+                        host.record([], status=True)
+                        last_status = now
+                except sqlite3.OperationalError as exc:
+                    self.health.store_failed(exc)
+                    continue
+                for image, ok in writer.outcomes():
+                    if not ok:
+                        host.rows_since_snapshot += image.rows
+                        snapshot_ok_after = now + self.config.daemon.snapshot_retry_s
+                if not writer.busy and now >= snapshot_ok_after and (
+                        host.rows_since_snapshot >= every_rows or
+                        (host.rows_since_snapshot and now - last_snapshot >= every_s)):
+                    writer.submit(host.take_snapshot())
+                    last_snapshot = now
+                    _keep_heap(full=now - last_full_gc >= FULL_GC_EVERY_S)
+                    if now - last_full_gc >= FULL_GC_EVERY_S:
+                        last_full_gc = now
+            self._watch_broker(ingest, store)  # a connection made just before the stop
+            self.notify.send("STOPPING=1")
+            self._drain(store, ingest, host)
+        finally:
+            ingest.stop()
+            writer.stop()
+        try:
+            host.catch_up()
+            host.record_status()
+            host.settle_backfill(all_sites=True)
+        except sqlite3.OperationalError as exc:
+            log.error("could not record the final state (%s); the next start replays the"
+                      " journal", exc)
+        for image, ok in writer.outcomes():
+            if not ok:
+                host.rows_since_snapshot += image.rows
+        self._snapshot(host)
+        worker_stop.set()
+        self._wake_workers()
+        # One deadline for all: a worker in the middle of a slow send (an SMTP
+        # server that does not answer) must not hold the stop for long; what it had
+        # not confirmed is sent again after the restart (the outbox keeps it).
+        until = time.monotonic() + STOP_WORKERS_S
+        for t in threads:
+            t.join(timeout=max(0.0, until - time.monotonic()))
+        self.health.close()
+        log.info("stopped at journal %s", host.applied_seq)
+        return 0
+
+    def _make_ingest(self, store: Store) -> Ingest | IngestProcess:
+        """The MQTT client, told whether the broker should still hold our session."""
+        b = self.config.broker
+        expect = store.state.meta_get(SESSION_META) == session_key(b)
+        sites = [s.id for s in self.config.sites]
+        if self.mqtt_process:
+            return IngestProcess(b, self.queue, sites=sites, clock=self.clock,
+                                 protocol=self.mqtt_protocol, connected=self.connected,
+                                 log_format=self.config.log_format,
+                                 log_level=logging.getLogger().getEffectiveLevel(),
+                                 expect_session=expect)
+        return Ingest(b, self.queue, sites=sites, clock=self.clock, protocol=self.mqtt_protocol,
+                      connected=self.connected, expect_session=expect)
+
+    def _drain(self, store: Store, ingest: Ingest | IngestProcess, host: EngineHost) -> None:
+        """At stop: the MQTT side takes nothing new, then what it handed over is journaled
+        and acknowledged. Bounded by ``DRAIN_MAX_S``: what is not journaled by then is
+        not acknowledged, and the broker sends it again at the next start."""
+        ingest.pause()
+        log.info("stopping: taking no new messages; journaling the %d received",
+                 self.queue.qsize())
+        deadline = time.monotonic() + DRAIN_MAX_S
+        journaled = 0
+        while not self.health.trouble.active:
+            if time.monotonic() >= deadline:
+                log.warning("stopping after %g s of draining: %d received message(s) not"
+                            " journaled; not acknowledged, the broker sends them again",
+                            DRAIN_MAX_S, self.queue.qsize())
+                return
+            # The marker first, then the queue: once the MQTT side has said it takes
+            # nothing more, an empty queue means everything taken is journaled.
+            done = ingest.paused.is_set()
+            batch = self._take_batch(timeout=0.05)
+            if not batch:
+                if done:
+                    log.info("stopping: journaled and acknowledged %d message(s); the broker"
+                             " keeps the rest for the next start", journaled)
+                    return
+                continue
+            try:
+                self.ingest_batch(store, ingest, host, batch)
+                journaled += len(batch)
+            except sqlite3.OperationalError as exc:
+                self.health.store_failed(exc)
+        log.warning("stopping with %d message(s) not journaled, as the store refuses writes:"
+                    " they were not acknowledged, and the broker sends them again",
+                    len(self.held) + self.queue.qsize())
+
+    def _watch_broker(self, ingest: Ingest | IngestProcess, store: Store) -> None:
+        up = ingest.connected.is_set()
+        if up == self._broker_up:
+            return
+        self._broker_up = up
+        self.health.broker(up)
+        key = session_key(self.config.broker)
+        if up and key is not None and store.state.meta_get(SESSION_META) != key:
+            try:
+                store.state.meta_set(SESSION_META, key)
+            except sqlite3.OperationalError as exc:
+                log.debug("broker session not noted (%s); tried at the next connection", exc)
+
+    def _retry(self, store: Store, ingest: Acker, host: EngineHost) -> None:
+        """Try the held batch (or a small write), then the events kept back."""
+        held, self.held = self.held, []
+        try:
+            if held:
+                self.ingest_batch(store, ingest, host, held)
+            else:
+                store.state.meta_set(PROBE_META, self.health.now_ms())
+            host.record([], status=True)
+        except sqlite3.OperationalError as exc:
+            self.health.store_failed(exc)
+            return
+        self.health.store_ok(len(held))
+
+    def _wake_workers(self) -> None:
+        for worker in self.workers:
+            worker.wake()
+
+    def _snapshot(self, host: EngineHost) -> bool:
+        """Snapshot the engine on this thread; a failure is logged loudly and never fatal.
+
+        A snapshot only shortens the next start (the journal holds every
+        input), so ingest, acknowledgements and alerts must not stop for it.
+        """
+        try:
+            host.snapshot()
+        except Exception as exc:
+            log.error("snapshot at journal %s FAILED (%s; until one succeeds, a restart replays"
+                      " the journal from the last good snapshot)", host.applied_seq, exc,
+                      exc_info=not is_disk_full(exc))
+            return False
+        return True
+
+    def _take_batch(self, timeout: float) -> list[Received]:
+        try:
+            first = self.queue.get(timeout=timeout)
+        except queue.Empty:
+            return []
+        batch = [first]
+        deadline = time.monotonic() + BATCH_WAIT_S
+        while len(batch) < BATCH_MAX:
+            try:
+                # What is queued already, without the timed wait's machinery.
+                batch.append(self.queue.get_nowait())
+                continue
+            except queue.Empty:
+                pass
+            try:
+                batch.append(self.queue.get(timeout=max(0.0, deadline - time.monotonic())))
+            except queue.Empty:
+                break
+        return batch
+
+    def ingest_batch(self, store: Store, ingest: Acker, host: EngineHost,
+                     batch: list[Received]) -> None:
+        """One batch from the queue to the engine: parse, journal (rejects to the dead
+        letters), acknowledge, apply, record. ``bench/season.py`` drives this too.
+
+        When the journal commit fails (``sqlite3.OperationalError``: the disk is
+        full) nothing is acknowledged or applied and the batch is kept in
+        ``held`` for a retry; the error is raised on.
+        """
+        journal: list[JournalIn] = []
+        items: list[tuple[Reading | Inspection, int]] = []
+        sources: list[Received] = []
+        dead: list[DeadLetterIn] = []
+        now = self.clock()
+        ref_ms = round(now * 1000)
+        # The reject log's minute is measured on the monotonic clock: a wall clock
+        # stepped back must not silence it.
+        tick = time.monotonic()
+        for m in batch:
+            item = parse_message(self.config, m.topic, m.payload, ref_ms=ref_ms,
+                                 received_ms=m.received_ms)
+            if isinstance(item, Rejection):
+                dead.append(DeadLetterIn(m.topic, m.payload, item.reason.value, item.detail,
+                                         m.received_ms))
+                self.rejects.note(m.topic, item.reason.value, item.detail, tick)
+                self.node_clocks.rejected(m.topic, item, m.received_ms)
+            else:
+                if isinstance(item, Reading):
+                    self.node_clocks.accepted(item, m.received_ms)
+                journal.append(journal_in(item, topic=m.topic, received_ms=m.received_ms))
+                items.append((item, m.received_ms))
+                sources.append(m)
+
+        def conflict(index: int, detail: str) -> DeadLetterIn:
+            # A seq reused with another body: the raw message is the dead letter.
+            m, reason = sources[index], RejectReason.seq_conflict.value
+            self.rejects.note(m.topic, reason, detail, tick)
+            return DeadLetterIn(m.topic, m.payload, reason, detail, m.received_ms)
+
+        try:
+            seqs = store.journal.commit(journal, dead, conflict=conflict)
+        except sqlite3.OperationalError:
+            self.held = batch  # not on disk: not acknowledged, tried again
+            raise
+        # Only now, with the batch on disk, may the broker forget it.
+        ingest.ack(batch)
+        # The engine takes the batch from memory; redeliveries and seq conflicts (no
+        # seq) are not input.
+        host.apply_committed([(seq, item, received) for seq, (item, received)
+                              in zip(seqs, items, strict=True) if seq is not None])
+
+
+def _keep_heap(*, full: bool) -> None:
+    """Keep the cyclic garbage collector off the engine's long-lived objects.
+
+    The engine holds a few hundred thousand objects for as long as the daemon
+    runs; each full collection walks them all (about 100 ms for a hundred
+    sites), at random moments, and that was the tail of the alert latency.
+    ``gc.freeze`` moves every object alive now out of the collector's sight
+    (reference counting still frees them). Done after each snapshot, so what
+    survived that long counts as long-lived; once an hour (``full``) the
+    frozen set is put back and collected, so cyclic garbage cannot pile up.
+    """
+    if full:
+        gc.unfreeze()
+        gc.collect()
+    gc.freeze()
+
+
+#: A worker failing on a store that refuses writes says so once in this long.
+WORKER_STORE_LOG_EVERY_S = 300.0
+
+
+def _run_worker(worker: Worker, stop: threading.Event,
+                writable: Callable[[], bool] = lambda: True) -> None:
+    """Run a worker; restart it after a failure. One that failed on the store (disk
+    full) waits until the engine thread finds the store writable again: restarted
+    sooner, the alert worker would send its first due alert again each time."""
+    quiet_until = 0.0
+    while not stop.is_set():
+        try:
+            worker.run(stop)
+            return
+        except Exception as exc:  # a sink must not take the daemon down; restart it after a pause
+            # The store refusing writes (disk full: the engine thread reports it) is a
+            # line now and then, not a traceback every 5 s.
+            store = isinstance(exc, sqlite3.OperationalError)
+            if not store or time.monotonic() >= quiet_until:
+                quiet_until = time.monotonic() + WORKER_STORE_LOG_EVERY_S if store else 0.0
+                log.error("worker %s failed (%s); restarting it %s", worker.name, exc,
+                          "once the store takes writes" if store else "in 5 s",
+                          exc_info=not store)
+            stop.wait(10.0 if store else 5.0)  # time for the engine thread to notice
+            while store and not writable() and not stop.wait(1.0):
+                pass
+
+
+def install_signal_handlers(stop: threading.Event) -> None:
+    """SIGTERM and SIGINT set ``stop``: the daemon drains, snapshots and exits 0."""
+    def handler(signum: int, frame: Any) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)

@@ -1,0 +1,218 @@
+"""``stormwatch inspect`` and ``stormwatch site close``: record them, whether the daemon
+runs or not.
+
+An inspection from the command line is checked by the very rules of an MQTT
+inspection (``models.inspection_message``), plus what only a person at a
+terminal can be told: a name off the roster is refused (exit 2, the roster
+listed) rather than recorded as kind ``other``; a time ahead of the clock is
+refused rather than dead-lettered.
+
+Either way the input goes into the journal, the daemon's own input: when a
+daemon holds the state directory it applies the row within its next loop
+(not through the broker: the shipped broker ties client ids to accounts, so
+a client with the daemon's account would take over its session); when no
+daemon runs, this command takes the state lock itself, journals the input and
+brings the engine up to date, so the clock it satisfies is closed in the
+database at once.
+
+What it prints gives times in the site's local time with the zone named
+(``localtime.py``), like ``status`` and the report; the messages that refuse
+a flag repeat the time as it was typed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from ..config import Config
+from ..contract.events import ClockClosed, InspectionRecorded, SiteClosed
+from ..contract.inputs import Inspection, SiteClosure
+from ..contract.localtime import local_text
+from ..contract.rejects import Rejection, RejectReason
+from ..contract.times import iso, parse_iso
+from ..engine.routine import local_midnight_ms
+from ..sources.rules import FUTURE_TOLERANCE_MS, inspection_message, site_index
+from ..store.opening import daemon_lock, open_store
+from .engine import EngineHost
+from .rows import journal_in
+
+WAIT_FOR_DAEMON_S = 20.0
+
+
+class InspectError(Exception):
+    """The inspection could not be recorded (a usage error: its message names the flag)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ActionArg:
+    """One ``--corrective-action TEXT`` and the ``--due`` that followed it."""
+
+    text: str
+    due: str | None = None
+
+
+def parse_time(flag: str, text: str, config: Config, site_id: str) -> int:
+    """``--at`` and ``--due``: ISO 8601 with an offset, or a date (its local midnight)."""
+    site = config.site(site_id)
+    assert site is not None
+    try:
+        if len(text) == 10:
+            return local_midnight_ms(site, datetime.strptime(text, "%Y-%m-%d").date())
+        return parse_iso(text)
+    except ValueError as exc:
+        raise InspectError(f"{flag}: {exc} (use YYYY-MM-DD or ISO 8601 with an offset, e.g. "
+                           "2026-11-30T09:30:00-05:00)") from None
+
+
+def check_not_ahead(flag: str, at_ms: int, now_ms: int) -> None:
+    """Refuse a time more than 5 minutes ahead of this machine's clock: what has not
+    happened cannot be recorded (and would close clocks before their time)."""
+    if at_ms > now_ms + FUTURE_TOLERANCE_MS:
+        ahead_h = (at_ms - now_ms) / 3_600_000
+        raise InspectError(f"{flag}: {iso(at_ms)} is {ahead_h:.1f} h ahead of this machine's "
+                           "clock; record an inspection once it has happened")
+
+
+def build_inspection(config: Config, site_id: str, names: Sequence[str], *, at: str | None,
+                     kind: str, notes: str | None, findings: Sequence[str],
+                     actions: Sequence[ActionArg], resolves: Sequence[str],
+                     now_ms: int) -> Inspection:
+    """The inspection the command line describes, checked as an MQTT inspection is, or
+    ``InspectError`` naming the flag at fault. Corrective actions get ids
+    ``ca-<time>-<n>`` (printed, to be named by ``--resolved`` later)."""
+    at_ms = now_ms if at is None else parse_time("--at", at, config, site_id)
+    check_not_ahead("--at", at_ms, now_ms)
+    site = config.site(site_id)
+    assert site is not None
+    roster = {q.name: q for q in config.roster(site)}
+    clean = [n.strip() for n in names if n.strip()]
+    if not clean:
+        raise InspectError("--inspector: must not be empty")
+    if roster and kind != "other" and not any(n in roster for n in clean):
+        raise InspectError(
+            f"--inspector: {', '.join(clean)} is not on the qualified_professionals roster of "
+            f"{site_id} ({'; '.join(_listed(q.name, q.credential) for q in roster.values())});"
+            " record a walk-through by someone else with --kind other")
+    parsed = []
+    for text in findings:
+        practice, sep, condition = text.partition(":")
+        if not sep or not practice.strip():
+            raise InspectError(f"--finding: {text!r} is not \"PRACTICE: condition\" (e.g. "
+                               "\"silt-fence-north: undermined at station 2+40\")")
+        parsed.append({"practice": practice.strip(), "condition": condition.strip()})
+    stamp = datetime.fromtimestamp(at_ms / 1000, tz=site.zone).strftime("%Y%m%dt%H%M")
+    payload: dict[str, object] = {
+        "inspector": clean if len(clean) > 1 else clean[0], "kind": kind, "ts": iso(at_ms),
+        "notes": notes, "findings": parsed, "resolves": list(resolves),
+        "corrective_actions": [
+            # A date is due by the end of that day at the site (models.check_actions).
+            {"id": f"ca-{stamp}-{i}", "text": a.text, "due": a.due}
+            for i, a in enumerate(actions, 1)]}
+    result = inspection_message(site_index(config)[site_id], payload, now_ms, now_ms, True,
+                                entered_ms=now_ms)
+    if isinstance(result, Rejection):
+        detail = result.detail
+        if result.reason is RejectReason.too_old:
+            detail = "--at: " + detail.removeprefix("ts: ")
+        elif detail.startswith("corrective_actions."):
+            detail = "--due: " + detail.split(": ", 1)[-1]
+        raise InspectError(detail)
+    return result
+
+
+def _listed(name: str, credential: str | None) -> str:
+    return f"{name} ({credential})" if credential else name
+
+
+def record_inspection(config: Config, insp: Inspection) -> str:
+    """Record it; return a one-paragraph report of what it closed."""
+    with daemon_lock(config) as held:
+        if held is not None:
+            with open_store(config) as store:
+                store.journal.commit([journal_in(insp, topic=None,
+                                               received_ms=round(time.time() * 1000))])
+                host = EngineHost.restore(config, store)
+                host.catch_up()
+                host.record_status()
+                host.snapshot()
+                return _report(config, insp, "recorded in the database (no daemon running)")
+    # Not through the broker: the shipped broker ties client ids to accounts
+    # (use_username_as_clientid), and a client logging in with the daemon's
+    # account would take over the daemon's session. The journal is the
+    # daemon's own input; it applies rows written by others within a loop.
+    with open_store(config) as store:
+        store.journal.commit([journal_in(insp, topic=None,
+                                       received_ms=round(time.time() * 1000))])
+    via = "written to the database for the running daemon"
+    deadline = time.monotonic() + WAIT_FOR_DAEMON_S
+    while time.monotonic() < deadline:
+        if _recorded(config, insp) is not None:
+            return _report(config, insp, via)
+        time.sleep(0.2)
+    return (f"Inspection by {insp.inspector} at {_local(config, insp.site, insp.ts_ms)} {via};"
+            f" the daemon has not confirmed it within {WAIT_FOR_DAEMON_S:.0f} s"
+            " (see `stormwatch status`).")
+
+
+def _local(config: Config, site_id: str, when: int | str | None) -> str:
+    site = config.site(site_id)
+    assert site is not None  # the command refused an unknown --site
+    return local_text(when, site.zone)
+
+
+def record_closure(config: Config, closure: SiteClosure) -> str:
+    """Record final stabilization through the journal; return what was recorded."""
+    with daemon_lock(config) as held, open_store(config) as store:
+        store.journal.commit([journal_in(closure, topic=None,
+                                         received_ms=closure.entered_ms)])
+        if held is not None:
+            host = EngineHost.restore(config, store)
+            host.catch_up()
+            host.record_status()
+            host.snapshot()
+    head = (f"Site {closure.site} closed (final stabilization) at "
+            f"{_local(config, closure.site, closure.ts_ms)}")
+    deadline = time.monotonic() + (0 if held is not None else WAIT_FOR_DAEMON_S)
+    while True:
+        with open_store(config, readonly=True) as store:
+            if any(isinstance(e.body, SiteClosed) for e in store.events.current(closure.site)):
+                return head + ": recorded in the log book; no routine clock runs from then on."
+        if time.monotonic() >= deadline:
+            return head + ": written for the running daemon, which has not confirmed it yet" \
+                          " (see `stormwatch status`)."
+        time.sleep(0.2)
+
+
+def _recorded(config: Config, insp: Inspection) -> InspectionRecorded | None:
+    with open_store(config, readonly=True) as store:
+        for e in store.events.current(insp.site):
+            if isinstance(e.body, InspectionRecorded) and e.at_ms == insp.ts_ms \
+                    and e.body.inspector == insp.inspector:
+                return e.body
+    return None
+
+
+def _report(config: Config, insp: Inspection, via: str) -> str:
+    rec = _recorded(config, insp)
+    head = f"Inspection by {insp.inspector} at {_local(config, insp.site, insp.ts_ms)} {via}."
+    if insp.corrective_actions:
+        head += " Corrective actions: " + "; ".join(
+            f"{a.id} ({a.text}"
+            f"{', due ' + _local(config, insp.site, a.due_ms) if a.due_ms is not None else ''})"
+            for a in insp.corrective_actions) + "."
+    if rec is None:
+        return head
+    if not rec.closes:
+        return head + " It closed no open clock."
+    with open_store(config, readonly=True) as store:
+        closed = {e.body.clock_id: e.body for e in store.events.current(insp.site)
+                  if isinstance(e.body, ClockClosed)}
+    parts = []
+    for cid in rec.closes:
+        c = closed.get(cid)
+        parts.append(f"{cid} ({c.outcome}, due {_local(config, insp.site, c.due)})"
+                     if c else cid)
+    return head + " Closed: " + "; ".join(parts) + "."

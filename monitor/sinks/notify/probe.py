@@ -1,0 +1,61 @@
+"""``stormwatch notify-test``: a test message to every target (or a tag's), a verdict per target;
+and ``send_to``, the same sending for other one-off messages (``logbook anchor --send``).
+
+The first thing a new user runs: it goes through the same targets, the same
+Apprise sends and the same secret masking as the daemon, without touching the
+store, so it works beside a running daemon and before the first one.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ...config import Config
+from .messages import INFO, Line, Message, local_time
+from .targets import SendResult, Target, load_targets
+
+
+@dataclass(frozen=True)
+class Verdict:
+    target: Target
+    result: SendResult
+
+
+def probe_message(config: Config, target: Target, tag: str | None, now_ms: int) -> Message:
+    """The test message for one target: what it is, where from, and how to route to it."""
+    site = config.sites[0]
+    when = local_time(now_ms, site.zone)
+    host = socket.gethostname()
+    tags = ", ".join(sorted(target.tags)) if target.tags else "every tag"
+    alert_id = f"test-{now_ms}"
+    lines = [Line("Target", target.label), Line("Receives", tags),
+             Line("Sent", f"{when} from {host}"), Line("Alert id", alert_id)]
+    body = ("This is a test message from stormwatch. If you can read it, alerts routed to "
+            f"{'tag ' + repr(tag) if tag else 'this target'} reach you here.")
+    text = body + "\n\n" + "\n".join(f"{x.label}: {x.text}" for x in lines) + "\n"
+    markdown = body + "\n\n" + "  \n".join(f"**{x.label}:** {x.text}" for x in lines) + "\n"
+    return Message(f"stormwatch test message ({site.name or site.id})", text, markdown, INFO)
+
+
+def send_to(config: Config, tag: str | None,
+            message: Callable[[Target], Message]) -> list[Verdict]:
+    """Send ``message(target)`` once to each target that receives ``tag`` (all when
+    None), through the targets the daemon loads; a verdict per target.
+
+    What ``notify-test`` and ``logbook anchor --send`` share. Raises
+    ``NotifySetupError`` when the targets cannot be loaded.
+    """
+    targets = [t for t in load_targets(config.notify) if tag is None or t.receives(tag)]
+    return [Verdict(t, t.send(message(t))) for t in targets]
+
+
+def run_test(config: Config, tag: str | None = None) -> list[Verdict]:
+    """Send the test message to each target that receives ``tag`` (all when None).
+
+    Raises ``NotifySetupError`` when the targets cannot be loaded.
+    """
+    now_ms = round(time.time() * 1000)
+    return send_to(config, tag, lambda t: probe_message(config, t, tag, now_ms))

@@ -1,0 +1,474 @@
+"""Input validation: MQTT payloads (DESIGN § 3) and replay CSV rows (DESIGN § 6).
+
+Theory of operation
+-------------------
+Everything that enters stormwatch from outside passes through one of two entry
+points and comes out as an engine input (``Reading`` or ``Inspection``) or as a
+``Rejection`` naming one ``RejectReason``. Nothing raises: the ingest shell
+counts, logs and dead-letters a rejection with the raw bytes (DESIGN § 3,
+"never crash, never silently drop").
+
+``parse_message``  MQTT (``mqttparse.py``): size limit, topic, JSON, then the shared rules.
+``parse_row``      replay CSV (``csvio.py``): cells to numbers, then the same shared rules.
+
+The shared rules are data: ``FIELD_RULES`` gives each numeric payload field its
+type (integer or not), its physical range and the sensor kind it implies, and
+``REQUIRED`` gives each message kind its alternative required forms. The
+irregular parts sit beside the tables as code: timestamps (two forms, a time
+window), inspections (text fields) and the topic/payload cross-checks.
+
+Order of checks, so one message always gets the same reason:
+
+1. where the input comes from, the cheap checks first: MQTT ``oversize``,
+   ``bad_topic``, ``unknown_site``, ``unknown_sensor``, ``invalid_json``,
+   ``topic_mismatch``; CSV ``missing_field`` (site, sensor), ``unknown_site``,
+   ``unknown_sensor``;
+2. ``wrong_kind`` wins over every per-field reason, because a message from a
+   sensor of another kind says nothing about this one's values;
+3. the first per-field reason in payload order (``bad_value``, ``not_finite``,
+   ``negative_value``, ``impossible_value``);
+4. ``missing_field``;
+5. the timestamp: ``missing_field``, ``bad_timestamp``, ``not_finite``,
+   ``future_timestamp``, ``too_old``.
+
+Deliberate leniencies (a node may add fields, DESIGN § 3): unknown keys are
+ignored; JSON ``null`` and empty CSV cells are absent; integer fields accept a
+number with no fractional part (``12.0``, as JSON Schema's "integer" does);
+the node-health fields (``battery_v``, ``seq``, ``rssi_dbm``, ``uptime_s``,
+``buffered``, ``dropped``) are accepted on any sensor message; measurement fields on a
+``status`` topic are ignored rather than stored as a measurement of the wrong
+message; payload fields on an ``inspection`` topic are ignored.
+
+The replay CSV's rows are read in ``csvio.py`` with these same rules; the
+pydantic models of ``payloads.py`` are the documented schema of § 3
+(``model_json_schema()``) and validate through the very same rule functions.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta
+from typing import Final, Literal, cast
+from zoneinfo import ZoneInfo
+
+from ..config import ID_PATTERN, Config
+from ..contract.inputs import CorrectiveAction, Finding, Inspection, Reading, SensorKind
+from ..contract.rejects import Rejection, RejectReason
+from ..contract.times import MS_PER_DAY, MS_PER_MINUTE, parse_iso
+
+MessageKind = Literal["rain", "turbidity", "sediment", "status"]
+InspectionKind = Literal["storm", "routine", "other"]
+
+#: "at most 4 KiB" (DESIGN § 3), counted in bytes of the raw payload.
+MAX_PAYLOAD_BYTES: Final = 4096
+#: "more than 5 minutes in the future" is rejected (DESIGN § 3); exactly 5 is accepted.
+FUTURE_TOLERANCE_MS: Final = 5 * MS_PER_MINUTE
+#: 9999-12-31T23:59:59.999Z: later instants cannot be written as ISO 8601 by ``times.iso``.
+MAX_TS_MS: Final = 253_402_300_799_999
+#: The topic segment of field inspections, and the ``sensor`` cell of inspection rows.
+INSPECTION: Final = "inspection"
+INSPECTION_KINDS: Final = frozenset({"storm", "routine", "other"})
+
+ID_RE = re.compile(ID_PATTERN)
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+# --------------------------------------------------------------------------- the rule tables
+
+
+@dataclass(frozen=True, slots=True)
+class FieldRule:
+    """How one numeric payload field of DESIGN § 3 is checked.
+
+    ``low``/``high`` bound the physically possible values (inclusive). A value
+    below a ``low`` of 0 is ``negative_value``; anything else outside the range
+    is ``impossible_value``. ``implies`` is the sensor kind the field belongs
+    to, or None for the node-health fields any message may carry.
+    """
+
+    name: str
+    integer: bool
+    low: float
+    high: float
+    implies: SensorKind | None
+    doc: str
+
+
+_RULES = (
+    FieldRule("tips_total", True, 0, 2**40, "rain",
+              "cumulative tip counter of the gauge; 2**40 tips is far beyond any gauge's life"),
+    FieldRule("precip_in", False, 0, 10.0, "rain",
+              "depth in inches since the previous message; the world 1-minute record is ~1.2 in "
+              "and gauges publish every minute"),
+    FieldRule("ntu", False, 0, 100_000.0, "turbidity",
+              "turbidity in NTU; probes top out at a few thousand"),
+    FieldRule("temp_c", False, -60.0, 90.0, "turbidity",
+              "water temperature at the probe in °C"),
+    FieldRule("depth_in", False, -1200.0, 1200.0, "sediment", "sediment depth above the trap "
+              "bottom in inches (100 ft is no trap; < 0: a sensor_fault, engine/sediment.py)"),
+    FieldRule("distance_in", False, 0, 1200.0, "sediment",
+              "distance from the sensor face to the sediment surface in inches"),
+    FieldRule("battery_v", False, 0, 60.0, None, "node battery in volts"),
+    FieldRule("seq", True, 0, 2**63 - 1, None,
+              "per-sensor increasing message number; bounded by SQLite's INTEGER"),
+    FieldRule("rssi_dbm", False, -200.0, 30.0, None, "received signal strength in dBm"),
+    FieldRule("uptime_s", False, 0, 3_155_760_000.0, None, "node uptime in seconds (100 years)"),
+    FieldRule("buffered", True, 0, 2**40, None, "readings the node holds while offline"),
+    FieldRule("dropped", True, 0, 2**40, None,
+              "readings the node dropped past its buffer bound, ever"),
+)
+
+#: Every numeric payload field by name (DESIGN § 3 table).
+FIELD_RULES: Final[Mapping[str, FieldRule]] = {rule.name: rule for rule in _RULES}
+
+#: Required fields by message kind: alternative forms, each a tuple of fields that
+#: must all be present. The first field of a form is its measurement; when only
+#: that is given, the rest are named as missing ("seq: required with precip_in").
+REQUIRED: Final[Mapping[MessageKind, tuple[tuple[str, ...], ...]]] = {
+    "rain": (("tips_total",), ("precip_in", "seq")),
+    "turbidity": (("ntu",),),
+    "sediment": (("depth_in",), ("distance_in",)),
+    "status": (),
+}
+
+
+# --------------------------------------------------------------------------- shared rules
+
+
+def show(value: object) -> str:
+    """A value for a detail line, short enough that a hostile payload cannot flood logs."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def check_value(rule: FieldRule, value: object) -> int | float | Rejection:
+    """One numeric field against its rule: the number to keep, or why not."""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return Rejection(RejectReason.not_finite, f"{rule.name}: must be finite")
+    # bool is an int subclass, and true/false is never a measurement.
+    elif not isinstance(value, int) or isinstance(value, bool):
+        return Rejection(RejectReason.bad_value,
+                         f"{rule.name}: must be a number, got {show(value)}")
+    if value < rule.low:
+        if rule.low == 0:
+            return Rejection(RejectReason.negative_value,
+                             f"{rule.name}: must not be negative, got {show(value)}")
+        return Rejection(RejectReason.impossible_value,
+                         f"{rule.name}: below {rule.low:g}, got {show(value)}")
+    if value > rule.high:
+        return Rejection(RejectReason.impossible_value,
+                         f"{rule.name}: above {rule.high:g}, got {show(value)}")
+    if not rule.integer:
+        # Bounds checked first: any int converts exactly enough; -0.0 + 0.0 is 0.0.
+        return float(value) + 0.0
+    if isinstance(value, float):
+        if not value.is_integer():
+            return Rejection(RejectReason.bad_value,
+                             f"{rule.name}: must be an integer, got {show(value)}")
+        return int(value)
+    return value
+
+
+def missing_field(kind: MessageKind, values: Mapping[str, object]) -> Rejection | None:
+    """Whether ``values`` holds one complete required form of ``kind`` (``REQUIRED``)."""
+    forms = REQUIRED[kind]
+    if not forms:
+        return None
+    for form in forms:
+        for name in form:
+            if name not in values:
+                break
+        else:
+            return None
+    for form in forms:
+        if form[0] in values:
+            lacking = ", ".join(name for name in form if name not in values)
+            return Rejection(RejectReason.missing_field, f"{lacking}: required with {form[0]}")
+    wanted = " or ".join(form[0] for form in forms)
+    return Rejection(RejectReason.missing_field, f"{wanted}: required for a {kind} message")
+
+
+def timestamp_ms(value: object) -> int | Rejection:
+    """``ts`` of DESIGN § 3 in ms: ISO 8601 with ``Z``/``±hh:mm``, or Unix seconds (number)."""
+    if value is None:
+        return Rejection(RejectReason.missing_field, "ts: required")
+    if isinstance(value, str):
+        try:
+            ms = parse_iso(value)
+        except (ValueError, OverflowError):
+            # parse_iso's "no UTC offset" and fromisoformat's messages differ in
+            # shape and echo the input; one short uniform line is easier to count.
+            return Rejection(RejectReason.bad_timestamp,
+                             f"ts: not ISO 8601 with an explicit offset: {show(value)}")
+        if not 0 <= ms <= MAX_TS_MS:
+            return Rejection(RejectReason.bad_timestamp, f"ts: {show(value)} is before 1970")
+        return ms
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return Rejection(RejectReason.not_finite, "ts: must be finite")
+    elif not isinstance(value, int) or isinstance(value, bool):
+        return Rejection(RejectReason.bad_timestamp,
+                         f"ts: must be ISO 8601 text or Unix seconds, got {show(value)}")
+    # The range test comes before the multiplication: 1e308 * 1000 is inf.
+    if not 0 <= value <= MAX_TS_MS / 1000:
+        return Rejection(RejectReason.bad_timestamp,
+                         f"ts: {show(value)} s is outside 1970..9999")
+    return value * 1000 if isinstance(value, int) else round(value * 1000)
+
+
+def time_window(ts_ms: int, lateness_ms: int, ref_ms: int | None,
+            check_future: bool) -> Rejection | None:
+    """The time window of DESIGN § 3 around the reference time; boundaries are accepted."""
+    if ref_ms is None:
+        return None
+    if check_future and ts_ms > ref_ms + FUTURE_TOLERANCE_MS:
+        return Rejection(RejectReason.future_timestamp,
+                         f"ts: {(ts_ms - ref_ms) / 1000:.0f} s after the reference time", ts_ms)
+    if ts_ms < ref_ms - lateness_ms:
+        return Rejection(RejectReason.too_old,
+                         f"ts: {(ref_ms - ts_ms) / MS_PER_DAY:.2f} days before the reference "
+                         f"time (lateness_days {lateness_ms / MS_PER_DAY:g})", ts_ms)
+    return None
+
+
+def check_inspector(value: object) -> tuple[str, ...] | Rejection:
+    """``inspector``: a name, or a list of names for a joint inspection; non-blank text,
+    kept without surrounding blanks, each name once."""
+    if value is None:
+        return Rejection(RejectReason.missing_field, "inspector: required")
+    values = value if isinstance(value, list) else [value]
+    names: list[str] = []
+    for item in values:
+        if not isinstance(item, str):
+            return Rejection(RejectReason.bad_value,
+                             f"inspector: must be text or a list of text, got {show(item)}")
+        if item.strip() and item.strip() not in names:
+            names.append(item.strip())
+    if not names:
+        return Rejection(RejectReason.missing_field, "inspector: required (blank)")
+    return tuple(names)
+
+
+def check_inspection_kind(value: object) -> InspectionKind | Rejection:
+    """``kind`` of an inspection: storm, routine (the default) or other."""
+    if value is None:
+        return "routine"
+    if isinstance(value, str) and value in INSPECTION_KINDS:
+        return cast(InspectionKind, value)
+    return Rejection(RejectReason.bad_value,
+                     f"kind: must be storm, routine or other, got {show(value)}")
+
+
+def check_text(name: str, value: object) -> str | None | Rejection:
+    """An optional free-text field (``notes``)."""
+    if value is None or isinstance(value, str):
+        return value
+    return Rejection(RejectReason.bad_value, f"{name}: must be text, got {show(value)}")
+
+
+def check_findings(value: object) -> tuple[Finding, ...] | Rejection:
+    """``findings``: a list of ``{practice, condition}`` (one free text is one finding)."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (Finding("general", value),) if value.strip() else ()
+    if not isinstance(value, list):
+        return Rejection(RejectReason.bad_value, f"findings: must be a list, got {show(value)}")
+    out = []
+    for i, item in enumerate(value):
+        if not (isinstance(item, dict) and isinstance(item.get("practice"), str)
+                and isinstance(item.get("condition"), str) and item["practice"].strip()):
+            return Rejection(RejectReason.bad_value, f"findings.{i}: must be "
+                             f"{{practice, condition}} as text, got {show(item)}")
+        out.append(Finding(item["practice"].strip(), item["condition"].strip()))
+    return tuple(out)
+
+
+def check_actions(value: object, zone: ZoneInfo) -> tuple[CorrectiveAction, ...] | Rejection:
+    """``corrective_actions``: a list of ``{id, text, due}`` (``due`` optional: a time with
+    offset, as ``ts``, or a date, which means by the end of that day at the site)."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        return Rejection(RejectReason.bad_value,
+                         f"corrective_actions: must be a list, got {show(value)}")
+    out = []
+    for i, item in enumerate(value):
+        if not (isinstance(item, dict) and isinstance(item.get("id"), str)
+                and ID_RE.match(item["id"]) and isinstance(item.get("text"), str)):
+            return Rejection(RejectReason.bad_value, f"corrective_actions.{i}: must be {{id, "
+                             f"text, due}} with a lower-case id, got {show(item)}")
+        due = item.get("due")
+        due_ms = None if due is None else (end_of_day_ms(str(due), zone)
+                                           if _DATE.match(str(due)) else timestamp_ms(due))
+        if isinstance(due_ms, Rejection):
+            return Rejection(RejectReason.bad_value, f"corrective_actions.{i}.due: "
+                             f"{due_ms.detail.removeprefix('ts: ')}")
+        out.append(CorrectiveAction(item["id"], item["text"], due_ms))
+    return tuple(out)
+
+
+def end_of_day_ms(day: str, zone: ZoneInfo) -> int | Rejection:
+    """The end of ``day`` (``YYYY-MM-DD``) in ``zone``: the next local midnight."""
+    try:
+        start = datetime.combine(date.fromisoformat(day), time(0, 0), tzinfo=zone)
+    except ValueError:
+        return Rejection(RejectReason.bad_timestamp, f"ts: {show(day)} is not a date")
+    # The range of every other timestamp: the end of 9999-12-31 overflows a datetime,
+    # and a year before 1000 does not print as ISO 8601 (the fuzz target found both).
+    if not date(1970, 1, 1) <= start.date() < date(9999, 12, 31):
+        return Rejection(RejectReason.bad_timestamp, f"ts: {show(day)} is outside 1970..9999")
+    return round((start + timedelta(days=1)).timestamp() * 1000)
+
+
+def check_ids(name: str, value: object) -> tuple[str, ...] | Rejection:
+    """A list of ids (``resolves``: the corrective actions an inspection closes)."""
+    if value is None:
+        return ()
+    values = value if isinstance(value, list) else [value]
+    if not all(isinstance(v, str) and ID_RE.match(v) for v in values):
+        return Rejection(RejectReason.bad_value, f"{name}: must be a list of ids, "
+                         f"got {show(value)}")
+    return tuple(str(v) for v in values)
+
+
+# --------------------------------------------------------------------------- config index
+
+
+@dataclass(frozen=True, slots=True)
+class SiteIndex:
+    id: str
+    lateness_ms: int
+    kinds: dict[str, SensorKind]
+    #: The qualified professionals: name -> credential ("" when none); empty: no roster.
+    roster: dict[str, str]
+    zone: ZoneInfo
+
+
+_cache: tuple[Config, dict[str, SiteIndex]] | None = None
+
+
+def site_index(config: Config) -> dict[str, SiteIndex]:
+    """Site and sensor look-ups as dicts, built once per Config object.
+
+    ``Config.site()`` and ``SiteConfig.sensor()`` scan lists; at ~500k rows per
+    replay that scan would cost more than all the field checks together.
+    """
+    global _cache
+    cached = _cache
+    if cached is not None and cached[0] is config:
+        return cached[1]
+    index = {
+        site.id: SiteIndex(site.id, round(site.lateness_days * MS_PER_DAY),
+                           {s.id: s.kind for s in site.sensors},
+                           {q.name: q.credential or "" for q in config.roster(site)},
+                           site.zone)
+        for site in config.sites
+    }
+    # Holding the Config keeps the identity test sound (no id reuse after GC).
+    _cache = (config, index)
+    return index
+
+
+# --------------------------------------------------------------------------- one code path
+
+
+def sensor_message(site: SiteIndex, sensor: str, kind: MessageKind, fields: Mapping[str, object],
+                    ref_ms: int | None, check_future: bool,
+                    require_seq: bool = True) -> Reading | Rejection:
+    """The rules of DESIGN § 3 for a reading (``kind`` = the sensor's) or a status message.
+
+    ``require_seq=False`` (replay CSV) accepts ``precip_in`` without ``seq``:
+    recorded series often carry a depth per interval and nothing else, and a
+    file row cannot be redelivered, so (ts, depth) identifies it well enough.
+    """
+    sensor_kind = site.kinds[sensor]
+    status = kind == "status"
+    values: dict[str, int | float] = {}
+    first: Rejection | None = None
+    for name, raw in fields.items():
+        rule = FIELD_RULES.get(name)
+        if rule is None or raw is None:
+            continue  # unknown fields are the node's business; null is absent
+        if rule.implies is not None:
+            if status:
+                continue
+            if rule.implies != sensor_kind:
+                return Rejection(RejectReason.wrong_kind,
+                                 f"{name}: a {rule.implies} field, but {sensor} is a "
+                                 f"{sensor_kind} sensor")
+        if first is None:
+            checked = check_value(rule, raw)
+            if isinstance(checked, Rejection):
+                first = checked  # keep scanning: wrong_kind still takes precedence
+            else:
+                values[name] = checked
+    if first is not None:
+        return first
+    missing = missing_field(kind, values)
+    if missing is not None and not (not require_seq and kind == "rain" and "precip_in" in values):
+        return missing
+    ts_ms = timestamp_ms(fields.get("ts"))
+    if isinstance(ts_ms, Rejection):
+        return ts_ms
+    late = time_window(ts_ms, site.lateness_ms, ref_ms, check_future)
+    if late is not None:
+        return late
+    return Reading(site=site.id, sensor=sensor, kind=kind, ts_ms=ts_ms,
+                   **values)  # type: ignore[arg-type]  # keys are FIELD_RULES names
+
+
+def inspection_message(site: SiteIndex, fields: Mapping[str, object], default_ts_ms: int | None,
+                       ref_ms: int | None, check_future: bool, entered_ms: int | None = None
+                       ) -> Inspection | Rejection:
+    """An inspection by the qualified professional (§ 134-9A(2); DESIGN § 3 table).
+
+    With a roster, an inspection naming nobody on it is recorded as kind ``other``
+    (it closes no clock); each name's credential is taken from the roster now,
+    so the log book keeps what it was when the inspection was entered."""
+    names = check_inspector(fields.get("inspector"))
+    if isinstance(names, Rejection):
+        return names
+    kind = check_inspection_kind(fields.get("kind"))
+    if isinstance(kind, Rejection):
+        return kind
+    notes = check_text("notes", fields.get("notes"))
+    if isinstance(notes, Rejection):
+        return notes
+    findings = check_findings(fields.get("findings"))
+    if isinstance(findings, Rejection):
+        return findings
+    actions = check_actions(fields.get("corrective_actions"), site.zone)
+    if isinstance(actions, Rejection):
+        return actions
+    resolves = check_ids("resolves", fields.get("resolves"))
+    if isinstance(resolves, Rejection):
+        return resolves
+    if site.roster and not any(n in site.roster for n in names):
+        kind = "other"
+    raw_ts = fields.get("ts")
+    ts_ms = timestamp_ms(raw_ts) if raw_ts is not None or default_ts_ms is None else default_ts_ms
+    if isinstance(ts_ms, Rejection):
+        return ts_ms
+    late = time_window(ts_ms, site.lateness_ms, ref_ms, check_future)
+    if late is not None:
+        if late.reason is RejectReason.future_timestamp:
+            return Rejection(RejectReason.future, late.detail, late.ts_ms)
+        return late
+    if entered_ms is None and fields.get("entered_at") is not None:
+        # A replay's record of when the inspection was entered (the MQTT path
+        # passes its receipt time instead: a payload cannot vouch for it).
+        entered = timestamp_ms(fields["entered_at"])
+        if isinstance(entered, Rejection):
+            return Rejection(entered.reason, "entered_at" + entered.detail.removeprefix("ts"))
+        entered_ms = entered
+    return Inspection(site=site.id, inspector=" & ".join(names), ts_ms=ts_ms, kind=kind,
+                      notes=notes, findings=findings,
+                      inspectors=names if len(names) > 1 else (),
+                      credentials=tuple(site.roster.get(n, "") for n in names)
+                      if site.roster else (),
+                      entered_ms=entered_ms, corrective_actions=actions, resolves=resolves)

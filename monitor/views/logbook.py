@@ -1,0 +1,426 @@
+"""The site log book (§ 134-9A(2): "Inspection reports shall be maintained in a
+site log book"): export, hash-chain verification, the anchor, and the events as
+the log book holds them.
+
+Rows are appended by the store in the same transaction as the events they
+record; each carries the SHA-256 of the previous row, so an edited, deleted or
+reordered row breaks the chain and ``logbook verify`` says where.
+
+What the chain cannot show by itself is a *whole* rewrite: someone who can
+write the database may edit a row and recompute every later hash (and the
+head the store keeps), and the chain is intact again. The anchor closes that
+gap. ``logbook anchor`` prints the head (row number and hash), and sends it to
+the officer on a schedule (``deploy/systemd/stormwatch-anchor.timer``), so a
+copy lives where the site cannot change it. Row *n*'s hash covers, through the
+links, every row before it; so ``logbook verify --anchor N:HASH`` passes only
+while row N still has that hash, i.e. while rows 1 to N are exactly what they
+were when the anchor was taken. Rows after N are only as safe as the next
+anchor.
+
+The report reads its events from here (``current_events``), not from the
+``events`` table, so what it shows is what the chain covers; ``verify`` also
+compares the ``events`` table with the log book, since other readers (status,
+the InfluxDB exporter) read that table and an edit there breaks no hash.
+
+Every function takes an open (read-only) store: the caller refuses a missing
+or unreadable database (``commands/common.py``), because an empty log book and
+no log book are different answers, and only the first is "OK".
+
+Times are the site's local time with the zone named (``localtime.py``), as
+in ``status`` and the report: a log book is read by people at the site. The
+CSV keeps the recorded UTC times in its ``recorded_at`` and ``at`` columns
+for programs, beside the local ``recorded_local`` and ``at_local``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+import socket
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+from zoneinfo import ZoneInfo
+
+from ..config import Config
+from ..contract.events import Event
+from ..contract.localtime import local_text
+from ..sinks.notify.messages import INFO, WARNING, Message, md_escape
+from ..store import GENESIS_HASH, LogbookRow, Store
+from .invocation import program
+
+SUMMARY_FIELDS = ("inspector", "credentials", "kind", "inspected_at", "entered_at", "backdated",
+                  "notes", "findings", "corrective_actions", "resolves", "closes", "gauge",
+                  "qualified_at", "total_in", "due", "outcome", "clock_id", "week", "action_id",
+                  "text", "closed_at", "by", "trap", "fill_fraction", "pair", "state",
+                  "delta_ntu", "sensor")
+#: Fields of ``SUMMARY_FIELDS`` that hold a time (ISO 8601 UTC in the event).
+TIME_FIELDS = frozenset({"inspected_at", "entered_at", "qualified_at", "due", "closed_at"})
+
+
+def _item(value: Any, zone: ZoneInfo) -> str:
+    # Findings and corrective actions are objects; a reader wants one phrase each.
+    if isinstance(value, dict):
+        if "practice" in value:
+            return f"{value['practice']}: {value.get('condition', '')}"
+        if "text" in value:
+            due = f" (due {local_text(value['due'], zone)})" if value.get("due") else ""
+            return f"{value.get('id', '')}: {value['text']}{due}"
+    return str(value)
+
+
+def _summary(body: dict[str, Any], zone: ZoneInfo) -> str:
+    parts = []
+    for key in SUMMARY_FIELDS:
+        value = body.get(key)
+        if value in (None, [], "", False) or (key == "credentials" and not any(value)):
+            continue
+        if isinstance(value, list):
+            value = ", ".join(_item(v, zone) for v in value)
+        elif key in TIME_FIELDS:
+            value = local_text(value, zone)
+        parts.append(f"{key}={value}")
+    return "; ".join(parts)
+
+
+def export_logbook(config: Config, store: Store, site: str, fmt: str) -> str:
+    """The site's log book as CSV (``fmt`` "csv") or a Markdown table ("md")."""
+    rows = store.events.logbook(site)
+    cfg = config.site(site)
+    zone = cfg.zone if cfg is not None else ZoneInfo("UTC")
+    if fmt == "md":
+        name = (cfg.name if cfg is not None else None) or site
+        out = [f"# Site log book — {name}", "",
+               "Kept under Chapter 134, § 134-9A(2). Each entry is chained to the previous "
+               "one by SHA-256; `stormwatch logbook verify` checks the chain. Times are "
+               f"local to the site ({zone.key}).", "",
+               "| # | recorded | event | at | details | hash |",
+               "|---|---|---|---|---|---|"]
+        for r in rows:
+            details = _summary(r.body, zone).replace("|", "\\|")
+            out.append(f"| {r.seq} | {local_text(r.recorded_at, zone)} | {r.type} | "
+                       f"{local_text(r.body.get('at'), zone, empty='')} | {details} | "
+                       f"`{r.hash[:12]}` |")
+        return "\n".join(out) + "\n"
+    buf = io.StringIO()
+    writer = csv.writer(buf)
+    writer.writerow(["seq", "recorded_at", "recorded_local", "site", "type", "at", "at_local",
+                     "event_id", "revision", "details", "prev_hash", "hash"])
+    for r in rows:
+        at = r.body.get("at", "")
+        writer.writerow([r.seq, r.recorded_at, local_text(r.recorded_at, zone), r.site, r.type,
+                         at, local_text(at, zone, empty=""), r.event_id, r.revision,
+                         _summary(r.body, zone), r.prev_hash, r.hash])
+    return buf.getvalue()
+
+
+# --------------------------------------------------------------------------- the head
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    """The last row of the chain: its number, its hash and when it was recorded.
+
+    Row 0 with the genesis hash (64 zeros) is the empty log book.
+    """
+
+    seq: int
+    hash: str
+    recorded_at: str | None = None
+
+    @property
+    def anchor(self) -> str:
+        """The head as ``logbook verify --anchor`` takes it back: ``SEQ:HASH``."""
+        return f"{self.seq}:{self.hash}"
+
+    def describe(self, zone: ZoneInfo) -> str:
+        """``row 1234, sha256 <64 hex>, recorded 2026-11-30 14:00 EST``: the full hash,
+        as a shortened one could not be checked against."""
+        if self.seq == 0:
+            return f"row 0 (empty), sha256 {self.hash}"
+        when = f", recorded {local_text(self.recorded_at, zone)}" if self.recorded_at else ""
+        return f"row {self.seq}, sha256 {self.hash}{when}"
+
+
+def head_of(rows: Sequence[LogbookRow]) -> Head:
+    """The head of the chain as its rows stand (the store's own copy of it, in
+    ``meta``, is compared with them by ``logbook_verify``)."""
+    if not rows:
+        return Head(0, GENESIS_HASH)
+    return Head(rows[-1].seq, rows[-1].hash, rows[-1].recorded_at)
+
+
+def chain_zone(config: Config) -> ZoneInfo:
+    """Where chain-wide times are shown: the sites' zone when they share one (the
+    usual case), else UTC, named as such: the chain spans every site."""
+    zones = {s.timezone for s in config.sites}
+    return config.sites[0].zone if len(zones) == 1 else ZoneInfo("UTC")
+
+
+# --------------------------------------------------------------------------- the anchor
+
+ANCHOR_FORM: Final = "give SEQ:HASH or HASH, as `logbook anchor` prints them"
+_HEX64: Final = re.compile(r"[0-9a-f]{64}")
+_ROW: Final = re.compile(r"[0-9]+")
+
+
+@dataclass(frozen=True, slots=True)
+class Anchor:
+    """A head taken earlier and kept elsewhere: its hash, and its row when given."""
+
+    seq: int | None
+    hash: str
+
+
+def parse_anchor(text: str) -> Anchor:
+    """``SEQ:HASH`` or ``HASH``; ``ValueError`` saying what is wrong with it."""
+    seq_text, sep, hash_text = text.strip().rpartition(":")
+    hash_text = hash_text.strip().lower()
+    if not _HEX64.fullmatch(hash_text):
+        raise ValueError(f"{text!r} is not an anchor: the hash must be 64 hex digits"
+                         f" ({ANCHOR_FORM})")
+    seq: int | None = None
+    if sep:
+        if not _ROW.fullmatch(seq_text.strip()):
+            raise ValueError(f"{text!r} is not an anchor: {seq_text!r} is not a row number"
+                             f" ({ANCHOR_FORM})")
+        seq = int(seq_text)
+        if seq == 0 and hash_text != GENESIS_HASH:
+            raise ValueError(f"{text!r} is not an anchor: row 0 is the empty log book,"
+                             " whose hash is 64 zeros")
+    return Anchor(seq, hash_text)
+
+
+def check_anchor(rows: Sequence[LogbookRow], anchor: Anchor) -> tuple[list[str], str | None]:
+    """Whether the chain still holds the anchored row, unchanged, with the next row
+    linked to it: (problems, what held, or None).
+
+    Together with ``logbook_verify`` (every row's hash follows from its content,
+    every link holds) this means rows 1 to N are what they were when the anchor
+    was taken: a row rewritten at or before N changes every hash from it on,
+    including N's. Which of those rows changed cannot be told from the anchor.
+    """
+    if anchor.hash == GENESIS_HASH and anchor.seq in (None, 0):
+        return [], "anchor row 0 (the empty log book)"
+    by_seq = {r.seq: r for r in rows}
+    found = [r.seq for r in rows if r.hash == anchor.hash]
+    seq = anchor.seq
+    if seq is None:
+        if not found:
+            return [f"anchor: no row has hash {anchor.hash} any more: the log book was"
+                    " rewritten up to the anchored row since the anchor was taken (or the"
+                    " anchor is of another log book)"], None
+        seq = found[0]
+    else:
+        moved = (f"; the anchored hash is at row {found[0]} now (rows renumbered)"
+                 if found and found[0] != seq else "")
+        row = by_seq.get(seq)
+        if row is None:
+            last = rows[-1].seq if rows else 0
+            return [f"anchor: row {seq} is gone (the log book ends at row {last}): rows were"
+                    f" deleted since the anchor was taken{moved}"], None
+        if row.hash != anchor.hash:
+            return [f"anchor: row {seq} now has hash {row.hash}, the anchor has {anchor.hash}:"
+                    f" row {seq} or a row before it was rewritten since the anchor was taken"
+                    f"{moved}"], None
+    successor = by_seq.get(seq + 1)
+    if successor is not None and successor.prev_hash != anchor.hash:
+        return [f"anchor: row {seq + 1} does not link to the anchored row {seq} (rows after"
+                " the anchor were rewritten from a different row)"], None
+    after = sum(1 for r in rows if r.seq > seq)
+    return [], f"anchor row {seq} unchanged, {after} row(s) after it"
+
+
+# --------------------------------------------------------------------------- verify
+
+
+@dataclass(frozen=True, slots=True)
+class Verification:
+    """What ``logbook verify`` found: one line per problem (none when intact), the rows
+    checked, the head, and what an anchor showed when one was given and held."""
+
+    problems: list[str]
+    rows: int
+    head: Head
+    anchored: str | None = None
+
+
+def verify_logbook(store: Store, anchor: Anchor | None = None) -> Verification:
+    """The chain (``EventLog.logbook_verify``), the ``events`` table against the log
+    book, and, when given, an anchor."""
+    problems: list[str] = []
+    rows: list[LogbookRow] | None = None
+    # One snapshot for the rows and the events table they are compared with: a
+    # daemon recording between two reads would look like an edit.
+    with store.db.read():
+        try:
+            rows = store.events.logbook()
+            problems += _events_table_problems(store, rows)
+        except LogbookUnreadable as exc:
+            problems.append(str(exc))
+        except ValueError:
+            pass  # a body that is not JSON: logbook_verify names its row
+    # The chain is checked after that snapshot, so it covers every row read in it.
+    problems = store.events.logbook_verify() + problems
+    if rows is None:
+        seq, digest = store.events.logbook_head()
+        if anchor is not None:
+            problems.append("anchor: not checked, as the log book cannot be read")
+        return Verification(problems, seq, Head(seq, digest))
+    anchored = None
+    if anchor is not None:
+        found, anchored = check_anchor(rows, anchor)
+        problems += found
+    return Verification(problems, len(rows), head_of(rows), anchored)
+
+
+class LogbookUnreadable(Exception):
+    """A log book row (or a stored event) is no § 5 event any more: it was edited, and
+    nothing can be read from it; ``logbook verify`` says more."""
+
+
+def _latest(rows: Iterable[LogbookRow]) -> dict[str, tuple[LogbookRow, Event]]:
+    """The latest revision of each event id in the log book, and the row holding it.
+
+    A row's body is the event's full JSON, sealed by the chain. Of two rows with
+    the same revision (a live revision logged, then logged again when a backlog
+    deferral settles) the later one is kept; they hold the same event.
+    """
+    out: dict[str, tuple[LogbookRow, Event]] = {}
+    for row in rows:
+        try:
+            event = Event.from_json(row.body)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise LogbookUnreadable(f"log book row {row.seq}: its body is not a § 5 event"
+                                    f" ({exc})") from None
+        held = out.get(event.id)
+        if held is None or event.revision >= held[1].revision:
+            out[event.id] = (row, event)
+    return out
+
+
+def _pending_ids(store: Store, site: str | None = None) -> set[str]:
+    """Ids of the events held back while a site's backlog is applied: their settled
+    revision gets its log book row later (``EventLog.settle_deferred``).
+
+    The store has no reader for its ``deferred`` table (only ``deferred_count``),
+    so this one read-only query is here; it belongs in ``EventLog``.
+    """
+    sql = "SELECT DISTINCT e.id FROM deferred AS d JOIN events AS e ON e.seq = d.event_seq"
+    params: tuple[str, ...] = ()
+    if site is not None:
+        sql += " WHERE d.site = ?"
+        params = (site,)
+    return {str(eid) for (eid,) in store.db.conn.execute(sql, params)}
+
+
+def _events_table_problems(store: Store, rows: Sequence[LogbookRow]) -> list[str]:
+    """Where the current set of the ``events`` table (``EventLog.current``) differs
+    from the log book's, one line per event.
+
+    Both are written in one transaction, and only the latest revision of an event
+    is authoritative, so away from a backlog being applied (whose events are
+    skipped: their rows are still to come) they hold the same events. A
+    difference is an edit outside stormwatch; the hash chain cannot see it.
+    """
+    pending = _pending_ids(store)
+    try:
+        table = {e.id: e for e in store.events.current()}
+    except (KeyError, TypeError, ValueError):
+        return ["events table: a stored event is no § 5 event any more: edited outside"
+                " stormwatch"]
+    book = {eid: held for eid, held in _latest(rows).items() if not held[1].retracted}
+    problems = []
+    for eid, (row, logged) in sorted(book.items(), key=lambda item: item[1][0].seq):
+        if eid in pending:
+            continue
+        stored = table.get(eid)
+        if stored is None:
+            problems.append(f"events table: event {eid} ({logged.type}, log book row"
+                            f" {row.seq}) is missing or retracted: removed outside stormwatch")
+        elif stored != logged:
+            ours, theirs = stored.to_json(), logged.to_json()
+            fields = ", ".join(sorted(k for k in ours.keys() | theirs.keys()
+                                      if ours.get(k) != theirs.get(k)))
+            problems.append(f"events table: event {eid} ({logged.type}) differs from log book"
+                            f" row {row.seq} ({fields}): edited outside stormwatch")
+    for eid, stored in table.items():
+        if eid not in book and eid not in pending:
+            problems.append(f"events table: event {eid} ({stored.type}) is not in the log"
+                            " book: added outside stormwatch")
+    return problems
+
+
+# --------------------------------------------------------------------------- the current set
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """A site's events as the log book holds them, and the head that covers them.
+
+    ``events`` is the current set (DESIGN § 2: the latest revision of each id,
+    retracted ones dropped) in ``EventLog.current``'s order (event time, id).
+    ``pending`` counts the events of a backlog still being applied, taken from
+    the ``events`` table because their log book rows are not written yet: left
+    out, a report made during a backfill would count differently from one made
+    a minute later, when they settle.
+    """
+
+    head: Head
+    events: list[Event]
+    pending: int
+
+
+def current_events(store: Store, site: str) -> Recorded:
+    """The current set of one site, read from the log book (``Recorded``);
+    ``LogbookUnreadable`` when a row cannot be read."""
+    with store.db.read():  # one snapshot: a deferral settling meanwhile is seen once
+        try:
+            rows = store.events.logbook()
+            pending = [e for e in map(store.events.latest, sorted(_pending_ids(store, site)))
+                       if e is not None]
+        except (KeyError, TypeError, ValueError):
+            raise LogbookUnreadable("a log book row or a stored event is not JSON or no § 5"
+                                    " event (`stormwatch logbook verify` names it)") from None
+    latest = {eid: event for eid, (_, event) in _latest(r for r in rows if r.site == site).items()}
+    for event in pending:
+        held = latest.get(event.id)
+        if held is None or event.revision >= held.revision:
+            latest[event.id] = event
+    current = sorted((e for e in latest.values() if not e.retracted),
+                     key=lambda e: (e.at_ms, e.id))
+    return Recorded(head_of(rows), current, len(pending))
+
+
+# --------------------------------------------------------------------------- sending it off
+
+
+def anchor_message(config: Config, verdict: Verification, config_path: str,
+                   now_ms: int) -> Message:
+    """The head as a message for the officer: the anchor to keep, and how to check
+    the log book against it later."""
+    head, zone = verdict.head, chain_zone(config)
+    sites = ", ".join(s.name or s.id for s in config.sites)
+    recorded = f", recorded {local_text(head.recorded_at, zone)}" if head.recorded_at else ""
+    check = (f"intact ({verdict.rows} rows)" if not verdict.problems else
+             f"FAILED ({len(verdict.problems)} problem(s)): {verdict.problems[0]}")
+    intro = (f"The head of the stormwatch log book (§ 134-9A(2)) of {sites}. Keep this "
+             "message where the site cannot change it: it is the anchor against which a "
+             "later rewrite of the log book is detected. The check below passes only while "
+             f"rows 1 to {head.seq} are exactly as they are now.")
+    if verdict.problems:
+        intro += (" WARNING: the log book does not verify now, so this head is no anchor to"
+                  " trust; ask for the output of `stormwatch logbook verify`.")
+    command = f"{program()} logbook verify --config {config_path} --anchor {head.anchor}"
+    facts = [("Log book head", f"row {head.seq}{recorded}", False), ("SHA-256", head.hash, True),
+             ("Chain check", check, False),
+             ("Sent", f"{local_text(now_ms, zone)} from {socket.gethostname()}", False),
+             ("Check later with", command, True)]
+    text = intro + "\n\n" + "\n".join(f"{k}: {v}" for k, v, _ in facts) + "\n"
+    # Code spans keep the hash and the command whole (Markdown would read `_` and `*`).
+    markdown = md_escape(intro) + "\n\n" + "  \n".join(
+        f"**{k}:** " + (f"`{v}`" if code else md_escape(v)) for k, v, code in facts) + "\n"
+    title = (("[CHECK FAILED] " if verdict.problems else "")
+             + f"stormwatch log book anchor: row {head.seq} ({sites})")
+    return Message(title, text, markdown, WARNING if verdict.problems else INFO)

@@ -1,0 +1,254 @@
+"""Replay: recorded readings from CSV through the same engine the daemon runs.
+
+The CSV is read as a stream, row by row, in file order, exactly as if each row
+were a message arriving, under the daemon's ingest rule (``admission.py``):
+rows older than their site's lateness bound *relative to that site's newest
+row so far* are rejected (``too_old``), a ``seq`` repeated with another body
+is a ``seq_conflict`` (DESIGN § 3), everything else is folded in event time.
+At the end one tick at the newest event time lets the remaining time pass
+(storms whose dry gap has elapsed end, silent sensors go stale), and the
+final set of events is what ``--format jsonl`` prints.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import sys
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from ..config import Config, SiteConfig
+from ..config.plausible import NO_GAUGE, storm_duty_unwatched
+from ..contract.admission import SeqBook, SiteNewest, fingerprint
+from ..contract.events import (
+    BackgroundMissing,
+    BatteryLow,
+    ClockClosed,
+    CounterReset,
+    Event,
+    InspectionOverdue,
+    Pegged,
+    ProbesSuspect,
+    SensorFault,
+    SensorRecovered,
+    SensorStale,
+    StormEnded,
+    StormQualified,
+    StormStarted,
+    TrapCleaned,
+    TrapCleanoutRequired,
+    TrapFill,
+    TurbidityContrast,
+    in_event_order,
+)
+from ..contract.inputs import Reading
+from ..contract.localtime import local_text
+from ..contract.rejects import Rejection, RejectReason
+from ..engine.core import Engine
+from ..engine.summary import site_status
+from ..sources.csvfile import ENCODING, CsvInputError, RowParser, check_header, not_utf8
+from ..sources.pertip import PerTipRows
+
+
+class ReplayInputError(CsvInputError):
+    """The CSV itself is unusable (missing file, not UTF-8, a bad header)."""
+
+
+@dataclass
+class ReplayResult:
+    engine: Engine
+    rows: int = 0
+    rejected: Counter[str] = field(default_factory=Counter)
+    first_rejects: list[str] = field(default_factory=list)
+    #: Facts the engine settled (final, out of its memory) during the replay.
+    settled: list[Event] = field(default_factory=list)
+    #: The rows of a per-tip export, and the double tips dropped (``pertip.py``).
+    per_tip: PerTipRows | None = None
+
+    def events(self) -> list[Event]:
+        """The final set: settled facts and those the engine still holds, in event order."""
+        self.settled += self.engine.drain_settled()
+        return in_event_order(self.settled + self.engine.current_events())
+
+
+def _header(reader: Iterator[list[str]]) -> list[str]:
+    try:
+        return check_header(next(reader, []))
+    except CsvInputError as exc:
+        raise ReplayInputError(str(exc)) from None
+
+
+def replay(config: Config, source: str | Path | IO[str],
+           progress: Callable[[int], None] | None = None,
+           engine: Engine | None = None) -> ReplayResult:
+    """Fold every row of a replay CSV into an engine; return it with the reject counts."""
+    engine = engine or Engine(config)
+    result = ReplayResult(engine)
+    if isinstance(source, (str, Path)):
+        if str(source) == "-":
+            _feed_stdin(config, result, progress)
+        else:
+            try:
+                with open(source, encoding=ENCODING, newline="") as handle:
+                    _feed(config, handle, result, progress)
+            except OSError as exc:
+                raise ReplayInputError(f"{source}: cannot read ({exc.strerror})") from None
+            except UnicodeDecodeError:
+                # Raised by the text layer while the reader pulls a line: nothing
+                # of the file is reported on, whatever rows were folded before it.
+                raise ReplayInputError(f"{source}: {not_utf8(source)}") from None
+    else:
+        _feed(config, source, result, progress)
+    if engine.watermark_ms is not None:
+        engine.tick(engine.watermark_ms)
+    return result
+
+
+def _feed_stdin(config: Config, result: ReplayResult,
+                progress: Callable[[int], None] | None) -> None:
+    """``--input -``: standard input as UTF-8 whatever the locale says, like a file."""
+    handle = io.TextIOWrapper(sys.stdin.buffer, encoding=ENCODING, newline="")
+    try:
+        _feed(config, handle, result, progress)
+    except UnicodeDecodeError:
+        # The text layer decodes ahead of the reader, so only a lower bound is known.
+        raise ReplayInputError(f"standard input: not UTF-8 text (past data row {result.rows});"
+                               " save it as UTF-8 (in Excel: CSV UTF-8)") from None
+    finally:
+        handle.detach()  # sys.stdin keeps its buffer
+
+
+def _feed(config: Config, handle: IO[str], result: ReplayResult,
+          progress: Callable[[int], None] | None) -> None:
+    engine = result.engine
+    reader = csv.reader(handle)
+    header = _header(reader)
+    rows = RowParser(config, header)
+    tips = result.per_tip = PerTipRows(config, header)
+    newest, seqs = SiteNewest(), SeqBook(earlier="earlier in the file")
+    for cells in reader:
+        result.rows += 1
+        if progress is not None and result.rows % 50_000 == 0:
+            progress(result.rows)
+        # Lateness is judged against the site's newest row seen so far; "future" has
+        # no meaning for a recording, so that check stays with the daemon.
+        item = tips.parse(cells, refs=newest.by_site) or rows.parse(cells, refs=newest.by_site)
+        if item is True:
+            continue  # a double tip, counted
+        if isinstance(item, Rejection):
+            _reject(result, item.reason.value, item.detail)
+            continue
+        if isinstance(item, Reading) and item.seq is not None and item.kind != "status":
+            conflict = seqs.judge((item.seq, item.site, item.sensor), fingerprint(item))
+            if conflict is not None:
+                _reject(result, RejectReason.seq_conflict.value, conflict)
+                continue
+        before = engine.stats.too_old
+        engine.apply(item)
+        if engine.stats.too_old != before:
+            _reject(result, RejectReason.too_old.value, "older than the lateness bound")
+        else:
+            newest.saw(item.site, item.ts_ms)
+        if result.rows % 4096 == 0:
+            result.settled += engine.drain_settled()
+
+
+def _reject(result: ReplayResult, reason: str, detail: str) -> None:
+    result.rejected[reason] += 1
+    if len(result.first_rejects) < 20:
+        result.first_rejects.append(f"row {result.rows + 1}: {reason}: {detail}")
+
+
+# --------------------------------------------------------------------------- table
+
+
+#: The sensor-health types the table counts.
+HEALTH_TYPES = frozenset(cls.TYPE for cls in (SensorStale, SensorRecovered, BatteryLow,
+                                              CounterReset, BackgroundMissing, Pegged,
+                                              SensorFault, ProbesSuspect))
+
+
+def _local(site: SiteConfig, when: str | int | None) -> str:
+    return local_text(when, site.zone)
+
+
+def format_table(config: Config, result: ReplayResult) -> str:
+    """A readable summary per site: storms, clocks, traps, turbidity, sensor health."""
+    events = result.events()
+    lines: list[str] = []
+    for site in config.sites:
+        mine = [e for e in events if e.site == site.id]
+        title = f"Site {site.id}" + (f" — {site.name}" if site.name else "")
+        lines += [title, "=" * len(title),
+                  f"condition {site.condition}; times in {site.timezone}; "
+                  f"storm rule {site.rain.mode}, {site.rain.threshold_in:.2f} in, "
+                  f"dry gap {site.rain.dry_gap_hours:g} h", ""]
+        bodies = [e.body for e in mine]
+        qualified = {b.event_id: b for b in bodies if isinstance(b, StormQualified)}
+        ended = {b.event_id: b for b in bodies if isinstance(b, StormEnded)}
+        storms = [b for b in bodies if isinstance(b, StormStarted)]
+        lines.append(f"Storms: {NO_GAUGE}" if storm_duty_unwatched(site)
+                     else f"Storms ({len(storms)}, {len(qualified)} qualifying)")
+        if storms:
+            lines.append(f"  {'gauge':<8} {'started':<22} {'ended':<22} {'total':>8} "
+                         f"{'max 24h':>8}  {'qualified at':<22} {'inspect by':<22}")
+        for s in storms:
+            end, q = ended.get(s.event_id), qualified.get(s.event_id)
+            total = f"{end.total_in:.2f} in" if end else "open"
+            max24 = f"{end.max_24h_in:.2f} in" if end else ""
+            unknown = end.uncertain_in if end else (q.uncertain_in if q else 0.0)
+            lines.append(f"  {s.gauge:<8} {_local(site, s.started_at):<22} "
+                         f"{_local(site, end.ended_at if end else None):<22} {total:>8} "
+                         f"{max24:>8}  {_local(site, q.qualified_at if q else None):<22} "
+                         f"{_local(site, q.due if q else None):<22}"
+                         + (f"  {unknown:.2f} in of unknown timing" if unknown else ""))
+        lines.append("")
+        clocks_closed = [b for b in bodies if isinstance(b, ClockClosed)]
+        overdue = [b for b in bodies if isinstance(b, InspectionOverdue)]
+        # Open as ``status`` shows them, at the replay's now: begun, not closed, not cut.
+        now = result.engine.now_ms
+        open_clocks = site_status(result.engine, site.id, now)["open_clocks"] \
+            if now is not None else []
+        lines.append(f"Inspection clocks ({len(clocks_closed)} closed, {len(open_clocks)} open,"
+                     f" {len(overdue)} overdue notices)")
+        for c in clocks_closed:
+            lines.append(f"  {c.clock:<8} {c.clock_id:<36} due {_local(site, c.due)}"
+                         f"  inspected {_local(site, c.inspected_at)}  {c.outcome}")
+        for oc in open_clocks:
+            lines.append(f"  {oc['clock']:<8} {oc['clock_id']:<36} due {_local(site, oc['due'])}"
+                         "  OPEN")
+        lines.append("")
+        traps = [(e.at_ms, e.type, e.body) for e in mine
+                 if isinstance(e.body, TrapFill | TrapCleanoutRequired | TrapCleaned)]
+        lines.append(f"Sediment traps ({len(traps)} events)")
+        for at_ms, kind, b in traps:
+            what = (f"fill {b.fill_before:.0%} -> {b.fill_after:.0%}"
+                    if isinstance(b, TrapCleaned)
+                    else f"fill {b.fill_fraction:.0%} at {b.depth_in:.1f} in")
+            lines.append(f"  {_local(site, at_ms):<22} {b.trap:<10} {kind:<24} {what}")
+        lines.append("")
+        contrast = [(e.at_ms, e.body) for e in mine if isinstance(e.body, TurbidityContrast)]
+        lines.append(f"Turbidity contrast ({len(contrast)} events)")
+        for at_ms, t in contrast:
+            # Without a usable background (basis absolute) there is no upstream value.
+            against = (f"no usable background, limit {t.limit_ntu:g} NTU"
+                       if t.upstream_ntu is None
+                       else f"up {t.upstream_ntu:g} NTU, limit +{t.limit_ntu:g} NTU")
+            lines.append(f"  {_local(site, at_ms):<22} {t.pair:<10} {t.state:<9} "
+                         f"since {_local(site, t.started_at)}  down {t.downstream_ntu:g}"
+                         f" NTU, {against}")
+        lines.append("")
+        health = Counter(e.type for e in mine if e.type in HEALTH_TYPES)
+        lines.append("Sensor health: " + (", ".join(f"{k} {v}" for k, v in sorted(health.items()))
+                                          or "no findings"))
+        lines.append("")
+    stats = result.engine.stats
+    lines.append(f"Rows {result.rows}: accepted {stats.accepted}, duplicates {stats.duplicates}, "
+                 f"rejected {sum(result.rejected.values())}"
+                 + (f" ({', '.join(f'{k} {v}' for k, v in sorted(result.rejected.items()))})"
+                    if result.rejected else ""))
+    return "\n".join(lines) + "\n"
