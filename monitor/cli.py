@@ -18,18 +18,12 @@ from collections.abc import Sequence
 from monitor.sources.simulate import add_arguments as add_simulate_arguments
 
 from . import __version__
-from .commands.common import (
-    EXIT_OK,
-    EXIT_USAGE,
-    OutputError,
-    UsageError,
-    discard_output,
-    flush_output,
-)
+from .commands.common import discard_output, flush_output
 from .commands.files import cmd_acl, cmd_backtest, cmd_check_config, cmd_replay
 from .commands.helptext import TOP_EPILOG, command_help
 from .commands.service import cmd_demo, cmd_notify_test, cmd_run
 from .commands.state import cmd_inspect, cmd_logbook, cmd_report, cmd_site_close, cmd_status
+from .errors import EXIT_OK, OutputError, StormwatchError
 
 CONFIG_HELP = "the configuration (YAML; config/example.yaml documents it)"
 
@@ -180,13 +174,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.func(args)
         flush_output()
-    except UsageError as exc:
-        print(f"stormwatch {name}: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except OutputError as exc:
-        discard_output()
-        print(f"stormwatch {name}: cannot write the output: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    except StormwatchError as exc:
+        # The one place errors become output and exit codes (``errors.py``).
+        if isinstance(exc, OutputError):
+            discard_output()
+        for line in exc.lines:
+            print(f"stormwatch {name}: {line}" if exc.prefixed else line, file=sys.stderr)
+        return exc.exit_code
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

@@ -2,7 +2,7 @@
 
 Exit codes (DESIGN § 6): 0 ok, 1 a check failed, 2 bad usage or bad
 configuration. A user error is one readable line on stderr, never a traceback:
-a command raises ``UsageError`` and ``cli.main`` prints it.
+a command raises ``UserError`` and ``cli.main`` prints it.
 
 Standard output is a file like any other and can fail: ``> /dev/full``, a
 full disk, a dead terminal. ``emit`` and ``flush_output`` turn such a failure
@@ -21,38 +21,24 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..config import Config
-from ..config.file import ConfigError, load_config
+from ..config.file import load_config
+from ..errors import OutputError, UserError
 from ..logs import configure
 from ..store import Store, StoreError
 from ..store.opening import db_path, open_store
 from ..store.statedir import state_dir_problem
 
-EXIT_OK, EXIT_CHECK_FAILED, EXIT_USAGE = 0, 1, 2
-
-
-class UsageError(Exception):
-    """A user error: printed as one line, exit 2."""
-
-
-class OutputError(Exception):
-    """Standard output did not take what the command wrote (its reason is the message)."""
-
 
 def load(path: str) -> Config:
-    """The configuration, or exit 2 with each of its problems on a line."""
-    try:
-        return load_config(path)
-    except ConfigError as exc:
-        for line in exc.lines:
-            print(line, file=sys.stderr)
-        raise SystemExit(EXIT_USAGE) from None
+    """The configuration; a ``ConfigError`` (every problem, a line each) otherwise."""
+    return load_config(path)
 
 
 def site_config(args_config: str, site_id: str) -> Config:
     """The configuration of a command that names ``--site``; an unknown site is refused."""
     config = load(args_config)
     if config.site(site_id) is None:
-        raise UsageError(f"--site: unknown site {site_id!r} "
+        raise UserError(f"--site: unknown site {site_id!r} "
                          f"(configured: {', '.join(s.id for s in config.sites)})")
     return config
 
@@ -100,7 +86,7 @@ def write_file(flag: str, path: str, text: str) -> None:
     try:
         target.write_text(text, encoding="utf-8")
     except OSError as exc:
-        raise UsageError(f"{flag}: cannot write {path}: {_why_not(target, exc)}") from None
+        raise UserError(f"{flag}: cannot write {path}: {_why_not(target, exc)}") from None
 
 
 def _why_not(target: Path, exc: OSError) -> str:
@@ -126,7 +112,7 @@ def check_state_dir(config: Config, *, write: bool, create: bool = False) -> Non
     """Refuse an unusable ``state_dir`` with one line naming the path (``statedir.py``)."""
     problem = state_dir_problem(config.state_dir, write=write, create=create)
     if problem is not None:
-        raise UsageError(f"state_dir: {problem}")
+        raise UserError(f"state_dir: {problem}")
 
 
 def require_database(config: Config, *, write: bool = False) -> Path:
@@ -138,13 +124,13 @@ def require_database(config: Config, *, write: bool = False) -> Path:
         found = path.is_file()
         missing = not found and not path.exists()
     except OSError as exc:  # e.g. no permission to look into state_dir
-        raise UsageError(f"state_dir: cannot read the database {path}: "
+        raise UserError(f"state_dir: cannot read the database {path}: "
                          f"{exc.strerror or exc}") from None
     if missing:
-        raise UsageError(f"state_dir: no database at {path} (has `stormwatch run` run with"
+        raise UserError(f"state_dir: no database at {path} (has `stormwatch run` run with"
                          " this configuration?)")
     if not found:
-        raise UsageError(f"state_dir: {path} is not a database file")
+        raise UserError(f"state_dir: {path} is not a database file")
     return path
 
 
@@ -163,15 +149,15 @@ def state_store(config: Config) -> Iterator[Store]:
         store = open_store(config, readonly=True)
     except StoreError as exc:
         # Its message starts with the path already.
-        raise UsageError(f"state_dir: {exc}") from None
+        raise UserError(f"state_dir: {exc}") from None
     except (sqlite3.Error, OSError) as exc:
         # sqlite3 says "file is not a database" for a text file at the path.
-        raise UsageError(f"state_dir: cannot read the database {path}: {exc}") from None
+        raise UserError(f"state_dir: cannot read the database {path}: {exc}") from None
     try:
         with store:
             yield store
     except sqlite3.Error as exc:
-        raise UsageError(f"state_dir: cannot read the database {path}: {exc}") from None
+        raise UserError(f"state_dir: cannot read the database {path}: {exc}") from None
 
 
 def setup_logging(config: Config, level: str) -> None:

@@ -14,7 +14,8 @@ import sys
 
 from ..config import Config
 from ..config.plausible import NO_GAUGE, storm_duty_unwatched, warnings
-from .common import EXIT_OK, EXIT_USAGE, UsageError, emit, load, write_file
+from ..errors import EXIT_OK, EXIT_USAGE, UserError
+from .common import emit, load, write_file
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
@@ -51,7 +52,6 @@ def summarise(config: Config) -> str:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from ..sources.csvfile import CsvInputError
     from ..views.replay import format_table, replay
 
     config = load(args.config)
@@ -60,10 +60,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     def progress(rows: int) -> None:
         print(f"\rreplay: {rows:,} rows", end="", file=sys.stderr, flush=True)
 
-    try:
-        result = replay(config, args.input, progress if show_progress else None)
-    except CsvInputError as exc:
-        raise UsageError(str(exc)) from None
+    result = replay(config, args.input, progress if show_progress else None)
     if show_progress:
         print("", file=sys.stderr)
     if args.format == "jsonl":
@@ -93,9 +90,9 @@ def cmd_backtest(args: argparse.Namespace) -> int:
     try:
         result = backtest_csv(config, args.input)
     except CsvInputError as exc:
-        raise UsageError(f"--input: {exc}") from None
+        raise UserError(f"--input: {exc}") from None
     except (ValueError, pd.errors.ParserError) as exc:
-        raise UsageError(f"--input: {args.input}: {str(exc).splitlines()[0]}") from None
+        raise UserError(f"--input: {args.input}: {str(exc).splitlines()[0]}") from None
     rows = event_rows(result.events)
     if args.format == "jsonl":
         for row in rows:
@@ -115,13 +112,10 @@ def cmd_backtest(args: argparse.Namespace) -> int:
 
 
 def cmd_acl(args: argparse.Namespace) -> int:
-    from ..sources.acl import AclError, render_acl
+    from ..sources.acl import render_acl
 
     config = load(args.config)
-    try:
-        text = render_acl(config)
-    except AclError as exc:
-        raise UsageError(str(exc)) from None
+    text = render_acl(config)
     if args.out:
         write_file("--out", args.out, text)
         print(f"wrote {args.out}", file=sys.stderr)

@@ -15,16 +15,8 @@ import threading
 from pathlib import Path
 
 from ..config.plausible import warnings
-from .common import (
-    EXIT_CHECK_FAILED,
-    EXIT_OK,
-    EXIT_USAGE,
-    UsageError,
-    check_state_dir,
-    emit,
-    load,
-    setup_logging,
-)
+from ..errors import EXIT_CHECK_FAILED, EXIT_OK, UserError
+from .common import check_state_dir, emit, load, setup_logging
 
 log = logging.getLogger("stormwatch.daemon")
 
@@ -46,35 +38,26 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from ..daemon.demo import DemoError, run_demo
+    from ..daemon.demo import run_demo
 
-    try:
-        return run_demo(sys.stdout, speed=args.speed, keep=args.keep,
-                        state_dir=Path(args.state_dir) if args.state_dir else None)
-    except DemoError as exc:
-        raise UsageError(str(exc)) from None
+    return run_demo(sys.stdout, speed=args.speed, keep=args.keep,
+                    state_dir=Path(args.state_dir) if args.state_dir else None)
 
 
 def cmd_notify_test(args: argparse.Namespace) -> int:
     """Send one test message to every target (or to one tag's) and report each."""
     from ..sinks.notify.probe import run_test
     from ..sinks.notify.secrets import mask
-    from ..sinks.notify.targets import NotifySetupError
 
     config = load(args.config)
     setup_logging(config, "error")
     # Apprise's own warnings would repeat, less clearly, what the verdicts say
     # (each verdict carries them).
     logging.getLogger("apprise").propagate = False
-    try:
-        verdicts = run_test(config, args.tag)
-    except NotifySetupError as exc:
-        for line in exc.lines:
-            print(line, file=sys.stderr)
-        return EXIT_USAGE
+    verdicts = run_test(config, args.tag)
     if not verdicts:
         where = f"receives tag {args.tag!r}" if args.tag else "is configured"
-        raise UsageError(f"no notification target {where} (notify.targets, notify.config_file)")
+        raise UserError(f"no notification target {where} (notify.targets, notify.config_file)")
     for v in verdicts:
         state = "ok    " if v.result.ok else "FAILED"
         detail = "" if v.result.ok else f": {v.result.error}"

@@ -18,12 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import Config
 from ..contract.localtime import local_text
+from ..errors import EXIT_CHECK_FAILED, EXIT_OK, UserError
 from ..views.invocation import program
 from .common import (
-    EXIT_CHECK_FAILED,
-    EXIT_OK,
-    EXIT_USAGE,
-    UsageError,
     emit,
     load,
     require_database,
@@ -56,32 +53,26 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    from ..host.inspections import InspectError, build_inspection, record_inspection
+    from ..host.inspections import build_inspection, record_inspection
 
     config = site_config(args.config, args.site)
-    try:
-        insp = build_inspection(
-            config, args.site, args.inspector, at=args.at, kind=args.kind, notes=args.notes,
-            findings=args.finding or (), actions=args.corrective_action or (),
-            resolves=args.resolved or (), now_ms=_now_ms())
-        require_database(config, write=True)
-        emit(record_inspection(config, insp) + "\n")
-    except InspectError as exc:
-        raise UsageError(str(exc)) from None
+    insp = build_inspection(
+        config, args.site, args.inspector, at=args.at, kind=args.kind, notes=args.notes,
+        findings=args.finding or (), actions=args.corrective_action or (),
+        resolves=args.resolved or (), now_ms=_now_ms())
+    require_database(config, write=True)
+    emit(record_inspection(config, insp) + "\n")
     return EXIT_OK
 
 
 def cmd_site_close(args: argparse.Namespace) -> int:
     from ..contract.inputs import SiteClosure
-    from ..host.inspections import InspectError, check_not_ahead, parse_time, record_closure
+    from ..host.inspections import check_not_ahead, parse_time, record_closure
 
     config = site_config(args.config, args.site)
     now_ms = _now_ms()
-    try:
-        at_ms = parse_time("--at", args.at, config, args.site) if args.at else now_ms
-        check_not_ahead("--at", at_ms, now_ms)
-    except InspectError as exc:
-        raise UsageError(str(exc)) from None
+    at_ms = parse_time("--at", args.at, config, args.site) if args.at else now_ms
+    check_not_ahead("--at", at_ms, now_ms)
     require_database(config, write=True)
     emit(record_closure(config, SiteClosure(args.site, at_ms, now_ms, args.by, args.notes))
          + "\n")
@@ -101,17 +92,17 @@ def cmd_logbook(args: argparse.Namespace) -> int:
                                 ("--json", args.json, "anchor"), ("--send", args.send, "anchor"),
                                 ("--tag", args.tag, "anchor")):
         if value and args.action != action:
-            raise UsageError(f"{flag} goes with `logbook {action}`")
+            raise UserError(f"{flag} goes with `logbook {action}`")
     if args.tag and not args.send:
-        raise UsageError("--tag goes with --send")
+        raise UserError("--tag goes with --send")
     if args.action == "verify":
         return _logbook_verify(config, args)
     if args.action == "anchor":
         return _logbook_anchor(config, args)
     if args.site is None:
-        raise UsageError("--site is required to export the log book")
+        raise UserError("--site is required to export the log book")
     if config.site(args.site) is None:
-        raise UsageError(f"--site: unknown site {args.site!r}")
+        raise UserError(f"--site: unknown site {args.site!r}")
     with state_store(config) as store:
         text = export_logbook(config, store, args.site, args.format)
     emit(text)
@@ -128,7 +119,7 @@ def _logbook_verify(config: Config, args: argparse.Namespace) -> int:
         try:
             anchor = parse_anchor(args.anchor)
         except ValueError as exc:
-            raise UsageError(f"--anchor: {exc}") from None
+            raise UserError(f"--anchor: {exc}") from None
     with state_store(config) as store:
         verdict = verify_logbook(store, anchor)
     if verdict.problems:
@@ -192,7 +183,6 @@ def _send_anchor(config: Config, args: argparse.Namespace, verdict: Verification
                  config_path: str) -> list[Verdict]:
     """The head to the targets of ``--tag`` (``officer``), through the daemon's targets."""
     from ..sinks.notify.probe import send_to
-    from ..sinks.notify.targets import NotifySetupError
     from ..views.logbook import anchor_message
 
     setup_logging(config, "error")
@@ -200,14 +190,9 @@ def _send_anchor(config: Config, args: argparse.Namespace, verdict: Verification
     logging.getLogger("apprise").propagate = False
     tag = args.tag or ANCHOR_TAG
     message = anchor_message(config, verdict, config_path, _now_ms())
-    try:
-        verdicts = send_to(config, tag, lambda _target: message)
-    except NotifySetupError as exc:
-        for line in exc.lines:
-            print(line, file=sys.stderr)
-        raise SystemExit(EXIT_USAGE) from None
+    verdicts = send_to(config, tag, lambda _target: message)
     if not verdicts:
-        raise UsageError(f"--send: no notification target receives tag {tag!r}"
+        raise UserError(f"--send: no notification target receives tag {tag!r}"
                          " (notify.targets, notify.config_file); the anchor was not sent")
     return verdicts
 
@@ -224,11 +209,11 @@ def cmd_report(args: argparse.Namespace) -> int:
         try:
             bounds.append(parse_bound(text, site, end=end))
         except ValueError as exc:
-            raise UsageError(f"{name}: {exc} (use YYYY-MM-DD or ISO 8601 with an offset)"
+            raise UserError(f"{name}: {exc} (use YYYY-MM-DD or ISO 8601 with an offset)"
                              ) from None
     from_ms, to_ms = bounds
     if from_ms >= to_ms:
-        raise UsageError(f"--from {args.from_} is not before --to {args.to}")
+        raise UserError(f"--from {args.from_} is not before --to {args.to}")
     # Refused before anything is written: no file is better than one that looks
     # like a report of a site with nothing to report.
     with state_store(config) as store:

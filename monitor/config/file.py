@@ -29,16 +29,18 @@ from typing import Any, get_args, get_origin
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from ..errors import UserError
 from . import ENV_PREFIX, ID_PATTERN, Config
 from .base import bound_message
 
 
-class ConfigError(Exception):
+class ConfigError(UserError):
     """Every problem of one configuration file, each as ``path.to.field: message``."""
 
+    prefixed = False
+
     def __init__(self, lines: list[str]) -> None:
-        super().__init__("\n".join(lines))
-        self.lines = lines
+        super().__init__(*lines)
 
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")

@@ -44,7 +44,7 @@ import paho.mqtt.client as mqtt
 import yaml
 from paho.mqtt.enums import CallbackAPIVersion
 
-from monitor.sources.simulate import EXIT_OK, Plan, Simulation
+from monitor.sources.simulate import Plan, Simulation
 from sensors.config import SimStorm
 
 from ..config import Config
@@ -66,6 +66,7 @@ from ..contract.events import (
     TurbidityContrast,
 )
 from ..contract.times import parse_iso
+from ..errors import EXIT_OK, UserError
 from ..store.opening import open_store
 from ..store.statedir import state_dir_problem
 from ..views.invocation import program
@@ -119,7 +120,7 @@ MIN_SPEED, MAX_SPEED = 1.0, 3600.0
 STALE_MARGIN_S = 5.0
 
 
-class DemoError(Exception):
+class DemoError(UserError):
     """The demo cannot run as asked (a bad speed, an unusable state directory)."""
 
 

@@ -34,6 +34,7 @@ from ..contract.localtime import local_text
 from ..contract.rejects import Rejection, RejectReason
 from ..contract.times import iso, parse_iso
 from ..engine.routine import local_midnight_ms
+from ..errors import UserError
 from ..sources.rules import FUTURE_TOLERANCE_MS, inspection_message, site_index
 from ..store.opening import daemon_lock, open_store
 from .engine import EngineHost
@@ -42,7 +43,7 @@ from .rows import journal_in
 WAIT_FOR_DAEMON_S = 20.0
 
 
-class InspectError(Exception):
+class InspectError(UserError):
     """The inspection could not be recorded (a usage error: its message names the flag)."""
 
 

@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..config import Config, SensorConfig, SiteConfig
+from ..errors import UserError
 
 #: The daemon's account when ``broker.username`` is not set.
 DEFAULT_DAEMON_USERNAME = "stormwatch"
@@ -62,7 +63,7 @@ Role = Literal["daemon", "node", "qp"]
 _UNSAFE_IN_USERNAME = frozenset(":\n\r\t\0")
 
 
-class AclError(ValueError):
+class AclError(UserError, ValueError):
     """The configuration cannot be expressed as a safe Mosquitto ACL."""
 
 

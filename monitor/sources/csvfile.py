@@ -38,6 +38,7 @@ from ..contract.inputs import Inspection, Reading
 from ..contract.rejects import Rejection, RejectReason
 from ..contract.times import iso
 from ..engine.rain_columns import empty_events, storm_events
+from ..errors import UserError
 from .rules import (
     FIELD_RULES,
     INSPECTION,
@@ -57,7 +58,7 @@ ENCODING = "utf-8-sig"
 BOM = "\ufeff"
 
 
-class CsvInputError(ValueError):
+class CsvInputError(UserError, ValueError):
     """The CSV file itself is unusable (unreadable, not UTF-8, a bad header)."""
 
 

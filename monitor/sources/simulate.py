@@ -47,7 +47,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from monitor.config import Config, SiteConfig
-from monitor.config.file import ConfigError, load_config
+from monitor.config.file import load_config
+from monitor.errors import EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, UserError
 from sensors.clock import BUILD_DATE, BUILD_EPOCH_S, iso_z
 from sensors.config import NodeConfig, SimStorm
 from sensors.drivers import Hardware
@@ -57,9 +58,8 @@ from sensors.drivers.sim import SimClock, SimulatedClock, readings_between
 if TYPE_CHECKING:  # imported for a run only (``Simulation.run``): paho is not for --help
     from sensors.node import Node
 
-EXIT_OK: Final = 0
-EXIT_UNDELIVERED: Final = 1
-EXIT_USAGE: Final = 2
+#: Some readings were not acknowledged (the buffer directory is kept and named).
+EXIT_UNDELIVERED: Final = EXIT_CHECK_FAILED
 
 #: The daemon refuses readings this far ahead of its clock (DESIGN § 3).
 FUTURE_S: Final = 300.0
@@ -87,7 +87,7 @@ DRAIN_RATE_PER_S: Final = 1000.0
 log = logging.getLogger(__name__)
 
 
-class SimulateError(Exception):
+class SimulateError(UserError):
     """The simulation cannot run as asked; each arg is one line for the user."""
 
 
@@ -132,10 +132,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    return run_args(build_parser().parse_args(argv))
-
-
 def _say(line: str) -> None:
     print(f"stormwatch simulate: {line}", file=sys.stderr, flush=True)
 
@@ -143,19 +139,10 @@ def _say(line: str) -> None:
 def run_args(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    try:
-        config = load_config(args.config)
-    except ConfigError as exc:
-        for line in exc.lines:
-            _say(line)
-        return EXIT_USAGE
-    try:
-        plan = make_plan(args, config, time.time())
-        password = _password(args.password_file)
-    except SimulateError as exc:
-        for line in exc.args:
-            _say(str(line))
-        return EXIT_USAGE
+    # A ConfigError or SimulateError goes to ``cli.main``, which prints it (exit 2).
+    config = load_config(args.config)
+    plan = make_plan(args, config, time.time())
+    password = _password(args.password_file)
     return Simulation(plan, config, buffer_dir=args.buffer_dir, drain_s=args.drain_s,
                       username=args.username, password=password).run()
 
@@ -497,6 +484,3 @@ class Simulation:
                 progress_at = real()
                 self._progress(now)
 
-
-if __name__ == "__main__":
-    sys.exit(main())

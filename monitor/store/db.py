@@ -21,6 +21,7 @@ from typing import Any, Final
 
 from ..contract.admission import canonical as canonical  # the one JSON spelling, shared
 from ..contract.events import Event
+from ..errors import UserError
 from .schema import MIGRATIONS, SCHEMA_VERSION
 
 DB_NAME: Final = "stormwatch.db"
@@ -33,7 +34,7 @@ RESERVED_META: Final = frozenset(
     {"schema_version", "applied_seq", "logbook_head_seq", "logbook_head_hash"})
 
 
-class StoreError(Exception):
+class StoreError(UserError):
     """The database cannot be used as asked (missing, newer schema, read-only)."""
 
 

@@ -46,6 +46,7 @@ from zoneinfo import ZoneInfo
 from ..config import Config
 from ..contract.events import Event
 from ..contract.localtime import local_text
+from ..errors import CheckFailed
 from ..sinks.notify.messages import INFO, WARNING, Message, md_escape
 from ..store import GENESIS_HASH, LogbookRow, Store
 from .invocation import program
@@ -275,7 +276,7 @@ def verify_logbook(store: Store, anchor: Anchor | None = None) -> Verification:
     return Verification(problems, len(rows), head_of(rows), anchored)
 
 
-class LogbookUnreadable(Exception):
+class LogbookUnreadable(CheckFailed):
     """A log book row (or a stored event) is no § 5 event any more: it was edited, and
     nothing can be read from it; ``logbook verify`` says more."""
 

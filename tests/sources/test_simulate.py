@@ -21,9 +21,10 @@ from typing import Any
 
 import pytest
 
+from monitor.cli import main as cli_main
 from monitor.config.file import load_config as load_daemon_config
 from monitor.contract.times import parse_iso
-from monitor.sources.simulate import build_parser, main, make_plan, node_config, sensor_entries
+from monitor.sources.simulate import build_parser, make_plan, node_config, sensor_entries
 from monitor.store import Store
 from sensors.config import SimSensor
 from sensors.drivers import Hardware
@@ -189,7 +190,7 @@ def test_bad_usage_is_one_line_and_exit_2(tmp_path: Path,
         "--site": ["--config", str(cfg), "--site", "elsewhere"],
     }
     for needle, argv in cases.items():
-        assert main(argv) == 2, needle
+        assert cli_main(['simulate', *argv]) == 2, needle
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and needle in err[0], (needle, err)
 
@@ -241,7 +242,7 @@ def test_a_simulated_type_ii_storm_qualifies_in_the_daemon_when_it_reaches_half_
     with Daemons() as daemons, open(log_path, "wb") as log:
         daemon = daemons.start(cfg)
         proc = subprocess.Popen(
-            [sys.executable, "-m", "monitor.sources.simulate", "--config", str(cfg),
+            [sys.executable, "-m", "monitor.cli", "simulate", "--config", str(cfg),
              "--speed", str(SPEED), "--hours", str(SPAN_H), "--storm-in", "1.0",
              "--storm-hours", "24", "--storm-type", "II", "--storm-at", str(STORM_AT_H),
              "--every-s", str(EVERY_S), "--seed", "7", "--buffer-dir", str(tmp_path / "buf"),

@@ -28,15 +28,11 @@ def configured(config: Config) -> bool:
 
 
 def load_or_exit(config: Config) -> list[Target]:
-    """The targets; on a configuration problem log each line and exit 2 (no traceback)."""
-    from .targets import NotifySetupError, load_targets
+    """The targets; a configuration problem is a ``NotifySetupError`` (a line per
+    problem), which ``cli.main`` prints (exit 2, no traceback)."""
+    from .targets import load_targets
 
-    try:
-        return load_targets(config.notify)
-    except NotifySetupError as exc:
-        for line in exc.lines:
-            log.error("%s", line)
-        raise SystemExit(2) from None
+    return load_targets(config.notify)
 
 
 def build_router(config: Config) -> Router | None:

@@ -33,6 +33,7 @@ from typing import Any, Final
 import apprise
 
 from ...config import NotifyConfig
+from ...errors import UserError
 from . import console, secrets
 from .messages import Message
 
@@ -42,12 +43,13 @@ assert console.SCHEME == "console"
 _ENV_REF: Final = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-class NotifySetupError(Exception):
+class NotifySetupError(UserError):
     """The notify configuration cannot be used; one ``path: message`` line per problem."""
 
+    prefixed = False
+
     def __init__(self, lines: list[str]) -> None:
-        super().__init__("\n".join(lines))
-        self.lines = lines
+        super().__init__(*lines)
 
 
 def asset() -> apprise.AppriseAsset:
