@@ -28,6 +28,8 @@ from ..store import Store, StoreError
 from ..store.opening import db_path, open_store
 from ..store.statedir import state_dir_problem
 
+CONFIG_HELP = "the configuration (YAML; config/example.yaml documents it)"
+
 
 def load(path: str) -> Config:
     """The configuration; a ``ConfigError`` (every problem, a line each) otherwise."""

@@ -15,7 +15,8 @@ import sys
 from ..config import Config
 from ..config.plausible import NO_GAUGE, storm_duty_unwatched, warnings
 from ..errors import EXIT_OK, EXIT_USAGE, UserError
-from .common import emit, load, write_file
+from .common import CONFIG_HELP, emit, load, write_file
+from .helptext import command_help
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
@@ -122,3 +123,34 @@ def cmd_acl(args: argparse.Namespace) -> int:
     else:
         emit(text)
     return EXIT_OK
+
+
+
+
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The parsers of this family's commands, each bound to its function."""
+    p = sub.add_parser("check-config", **command_help("check-config"))
+    p.add_argument("file", metavar="FILE", help="the configuration to check (YAML)")
+    p.add_argument("--strict", action="store_true",
+                   help="refuse implausible values too (exit 2), not only warn about them")
+    p.set_defaults(func=cmd_check_config)
+
+    p = sub.add_parser("replay", **command_help("replay"))
+    p.add_argument("--config", required=True, metavar="FILE", help=CONFIG_HELP)
+    p.add_argument("--input", required=True, metavar="FILE.csv",
+                   help="CSV with ts,site,sensor,... ('-' = stdin)")
+    p.add_argument("--format", choices=("jsonl", "table"), default="jsonl")
+    p.add_argument("--quiet", action="store_true", help="no progress or reject summary")
+    p.set_defaults(func=cmd_replay)
+
+    p = sub.add_parser("backtest", **command_help("backtest"))
+    p.add_argument("--config", required=True, metavar="FILE", help=CONFIG_HELP)
+    p.add_argument("--input", required=True, metavar="FILE.csv",
+                   help="replay CSV ('-' = stdin)")
+    p.add_argument("--format", choices=("jsonl", "table"), default="jsonl")
+    p.set_defaults(func=cmd_backtest)
+
+    p = sub.add_parser("acl", **command_help("acl"))
+    p.add_argument("--config", required=True, metavar="FILE", help=CONFIG_HELP)
+    p.add_argument("--out", help="file to write (default: stdout)")
+    p.set_defaults(func=cmd_acl)

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from ..config.plausible import warnings
 from ..errors import EXIT_CHECK_FAILED, EXIT_OK, UserError
-from .common import check_state_dir, emit, load, setup_logging
+from .common import CONFIG_HELP, check_state_dir, emit, load, setup_logging
+from .helptext import command_help
 
 log = logging.getLogger("stormwatch.daemon")
 
@@ -69,3 +70,37 @@ def cmd_notify_test(args: argparse.Namespace) -> int:
         return EXIT_CHECK_FAILED
     emit(f"notify-test: all {len(verdicts)} target(s) took the message\n")
     return EXIT_OK
+
+
+
+
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The parsers of this family's commands, each bound to its function."""
+    p = sub.add_parser("run", **command_help("run"))
+    p.add_argument("--config", required=True, metavar="FILE", help=CONFIG_HELP)
+    p.add_argument("--log-level", default="info",
+                   choices=("debug", "info", "warning", "error"))
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("demo", **command_help("demo"))
+    # The range is demo.MIN_SPEED..MAX_SPEED (why: there); demo.py is not imported
+    # here, as every command would then pay for the daemon's imports.
+    p.add_argument("--speed", type=float, default=1800.0,
+                   help="simulated seconds per real second, 1 to 3600 "
+                        "(default 1800: a day in 48 s)")
+    p.add_argument("--keep", action="store_true",
+                   help="keep the demo's state directory, with a configuration to look at it")
+    p.add_argument("--state-dir", help="use this state directory (kept afterwards)")
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("simulate", **command_help("simulate"))
+    # The simulated sites run the node runtime; only its arguments are built
+    # here, paho loads when it runs.
+    from ..sources.simulate import add_arguments
+
+    add_arguments(p)  # its own func: sources.simulate.run_args
+
+    p = sub.add_parser("notify-test", **command_help("notify-test"))
+    p.add_argument("--config", required=True, metavar="FILE", help=CONFIG_HELP)
+    p.add_argument("--tag", help="only the targets that receive this tag")
+    p.set_defaults(func=cmd_notify_test)

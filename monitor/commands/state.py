@@ -21,6 +21,7 @@ from ..contract.localtime import local_text
 from ..errors import EXIT_CHECK_FAILED, EXIT_OK, UserError
 from ..views.invocation import program
 from .common import (
+    CONFIG_HELP,
     emit,
     load,
     require_database,
@@ -29,6 +30,7 @@ from .common import (
     state_store,
     write_file,
 )
+from .helptext import command_help
 
 if TYPE_CHECKING:
     from ..sinks.notify.probe import Verdict
@@ -227,3 +229,83 @@ def cmd_report(args: argparse.Namespace) -> int:
     write_file("--out", args.out, html)
     print(f"wrote {args.out}", file=sys.stderr)
     return EXIT_OK
+
+
+class _ActionArg(argparse.Action):
+    """``--corrective-action TEXT [--due DATE]``, repeated: pairs kept in order."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        from dataclasses import replace
+
+        from ..host.inspections import ActionArg
+
+        actions = list(getattr(namespace, "corrective_action", None) or [])
+        if option_string == "--due":
+            if not actions or actions[-1].due is not None:
+                parser.error("--due must follow a --corrective-action")
+            actions[-1] = replace(actions[-1], due=str(values))
+        else:
+            actions.append(ActionArg(str(values)))
+        namespace.corrective_action = actions
+
+
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The parsers of this family's commands, each bound to its function."""
+    p = sub.add_parser("status", **command_help("status"))
+    p.add_argument("--config", required=True, metavar="FILE", help=CONFIG_HELP)
+    p.add_argument("--json", action="store_true", help="one JSON object (its keys: above)")
+    p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("inspect", **command_help("inspect"))
+    p.add_argument("--config", required=True, metavar="FILE", help=CONFIG_HELP)
+    p.add_argument("--site", required=True)
+    p.add_argument("--inspector", required=True, action="append",
+                   help="who inspected (repeat for a joint inspection)")
+    p.add_argument("--at", help="ISO 8601 time with offset (default: now)")
+    p.add_argument("--kind", choices=("storm", "routine", "other"), default="routine")
+    p.add_argument("--notes")
+    p.add_argument("--finding", action="append", metavar="'PRACTICE: condition'",
+                   help="what was found at one practice (repeatable)")
+    p.add_argument("--corrective-action", action=_ActionArg, metavar="TEXT",
+                   help="a repair asked for (repeatable; each may be followed by --due)")
+    p.add_argument("--due", action=_ActionArg, metavar="DATE",
+                   help="when the preceding --corrective-action is due (date or ISO time)")
+    p.add_argument("--resolved", action="append", metavar="ID",
+                   help="a corrective action found done (repeatable)")
+    p.set_defaults(func=cmd_inspect)
+
+    p = sub.add_parser("site", **command_help("site"))
+    site_sub = p.add_subparsers(dest="site_command", metavar="ACTION")
+    site_sub.required = True
+    p = site_sub.add_parser("close", **command_help("site close"))
+    p.add_argument("--config", required=True, metavar="FILE", help=CONFIG_HELP)
+    p.add_argument("--site", required=True)
+    p.add_argument("--at", help="date (local midnight) or ISO time with offset (default: now)")
+    p.add_argument("--by", help="who certifies it")
+    p.add_argument("--notes")
+    p.set_defaults(func=cmd_site_close)
+
+    p = sub.add_parser("logbook", **command_help("logbook"))
+    p.add_argument("action", nargs="?", choices=("export", "verify", "anchor"), default="export")
+    p.add_argument("--config", required=True, metavar="FILE", help=CONFIG_HELP)
+    p.add_argument("--site", help="export: the site whose log book to export")
+    p.add_argument("--format", choices=("csv", "md"), default="csv", help="export: the format")
+    p.add_argument("--anchor", metavar="SEQ:HASH",
+                   help="verify: also check against a head taken earlier (`logbook anchor`)")
+    p.add_argument("--json", action="store_true", help="anchor: one JSON object")
+    p.add_argument("--send", action="store_true",
+                   help="anchor: send the head to the notification targets of --tag")
+    p.add_argument("--tag", help="anchor --send: the tag whose targets receive it "
+                                 "(default: officer)")
+    p.set_defaults(func=cmd_logbook)
+
+    p = sub.add_parser("report", **command_help("report"))
+    p.add_argument("--config", required=True, metavar="FILE", help=CONFIG_HELP)
+    p.add_argument("--site", required=True)
+    p.add_argument("--from", dest="from_", required=True, metavar="DATE",
+                   help="first day YYYY-MM-DD (site time) or ISO time with offset")
+    p.add_argument("--to", required=True, metavar="DATE",
+                   help="last day YYYY-MM-DD (inclusive) or ISO time with offset")
+    p.add_argument("--out", required=True, metavar="FILE.html", help="HTML file to write")
+    p.set_defaults(func=cmd_report)

@@ -48,7 +48,7 @@ def test_every_error_of_monitor_is_in_the_family() -> None:
 def test_cli_maps_the_family_to_exit_codes(capsys: pytest.CaptureFixture[str],
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     def fail(error: StormwatchError) -> int:
-        monkeypatch.setattr("monitor.cli.cmd_check_config",
+        monkeypatch.setattr("monitor.commands.files.cmd_check_config",
                             lambda args: (_ for _ in ()).throw(error))
         return cli.main(["check-config", "x.yaml"])
 
