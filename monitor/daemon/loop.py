@@ -32,7 +32,6 @@ The shell around the engine, and nothing clever:
 
 from __future__ import annotations
 
-import gc
 import logging
 import queue
 import shutil
@@ -40,7 +39,7 @@ import signal
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -60,9 +59,11 @@ from ..store import DeadLetterIn, JournalIn, Store, is_disk_full
 from ..store.events import AlertRoutes
 from ..store.health import DaemonHealth
 from ..store.opening import LOCK_NAME, daemon_lock, open_store
+from .heap import keep_heap
 from .rejectlog import RejectLog
 from .sdnotify import SdNotify
 from .snapshotwriter import SnapshotWriter
+from .workers import run_worker
 
 log = logging.getLogger("stormwatch.daemon")
 
@@ -83,7 +84,7 @@ STOP_WORKERS_S = 5.0
 #: less often: every site has new input then, and the drain comes first.
 STATUS_EVERY_S = 0.5
 STATUS_BACKLOG_S = 5.0
-#: Between full garbage collections (see ``_keep_heap``).
+#: Between full garbage collections (see ``heap.keep_heap``).
 FULL_GC_EVERY_S = 3600.0
 #: The longest wait between attempts to open or write a store that refused.
 MAX_WAIT_S = 15.0
@@ -92,6 +93,29 @@ PROBE_META = "store_probe_ms"
 
 
 # --------------------------------------------------------------------------- the daemon
+
+
+@dataclass
+class _Running:
+    """What a running daemon holds between turns of its loop (``Daemon._run``)."""
+
+    host: EngineHost
+    writer: SnapshotWriter
+    ingest: Ingest | IngestProcess
+    worker_stop: threading.Event
+    threads: list[threading.Thread]
+    started: float
+    #: Monotonic times of the last tick, status record, snapshot and full collection.
+    last_tick: float = field(init=False)
+    last_status: float = field(init=False)
+    last_snapshot: float = field(init=False)
+    last_full_gc: float = field(init=False)
+    #: A failed snapshot is tried again only after ``daemon.snapshot_retry_s``.
+    snapshot_ok_after: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.last_tick = self.last_status = self.last_snapshot = self.last_full_gc = \
+            self.started
 
 
 class Acker(Protocol):
@@ -169,6 +193,23 @@ class Daemon:
             delay = min(delay * 2, MAX_WAIT_S)
 
     def _run(self, store: Store) -> int:
+        """Start, loop until told to stop, stop in order (see ``_stop``)."""
+        run = self._start(store)
+        try:
+            while not self.stop_event.is_set():
+                self._turn(store, run)
+            self._watch_broker(run.ingest, store)  # a connection made just before the stop
+            self.notify.send("STOPPING=1")
+            self._drain(store, run.ingest, run.host)
+        finally:
+            run.ingest.stop()
+            run.writer.stop()
+        self._stop(run)
+        return 0
+
+    def _start(self, store: Store) -> _Running:
+        """Restore the engine, catch up with the journal, start the snapshot writer, the
+        MQTT client and the sinks' workers; then tell systemd we are ready."""
         started = time.monotonic()
         store.journal.max_dead_bytes = self.config.dead_letters.max_bytes
         self.health.open()
@@ -186,72 +227,87 @@ class Daemon:
         log.info("engine restored from the snapshot at journal %s and %s later row(s) in"
                  " %.1f s", restored_at, replayed, time.monotonic() - started)
         host.on_alerts = self._wake_workers
-        _keep_heap(full=True)
+        keep_heap(full=True)
         writer = SnapshotWriter(self.config, host.snapshots, self.clock)
         writer.start()
         ingest = self._make_ingest(store)
         ingest.start()
         worker_stop = threading.Event()
         writable = lambda: not self.health.trouble.active  # noqa: E731 - the engine thread's view
-        threads = [threading.Thread(target=_run_worker, args=(w, worker_stop, writable),
+        threads = [threading.Thread(target=run_worker, args=(w, worker_stop, writable),
                                     name=w.name, daemon=True) for w in self.workers]
         for t in threads:
             t.start()
         self.notify.send("READY=1")
-        last_tick = last_snapshot = last_status = last_full_gc = time.monotonic()
-        snapshot_ok_after = 0.0
-        every_s = self.config.daemon.snapshot_every_s
-        every_rows = self.config.daemon.snapshot_every_rows
+        return _Running(host, writer, ingest, worker_stop, threads, time.monotonic())
+
+    def _turn(self, store: Store, run: _Running) -> None:
+        """One turn of the loop: a batch from MQTT (journal, acknowledge, apply), rows
+        others journaled, a tick or a status record when due, a snapshot when due.
+        While the store refuses writes, it takes nothing new (the queues fill and the
+        broker holds the rest) and retries with backoff."""
+        host, ingest = run.host, run.ingest
+        self._watch_broker(ingest, store)
+        self.notify.watchdog()
+        if self.health.trouble.active:
+            if time.monotonic() >= self.health.trouble.retry_at:
+                self._retry(store, ingest, host)
+            else:
+                self.stop_event.wait(0.05)
+            return
+        batch = self._take_batch(timeout=0.05)
+        now = time.monotonic()
         try:
-            while not self.stop_event.is_set():
-                self._watch_broker(ingest, store)
-                self.notify.watchdog()
-                if self.health.trouble.active:
-                    # Take nothing new: the queues fill and the broker holds the rest.
-                    if time.monotonic() >= self.health.trouble.retry_at:
-                        self._retry(store, ingest, host)
-                    else:
-                        self.stop_event.wait(0.05)
-                    continue
-                batch = self._take_batch(timeout=0.05)
-                try:
-                    if batch:
-                        self.ingest_batch(store, ingest, host, batch)
-                    if store.journal.max_seq() > host.applied_seq:
-                        host.catch_up()
-                    now = time.monotonic()
-                    caught_up = ingest.connected.is_set() and len(batch) < BATCH_MAX and \
-                        self.queue.empty()
-                    if (now - last_tick >= self.tick_every_s and caught_up) or \
-                            now - last_tick >= max(TICK_AT_LEAST_EVERY_S, self.tick_every_s):
-                        host.tick(self.node_clocks.meta())
-                        self.node_clocks.dirty = False  # written with the tick
-                        last_tick = last_status = now
-                    elif host.dirty_sites and now - last_status >= (
-                            STATUS_EVERY_S if caught_up else STATUS_BACKLOG_S):
-                        host.record([], status=True)
-                        last_status = now
-                except sqlite3.OperationalError as exc:
-                    self.health.store_failed(exc)
-                    continue
-                for image, ok in writer.outcomes():
-                    if not ok:
-                        host.rows_since_snapshot += image.rows
-                        snapshot_ok_after = now + self.config.daemon.snapshot_retry_s
-                if not writer.busy and now >= snapshot_ok_after and (
-                        host.rows_since_snapshot >= every_rows or
-                        (host.rows_since_snapshot and now - last_snapshot >= every_s)):
-                    writer.submit(host.take_snapshot())
-                    last_snapshot = now
-                    _keep_heap(full=now - last_full_gc >= FULL_GC_EVERY_S)
-                    if now - last_full_gc >= FULL_GC_EVERY_S:
-                        last_full_gc = now
-            self._watch_broker(ingest, store)  # a connection made just before the stop
-            self.notify.send("STOPPING=1")
-            self._drain(store, ingest, host)
-        finally:
-            ingest.stop()
-            writer.stop()
+            if batch:
+                self.ingest_batch(store, ingest, host, batch)
+            if store.journal.max_seq() > host.applied_seq:
+                host.catch_up()
+            now = time.monotonic()
+            caught_up = ingest.connected.is_set() and len(batch) < BATCH_MAX and \
+                self.queue.empty()
+            self._tick_or_record(run, now, caught_up)
+        except sqlite3.OperationalError as exc:
+            self.health.store_failed(exc)
+            return
+        self._snapshot_if_due(run, now)
+
+    def _tick_or_record(self, run: _Running, now: float, caught_up: bool) -> None:
+        """A tick every ``tick_every_s`` once caught up (and at least every
+        ``TICK_AT_LEAST_EVERY_S`` during a backlog); else the sites' status, when new
+        input came, every ``STATUS_EVERY_S`` (``STATUS_BACKLOG_S`` during a backlog)."""
+        host = run.host
+        if (now - run.last_tick >= self.tick_every_s and caught_up) or \
+                now - run.last_tick >= max(TICK_AT_LEAST_EVERY_S, self.tick_every_s):
+            host.tick(self.node_clocks.meta())
+            self.node_clocks.dirty = False  # written with the tick
+            run.last_tick = run.last_status = now
+        elif host.dirty_sites and now - run.last_status >= (
+                STATUS_EVERY_S if caught_up else STATUS_BACKLOG_S):
+            host.record([], status=True)
+            run.last_status = now
+
+    def _snapshot_if_due(self, run: _Running, now: float) -> None:
+        """Hand a snapshot to the writer every ``snapshot_every_rows`` rows or
+        ``snapshot_every_s``; one that failed is counted back and retried later."""
+        host, writer, daemon = run.host, run.writer, self.config.daemon
+        for image, ok in writer.outcomes():
+            if not ok:
+                host.rows_since_snapshot += image.rows
+                run.snapshot_ok_after = now + daemon.snapshot_retry_s
+        if not writer.busy and now >= run.snapshot_ok_after and (
+                host.rows_since_snapshot >= daemon.snapshot_every_rows or
+                (host.rows_since_snapshot and now - run.last_snapshot >= daemon.snapshot_every_s)):
+            writer.submit(host.take_snapshot())
+            run.last_snapshot = now
+            full = now - run.last_full_gc >= FULL_GC_EVERY_S
+            keep_heap(full=full)
+            if full:
+                run.last_full_gc = now
+
+    def _stop(self, run: _Running) -> None:
+        """After the drain: record the final state, snapshot, and give the workers one
+        shared deadline to finish a send."""
+        host = run.host
         try:
             host.catch_up()
             host.record_status()
@@ -259,21 +315,20 @@ class Daemon:
         except sqlite3.OperationalError as exc:
             log.error("could not record the final state (%s); the next start replays the"
                       " journal", exc)
-        for image, ok in writer.outcomes():
+        for image, ok in run.writer.outcomes():
             if not ok:
                 host.rows_since_snapshot += image.rows
         self._snapshot(host)
-        worker_stop.set()
+        run.worker_stop.set()
         self._wake_workers()
         # One deadline for all: a worker in the middle of a slow send (an SMTP
         # server that does not answer) must not hold the stop for long; what it had
         # not confirmed is sent again after the restart (the outbox keeps it).
         until = time.monotonic() + STOP_WORKERS_S
-        for t in threads:
+        for t in run.threads:
             t.join(timeout=max(0.0, until - time.monotonic()))
         self.health.close()
         log.info("stopped at journal %s", host.applied_seq)
-        return 0
 
     def _make_ingest(self, store: Store) -> Ingest | IngestProcess:
         """The MQTT client, told whether the broker should still hold our session."""
@@ -439,51 +494,6 @@ class Daemon:
         # seq) are not input.
         host.apply_committed([(seq, item, received) for seq, (item, received)
                               in zip(seqs, items, strict=True) if seq is not None])
-
-
-def _keep_heap(*, full: bool) -> None:
-    """Keep the cyclic garbage collector off the engine's long-lived objects.
-
-    The engine holds a few hundred thousand objects for as long as the daemon
-    runs; each full collection walks them all (about 100 ms for a hundred
-    sites), at random moments, and that was the tail of the alert latency.
-    ``gc.freeze`` moves every object alive now out of the collector's sight
-    (reference counting still frees them). Done after each snapshot, so what
-    survived that long counts as long-lived; once an hour (``full``) the
-    frozen set is put back and collected, so cyclic garbage cannot pile up.
-    """
-    if full:
-        gc.unfreeze()
-        gc.collect()
-    gc.freeze()
-
-
-#: A worker failing on a store that refuses writes says so once in this long.
-WORKER_STORE_LOG_EVERY_S = 300.0
-
-
-def _run_worker(worker: Worker, stop: threading.Event,
-                writable: Callable[[], bool] = lambda: True) -> None:
-    """Run a worker; restart it after a failure. One that failed on the store (disk
-    full) waits until the engine thread finds the store writable again: restarted
-    sooner, the alert worker would send its first due alert again each time."""
-    quiet_until = 0.0
-    while not stop.is_set():
-        try:
-            worker.run(stop)
-            return
-        except Exception as exc:  # a sink must not take the daemon down; restart it after a pause
-            # The store refusing writes (disk full: the engine thread reports it) is a
-            # line now and then, not a traceback every 5 s.
-            store = isinstance(exc, sqlite3.OperationalError)
-            if not store or time.monotonic() >= quiet_until:
-                quiet_until = time.monotonic() + WORKER_STORE_LOG_EVERY_S if store else 0.0
-                log.error("worker %s failed (%s); restarting it %s", worker.name, exc,
-                          "once the store takes writes" if store else "in 5 s",
-                          exc_info=not store)
-            stop.wait(10.0 if store else 5.0)  # time for the engine thread to notice
-            while store and not writable() and not stop.wait(1.0):
-                pass
 
 
 def install_signal_handlers(stop: threading.Event) -> None:
