@@ -16,7 +16,7 @@ output and an exit code, so no command converts errors by hand:
 
 A line is printed behind ``stormwatch COMMAND: `` unless the error's lines
 already name their field (``prefixed = False``: a configuration's
-``sites.0.rain.threshold_in: ...`` lines read better bare). Errors that are
+``sites.branch-meadows.rain.threshold_in: ...`` lines read better bare). Errors that are
 the program's own business (a broker that hangs up, InfluxDB refusing a
 batch) are not in this family: they are retried and logged, never printed
 as a user's mistake. ``sensors/`` (the node) keeps its own small family: it

@@ -32,6 +32,7 @@ from pydantic import BaseModel, ValidationError
 from ..errors import UserError
 from . import ENV_PREFIX, ID_PATTERN, Config
 from .base import bound_message
+from .paths import named_path, nearest_field
 
 
 class ConfigError(UserError):
@@ -176,7 +177,11 @@ def parse_config(data: Any, env: Mapping[str, str] | None = None) -> Config:
             if _under(path, unset_paths) is not None:
                 continue  # the placeholder left by an unset variable, reported above
             source = _under(path, overridden)
-            errors.append(f"{path}: {msg}" + (f" (from {overridden[source]})" if source else ""))
+            if err.get("type") == "extra_forbidden":
+                near = nearest_field(Config, tuple(err.get("loc", ())))
+                msg += f"; did you mean {near}?" if near else ""
+            errors.append(f"{named_path(path, data)}: {msg}"
+                          + (f" (from {overridden[source]})" if source else ""))
         raise ConfigError(errors) from None
     if errors:
         raise ConfigError(errors)

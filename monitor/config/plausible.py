@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 
 from . import Config, SiteConfig
 from .base import say_number
@@ -85,15 +86,16 @@ def storm_duty_unwatched(site: SiteConfig) -> bool:
     return site.clocks_apply and not site.gauges()
 
 
-def _sections(site: SiteConfig, index: int) -> Iterator[tuple[str, str, object]]:
-    """(section kind, path, model) of every section of a site the table looks at."""
-    yield "site", f"sites.{index}", site
-    yield "rain", f"sites.{index}.rain", site.rain
-    for i, sensor in enumerate(site.sensors):
+def _sections(site: SiteConfig) -> Iterator[tuple[str, str, object]]:
+    """(section kind, path, model) of every section of a site the table looks at; list
+    items are named by their ids, as ``check-config`` names them (``paths.py``)."""
+    yield "site", f"sites.{site.id}", site
+    yield "rain", f"sites.{site.id}.rain", site.rain
+    for sensor in site.sensors:
         if sensor.kind == "rain" and sensor.in_per_tip is not None:
-            yield "gauge", f"sites.{index}.sensors.{i}", sensor
-    for i, trap in enumerate(site.traps):
-        yield "trap", f"sites.{index}.traps.{i}", trap
+            yield "gauge", f"sites.{site.id}.sensors.{sensor.id}", sensor
+    for trap in site.traps:
+        yield "trap", f"sites.{site.id}.traps.{trap.id}", trap
 
 
 def _check(bound: Bound, value: float) -> str | None:
@@ -112,18 +114,19 @@ def _check(bound: Bound, value: float) -> str | None:
 def warnings(config: Config) -> list[str]:
     """Every implausible value, each as ``path.to.field: message``."""
     found: list[str] = []
-    for index, site in enumerate(config.sites):
-        for kind, path, model in _sections(site, index):
+    for site in config.sites:
+        found += _zone(site)
+        for kind, path, model in _sections(site):
             for bound in BOUNDS:
                 value = getattr(model, bound.field, None) if bound.section == kind else None
                 if isinstance(value, int | float):
                     message = _check(bound, float(value))
                     if message is not None:
                         found.append(f"{path}.{bound.field}: {message}")
-        found += gauge_reporting(site, index)
+        found += gauge_reporting(site)
         if storm_duty_unwatched(site):
             found.append(
-                f"sites.{index}.sensors: condition {site.condition} has the storm duty of"
+                f"sites.{site.id}.sensors: condition {site.condition} has the storm duty of"
                 " § 134-9A(2) (inspect within 24 hours of every storm of 0.5 in or more), but"
                 f" the site has no sensor of kind rain: {NO_GAUGE} (add the site's gauge)")
     if not config.notify.targets and config.notify.config_file is None:
@@ -132,13 +135,13 @@ def warnings(config: Config) -> list[str]:
     return found
 
 
-def gauge_reporting(site: SiteConfig, index: int) -> list[str]:
+def gauge_reporting(site: SiteConfig) -> list[str]:
     """DESIGN § 4: an ``on_tip`` gauge is silent whenever it is dry, so without
     ``heartbeat_minutes`` a dead one cannot be told from a dry one (its health is
     ``unknown``); ``heartbeat_minutes`` on an ``interval`` gauge is never used."""
     found = []
-    for i, sensor in enumerate(site.sensors):
-        path = f"sites.{index}.sensors.{i}"
+    for sensor in site.sensors:
+        path = f"sites.{site.id}.sensors.{sensor.id}"
         if sensor.on_tip and sensor.heartbeat_minutes is None:
             found.append(f"{path}.heartbeat_minutes: not set for an on_tip gauge: a dead gauge "
                          "cannot be told from a dry one, so its health shows unknown and it "
@@ -149,3 +152,27 @@ def gauge_reporting(site: SiteConfig, index: int) -> list[str]:
                          f"gauge reports every interval and is stale after "
                          f"stale_after_minutes ({say_number(sensor.stale_after_minutes)})")
     return found
+
+
+#: Zones meant as "no local time": UTC under its names.
+_UTC_NAMES = frozenset({"UTC", "Etc/UTC", "GMT", "Etc/GMT", "UCT", "Zulu", "Etc/Zulu"})
+
+
+def _zone(site: SiteConfig) -> list[str]:
+    """An ``EST``-style zone: valid (the tz database knows it), but a fixed offset
+    without the daylight saving time of any place. A site in New York on ``EST``
+    keeps standard time all summer, and every local time stormwatch prints (alerts,
+    the log book, reports) is an hour off from March to November. A place's own
+    name (``America/Phoenix``, which keeps no daylight saving time) is not warned."""
+    name = site.timezone
+    if name in _UTC_NAMES or ("/" in name and not name.startswith("Etc/")):
+        return []
+    zone, year = site.zone, 2026
+    winter = datetime(year, 1, 15, tzinfo=zone).utcoffset()
+    summer = datetime(year, 7, 15, tzinfo=zone).utcoffset()
+    if winter != summer:
+        return []
+    return [f"sites.{site.id}.timezone: {name!r} is a fixed offset without daylight saving "
+            "time: from spring to autumn every local time stormwatch prints would be an hour "
+            "off for a place that keeps it; use the IANA name of the place (e.g. "
+            "America/New_York)"]

@@ -61,9 +61,10 @@ sites:
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 3, lines
-    assert any(line.startswith("sites.0.timezone: ") for line in lines)
-    assert any(line.startswith("sites.0.rain.threshold_in: ") for line in lines)
-    assert any(line.startswith("sites.0.turbidity_pairs.0.upstream: ") for line in lines)
+    assert any(line.startswith("sites.branch-meadows.timezone: ") for line in lines)
+    assert any(line.startswith("sites.branch-meadows.rain.threshold_in: ") for line in lines)
+    assert any(line.startswith("sites.branch-meadows.turbidity_pairs.outfall-1.upstream: ")
+               for line in lines)
     assert "Traceback" not in out.stderr
 
 

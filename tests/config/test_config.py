@@ -160,7 +160,8 @@ def test_unset_variable_is_one_error_at_its_path() -> None:
 
 def test_unknown_field() -> None:
     data = document(site(rain={"thresold_in": 0.5}))
-    assert problems(data) == ["sites.0.rain.thresold_in: unknown field"]
+    assert problems(data) == ["sites.branch-meadows.rain.thresold_in: unknown field; did you "
+                              "mean threshold_in?"]
 
 
 def _edit(path: str, value: Any) -> dict[str, Any]:
@@ -179,59 +180,72 @@ def _edit(path: str, value: Any) -> dict[str, Any]:
 
 @pytest.mark.parametrize(("path", "value", "line"), [
     ("sites.0.turbidity_pairs.0.upstream", "rg1",
-     "sites.0.turbidity_pairs.0.upstream: 'rg1' is a rain sensor, not a turbidity sensor"),
+     "sites.branch-meadows.turbidity_pairs.outfall-1.upstream: 'rg1' is a rain sensor, not a "
+     "turbidity sensor"),
     ("sites.0.turbidity_pairs.0.downstream", "tb-dwn",
-     "sites.0.turbidity_pairs.0.downstream: 'tb-dwn' is not a sensor of this site "
+     "sites.branch-meadows.turbidity_pairs.outfall-1.downstream: 'tb-dwn' is not a sensor of "
+     "this site "
      "(its turbidity sensors: tb-down, tb-up)"),
     ("sites.0.turbidity_pairs.0.downstream", "tb-up",
-     "sites.0.turbidity_pairs.0.downstream: must be a different sensor from upstream"),
+     "sites.branch-meadows.turbidity_pairs.outfall-1.downstream: must be a different sensor "
+     "from upstream"),
     ("sites.0.traps.0.sensor", "tb-down",
-     "sites.0.traps.0.sensor: 'tb-down' is a turbidity sensor, not a sediment sensor"),
+     "sites.branch-meadows.traps.trap-1.sensor: 'tb-down' is a turbidity sensor, not a "
+     "sediment sensor"),
     ("sites.0.sensors.0", {"id": "tb-up", "kind": "turbidity"},
-     "sites.0.sensors.1.id: duplicate id 'tb-up' (also at sensors.0)"),
+     "sites.branch-meadows.sensors.1.id: duplicate id 'tb-up' (also at sensors.0)"),
     ("sites.0.timezone", "Eastern",
-     "sites.0.timezone: unknown time zone 'Eastern' (use an IANA name such as America/New_York)"),
+     "sites.branch-meadows.timezone: unknown time zone 'Eastern' (use an IANA name such as "
+     "America/New_York)"),
     ("sites.0.timezone", "America",   # a directory of the tz database, once a traceback
-     "sites.0.timezone: unknown time zone 'America' (use an IANA name such as America/New_York)"),
+     "sites.branch-meadows.timezone: unknown time zone 'America' (use an IANA name such as "
+     "America/New_York)"),
     ("sites.0.traps.0.bottom_width_ft", 0,
-     "sites.0.traps.0.bottom_width_ft: must be more than 0 ft (got 0 ft)"),
+     "sites.branch-meadows.traps.trap-1.bottom_width_ft: must be more than 0 ft (got 0 ft)"),
     ("sites.0.traps.0.design_depth_ft", -4,
-     "sites.0.traps.0.design_depth_ft: must be more than 0 ft (got -4 ft)"),
+     "sites.branch-meadows.traps.trap-1.design_depth_ft: must be more than 0 ft (got -4 ft)"),
     ("sites.0.traps.0.side_slope", None,
-     "sites.0.traps.0.side_slope: required for shape trapezoidal"),
+     "sites.branch-meadows.traps.trap-1.side_slope: required for shape trapezoidal"),
     ("sites.0.traps.0", {"id": "riser", "sensor": "trap1-depth", "shape": "cylindrical",
                          "design_depth_ft": 3},
-     "sites.0.traps.0.diameter_ft: required for shape cylindrical"),
+     "sites.branch-meadows.traps.riser.diameter_ft: required for shape cylindrical"),
     ("sites.0.traps.0.warn_fraction", 0.5,
-     "sites.0.traps.0.warn_fraction: must be below cleanout_fraction (0.5)"),
+     "sites.branch-meadows.traps.trap-1.warn_fraction: must be below cleanout_fraction (0.5)"),
     ("sites.0.traps.0.cleanout_fraction", 0.3,
-     "sites.0.traps.0.warn_fraction: must be below cleanout_fraction (0.3)"),
+     "sites.branch-meadows.traps.trap-1.warn_fraction: must be below cleanout_fraction (0.3)"),
     ("sites.0.turbidity_pairs.0.rule", "delta_ntu",
-     "sites.0.turbidity_pairs.0.delta_ntu: required when rule is delta_ntu"),
+     "sites.branch-meadows.turbidity_pairs.outfall-1.delta_ntu: required when rule is delta_ntu"),
     ("sites.0.turbidity_pairs.0.delta_ntu", 5,
-     "sites.0.turbidity_pairs.0.delta_ntu: applies to rule delta_ntu only, not to wa-173-201a"),
+     "sites.branch-meadows.turbidity_pairs.outfall-1.delta_ntu: applies to rule delta_ntu "
+     "only, not to wa-173-201a"),
     ("sites.0.id", "Branch Meadows",
      "sites.0.id: 'Branch Meadows' is not a valid id: use 1 to 63 characters of a-z, 0-9, "
      "'-' and '_', starting with a letter or digit"),
     ("sites.0.sensors.1", {"id": "tb-up", "kind": "turbidity", "in_per_tip": 0.01},
-     "sites.0.sensors.1.in_per_tip: applies to rain sensors only, not to a turbidity sensor"),
+     "sites.branch-meadows.sensors.tb-up.in_per_tip: applies to rain sensors only, not to a "
+     "turbidity sensor"),
     ("sites.0.sensors.3", {"id": "trap1-depth", "kind": "sediment", "max_ntu": 4000},
-     "sites.0.sensors.3.max_ntu: applies to turbidity sensors only, not to a sediment sensor"),
+     "sites.branch-meadows.sensors.trap1-depth.max_ntu: applies to turbidity sensors only, not "
+     "to a sediment sensor"),
     # Issue 18: the sensor-fault, re-arm and suspect-probe fields.
     ("sites.0.sensors.0", {"id": "rg1", "kind": "rain", "max_step_in": 12},
-     "sites.0.sensors.0.max_step_in: applies to sediment sensors only, not to a rain sensor"),
+     "sites.branch-meadows.sensors.rg1.max_step_in: applies to sediment sensors only, not to a "
+     "rain sensor"),
     ("sites.0.traps.0.max_fill_fraction", 0.9,
-     "sites.0.traps.0.max_fill_fraction: must be at least 1 (got 0.9)"),
+     "sites.branch-meadows.traps.trap-1.max_fill_fraction: must be at least 1 (got 0.9)"),
     ("sites.0.traps.0.rearm_hours", -1,
-     "sites.0.traps.0.rearm_hours: must be at least 0 hours (got -1 hour)"),
+     "sites.branch-meadows.traps.trap-1.rearm_hours: must be at least 0 hours (got -1 hour)"),
     ("sites.0.turbidity_pairs.0.suspect_delta_ntu", 0,
-     "sites.0.turbidity_pairs.0.suspect_delta_ntu: must be more than 0 NTU (got 0 NTU)"),
+     "sites.branch-meadows.turbidity_pairs.outfall-1.suspect_delta_ntu: must be more than 0 "
+     "NTU (got 0 NTU)"),
     ("sites.0.rain", {"mode": "daily"},
-     "sites.0.rain.mode: Input should be 'event_24h', 'event_total' or 'rolling_24h'"),
-    ("sites.0.condition", "D", "sites.0.condition: Input should be 'A', 'B', 'C' or 'none'"),
-    ("sites.0.traps.0.design_depth_ft", None, "sites.0.traps.0.design_depth_ft: "
+     "sites.branch-meadows.rain.mode: Input should be 'event_24h', 'event_total' or 'rolling_24h'"),
+    ("sites.0.condition", "D", "sites.branch-meadows.condition: Input should be 'A', 'B', 'C' "
+                               "or 'none'"),
+    ("sites.0.traps.0.design_depth_ft", None, "sites.branch-meadows.traps.trap-1.design_depth_ft: "
      "Input should be a valid number"),
-    ("sites.0.sensors.0", {"id": "rg1"}, "sites.0.sensors.0.kind: required field is missing"),
+    ("sites.0.sensors.0", {"id": "rg1"}, "sites.branch-meadows.sensors.rg1.kind: required "
+                                         "field is missing"),
     ("sites.0", "branch-meadows", "sites.0: must be a mapping of fields (key: value)"),
     ("broker", {"port": 70000}, "broker.port: must be at most 65535 (got 70000)"),
     ("influx", {"url": "http://127.0.0.1:8086"}, "influx.bucket: required for api v2"),
@@ -246,7 +260,8 @@ def test_pair_naming_a_sensor_of_another_site() -> None:
              "sensors": [{"id": "lot-tb", "kind": "turbidity"}],
              "turbidity_pairs": [{"id": "outfall-2", "upstream": "tb-up", "downstream": "lot-tb"}]}
     assert problems(document(site(), other)) == [
-        "sites.1.turbidity_pairs.0.upstream: 'tb-up' is not a sensor of this site "
+        "sites.mill-road-lot.turbidity_pairs.outfall-2.upstream: 'tb-up' is not a sensor of "
+        "this site "
         "(its turbidity sensors: lot-tb)",
     ]
 
@@ -261,34 +276,41 @@ def test_duplicate_pair_and_trap_ids() -> None:
     pairs = [{"id": "outfall-1", "upstream": "tb-up", "downstream": "tb-down"}] * 2
     data = document(site(turbidity_pairs=pairs))
     assert problems(data) == [
-        "sites.0.turbidity_pairs.1.id: duplicate id 'outfall-1' (also at turbidity_pairs.0)",
+        "sites.branch-meadows.turbidity_pairs.1.id: duplicate id 'outfall-1' (also at "
+        "turbidity_pairs.0)",
     ]
 
 
 def test_dimensions_of_another_shape_are_an_error() -> None:
     data = _edit("sites.0.traps.0.shape", "rectangular")
-    assert problems(data) == ["sites.0.traps.0.side_slope: does not apply to shape rectangular"]
+    assert problems(data) == ["sites.branch-meadows.traps.trap-1.side_slope: does not apply to "
+                              "shape rectangular"]
     data = _edit("sites.0.traps.0.shape", "cylindrical")
     assert problems(data) == [
-        "sites.0.traps.0.bottom_length_ft: does not apply to shape cylindrical",
-        "sites.0.traps.0.bottom_width_ft: does not apply to shape cylindrical",
-        "sites.0.traps.0.side_slope: does not apply to shape cylindrical",
-        "sites.0.traps.0.diameter_ft: required for shape cylindrical",
+        "sites.branch-meadows.traps.trap-1.bottom_length_ft: does not apply to shape cylindrical",
+        "sites.branch-meadows.traps.trap-1.bottom_width_ft: does not apply to shape cylindrical",
+        "sites.branch-meadows.traps.trap-1.side_slope: does not apply to shape cylindrical",
+        "sites.branch-meadows.traps.trap-1.diameter_ft: required for shape cylindrical",
     ]
 
 
 @pytest.mark.parametrize(("table", "lines"), [
     ([[0, 0], [2, 300], [1.5, 400], [4, 900]],
-     ["sites.0.traps.0.stage_storage.2: depth 1.5 ft must be greater than the row before (2)"]),
+     ["sites.branch-meadows.traps.pond-1.stage_storage.2: depth 1.5 ft must be greater than "
+      "the row before (2)"]),
     ([[0, 0], [1, 300], [2, 300], [4, 900]],
-     ["sites.0.traps.0.stage_storage.2: volume 300 cf must be greater than the row before (300)"]),
+     ["sites.branch-meadows.traps.pond-1.stage_storage.2: volume 300 cf must be greater than "
+      "the row before (300)"]),
     ([[1, 100], [4, 900]],
-     ["sites.0.traps.0.stage_storage.0: the first row must be [0, 0] (the trap bottom)"]),
-    ([[0, 0]], ["sites.0.traps.0.stage_storage: needs at least two [depth_ft, volume_cf] rows"]),
+     ["sites.branch-meadows.traps.pond-1.stage_storage.0: the first row must be [0, 0] (the "
+      "trap bottom)"]),
+    ([[0, 0]], ["sites.branch-meadows.traps.pond-1.stage_storage: needs at least two "
+                "[depth_ft, volume_cf] rows"]),
     ([[0, 0], [3, 600]],
-     ["sites.0.traps.0.design_depth_ft: 4 ft lies beyond the stage_storage table "
+     ["sites.branch-meadows.traps.pond-1.design_depth_ft: 4 ft lies beyond the stage_storage table "
       "(last row at 3 ft)"]),
-    ([[0, 0], [4, -1]], ["sites.0.traps.0.stage_storage.1.1: must be at least 0 (got -1)"]),
+    ([[0, 0], [4, -1]], ["sites.branch-meadows.traps.pond-1.stage_storage.1.1: must be at "
+                         "least 0 (got -1)"]),
 ])
 def test_stage_storage_table(table: list[list[float]], lines: list[str]) -> None:
     trap = {"id": "pond-1", "sensor": "trap1-depth", "shape": "stage_storage",
@@ -310,9 +332,10 @@ def test_three_mistakes_give_exactly_three_lines() -> None:
     data["sites"][0]["sensors"][1]["in_per_tip"] = 0.01
     data["sites"][0]["traps"][0]["sensor"] = "rg1"
     assert problems(data) == [
-        "sites.0.rain.threshold_in: must be at least 0.01 in (got 0 in)",
-        "sites.0.sensors.1.in_per_tip: applies to rain sensors only, not to a turbidity sensor",
-        "sites.0.traps.0.sensor: 'rg1' is a rain sensor, not a sediment sensor",
+        "sites.branch-meadows.rain.threshold_in: must be at least 0.01 in (got 0 in)",
+        "sites.branch-meadows.sensors.tb-up.in_per_tip: applies to rain sensors only, not to a "
+        "turbidity sensor",
+        "sites.branch-meadows.traps.trap-1.sensor: 'rg1' is a rain sensor, not a sediment sensor",
     ]
 
 
@@ -320,7 +343,8 @@ def test_an_invalid_sensor_kind_is_reported_once() -> None:
     # The pair naming it is not blamed too.
     data = _edit("sites.0.sensors.1", {"id": "tb-up", "kind": "turbdity"})
     assert problems(data) == [
-        "sites.0.sensors.1.kind: Input should be 'rain', 'turbidity' or 'sediment'",
+        "sites.branch-meadows.sensors.tb-up.kind: "
+        "Input should be 'rain', 'turbidity' or 'sediment'",
     ]
 
 
@@ -395,7 +419,8 @@ def test_binary_file_is_one_line(tmp_path: Path) -> None:
 def test_load_config_reports_validation_errors(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     path.write_text("sites:\n  - id: a\n    rain: {thresold_in: 1}\n", encoding="utf-8")
-    assert _load_lines(path) == ["sites.0.rain.thresold_in: unknown field"]
+    assert _load_lines(path) == ["sites.a.rain.thresold_in: unknown field; did you mean "
+                                 "threshold_in?"]
 
 
 # --------------------------------------------------------------------------- STORMWATCH_* overrides
@@ -432,7 +457,7 @@ def test_override_errors_name_the_variable() -> None:
     assert problems(document(), env) == [
         "broker.port: Input should be a valid integer, unable to parse string as an integer "
         "(from STORMWATCH_BROKER__PORT)",
-        "broker.hsot: unknown field (from STORMWATCH_BROKER__HSOT)",
+        "broker.hsot: unknown field; did you mean host? (from STORMWATCH_BROKER__HSOT)",
         "influx.bucket: required for api v2 (from STORMWATCH_INFLUX__URL)",
         "log_format: Input should be 'text' or 'json' (from STORMWATCH_LOG_FORMAT)",
     ]

@@ -57,18 +57,19 @@ def test_a_sound_configuration_and_the_example_have_no_warning() -> None:
 
 @pytest.mark.parametrize(("edit", "value", "words"), [
     ("sites__0__rain__threshold_in", 12.7,
-     ["sites.0.rain.threshold_in: 12.7 in is above the 0.5 in of § 134-9A(2)",
+     ["sites.branch-meadows.rain.threshold_in: 12.7 in is above the 0.5 in of § 134-9A(2)",
       "is it in millimetres? 12.7 mm is 0.5 in"]),
     ("sites__0__sensors__0__in_per_tip", 0.2,
-     ["sites.0.sensors.0.in_per_tip: 0.2 in is outside",
+     ["sites.branch-meadows.sensors.rg1.in_per_tip: 0.2 in is outside",
       "is it in millimetres? 0.2 mm is 0.007874 in"]),
     ("sites__0__rain__inspect_within_hours", 1440,
-     ["sites.0.rain.inspect_within_hours: 1440 hours is later than the 24 hours",
+     ["sites.branch-meadows.rain.inspect_within_hours: 1440 hours is later than the 24 hours",
       "is it in minutes? 1440 minutes is 24 hours"]),
     ("sites__0__routine_inspection_days", 14,
-     ["sites.0.routine_inspection_days: 14 days is less often than the seven days"]),
+     ["sites.branch-meadows.routine_inspection_days: 14 days is less often than the seven days"]),
     ("sites__0__traps__0__design_depth_ft", 48,
-     ["sites.0.traps.0.design_depth_ft: 48 ft is deeper", "is it in inches? 48 in is 4 ft"]),
+     ["sites.branch-meadows.traps.trap-1.design_depth_ft: 48 ft is deeper", "is it in inches? "
+                                                                            "48 in is 4 ft"]),
 ])
 def test_each_implausible_value_is_one_warning_at_its_field(edit: str, value: float,
                                                             words: list[str]) -> None:
@@ -119,7 +120,9 @@ def test_check_config_warns_exit_0_and_strict_refuses(tmp_path: Path) -> None:
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 3 and all(line.startswith("warning: ") for line in lines), lines
     assert {line.split(":")[1].strip() for line in lines} == {
-        "sites.0.rain.threshold_in", "sites.0.traps.0.design_depth_ft", "notify.targets"}
+        "sites.branch-meadows.rain.threshold_in",
+        "sites.branch-meadows.traps.trap-1.design_depth_ft",
+        "notify.targets"}
 
     strict = check_config(tmp_path, data, "--strict")
     assert strict.returncode == 2 and strict.stdout == ""
@@ -152,13 +155,14 @@ def test_quantities_are_said_in_the_unit_of_their_field(value: float, field: str
 
 @pytest.mark.parametrize(("edit", "value", "line"), [
     ("sites__0__rain__dry_gap_hours", 0.001,
-     "sites.0.rain.dry_gap_hours: must be at least 1 minute (got 3.6 seconds)"),
+     "sites.branch-meadows.rain.dry_gap_hours: must be at least 1 minute (got 3.6 seconds)"),
     ("sites__0__rain__threshold_in", 0.001,
-     "sites.0.rain.threshold_in: must be at least 0.01 in (got 0.001 in)"),
+     "sites.branch-meadows.rain.threshold_in: must be at least 0.01 in (got 0.001 in)"),
     ("sites__0__sensors__0__stale_after_minutes", 0,
-     "sites.0.sensors.0.stale_after_minutes: must be more than 0 minutes (got 0 minutes)"),
+     "sites.branch-meadows.sensors.rg1.stale_after_minutes: must be more than 0 minutes (got 0 "
+     "minutes)"),
     ("sites__0__traps__0__warn_fraction", 1.5,
-     "sites.0.traps.0.warn_fraction: must be at most 1 (got 1.5)"),
+     "sites.branch-meadows.traps.trap-1.warn_fraction: must be at most 1 (got 1.5)"),
     ("broker", {"port": 70000}, "broker.port: must be at most 65535 (got 70000)"),
 ])
 def test_bounds_are_said_in_the_fields_unit(edit: str, value: Any, line: str) -> None:
@@ -173,5 +177,22 @@ def test_a_bound_inside_a_check_that_spans_fields_is_said_too() -> None:
     with pytest.raises(ConfigError) as caught:
         parse_config(document(sites__0__traps__0__bottom_width_ft=0,
                               sites__0__traps__0__sensor="rg1"), env={})
-    assert "sites.0.traps.0.bottom_width_ft: must be more than 0 ft (got 0 ft)" \
+    assert "sites.branch-meadows.traps.trap-1.bottom_width_ft: must be more than 0 ft (got 0 ft)" \
         in caught.value.lines
+
+
+@pytest.mark.parametrize("zone, warned_for", [("EST", True), ("Etc/GMT+5", True), ("MST", True),
+                                              ("America/New_York", False), ("UTC", False),
+                                              ("America/Phoenix", False), ("EST5EDT", False)])
+def test_a_fixed_offset_zone_without_daylight_saving_time_is_warned(zone: str,
+                                                                   warned_for: bool) -> None:
+    """``EST`` is a valid tz name, but it keeps standard time all summer: a site in New
+    York on it would print every local time an hour off from March to November."""
+    found = [w for w in warned(sites__0__timezone=zone) if ".timezone:" in w]
+    if warned_for:
+        assert found == [f"sites.branch-meadows.timezone: {zone!r} is a fixed offset without "
+                         "daylight saving time: from spring to autumn every local time "
+                         "stormwatch prints would be an hour off for a place that keeps it; "
+                         "use the IANA name of the place (e.g. America/New_York)"]
+    else:
+        assert found == []

@@ -45,7 +45,8 @@ sites:
     sensors:
       - {{id: rg1, kind: rain, in_per_tip: 0.01}}
 """
-WARNING = ("sites.0.sensors: condition B has the storm duty of § 134-9A(2) (inspect within 24"
+WARNING = ("sites.pond-lot.sensors: condition B has the storm duty of § 134-9A(2) (inspect "
+           "within 24"
            " hours of every storm of 0.5 in or more), but the site has no sensor of kind rain:"
            f" {NO_GAUGE} (add the site's gauge)")
 

@@ -145,7 +145,8 @@ def test_an_on_tip_gauge_without_heartbeats_is_unknown_never_ok_and_never_stale(
     eng.apply(Reading(SITE, "rg1", "rain", T0 + 2 * DAY, tips_total=5))
     assert site_status(eng, SITE, T0 + 2 * DAY)["sensors"]["rg1"]["health"] == "unknown"
     assert warnings(cfg) == [
-        "sites.0.sensors.0.heartbeat_minutes: not set for an on_tip gauge: a dead gauge "
+        "sites.branch-meadows.sensors.rg1.heartbeat_minutes: not set for an on_tip gauge: a "
+        "dead gauge "
         "cannot be told from a dry one, so its health shows unknown and it never goes stale "
         "(set it to how often the gauge or its node sends a status, with some margin, e.g. "
         "90 for an hourly heartbeat)",
@@ -283,19 +284,23 @@ def test_reporting_and_its_fields_belong_to_rain_gauges() -> None:
         config(gauge(), {"id": "tb-up", "kind": "turbidity", "reporting": "on_tip",
                          "heartbeat_minutes": 60, "debounce_s": 2})
     assert str(err.value).splitlines() == [
-        "sites.0.sensors.1.heartbeat_minutes: applies to rain sensors only, not to a "
+        "sites.branch-meadows.sensors.tb-up.heartbeat_minutes: applies to rain sensors only, "
+        "not to a "
         "turbidity sensor",
-        "sites.0.sensors.1.reporting: applies to rain sensors only, not to a turbidity sensor",
-        "sites.0.sensors.1.debounce_s: applies to rain sensors only, not to a turbidity sensor"]
+        "sites.branch-meadows.sensors.tb-up.reporting: applies to rain sensors only, not to a "
+        "turbidity sensor",
+        "sites.branch-meadows.sensors.tb-up.debounce_s: applies to rain sensors only, not to a "
+        "turbidity sensor"]
     with pytest.raises(ConfigError) as err:
         config(gauge(reporting="per_tip"))
-    assert "sites.0.sensors.0.reporting" in str(err.value)
+    assert "sites.branch-meadows.sensors.rg1.reporting" in str(err.value)
     # The defaults of a non-rain sensor written out (a dumped configuration) are fine,
     # and an interval gauge's heartbeat is a warning, not an error.
     cfg = config(gauge(heartbeat_minutes=60),
                  {"id": "tb-up", "kind": "turbidity", "reporting": "interval", "debounce_s": 1.0})
     assert warnings(cfg)[0] == (
-        "sites.0.sensors.0.heartbeat_minutes: applies to reporting: on_tip only; this gauge "
+        "sites.branch-meadows.sensors.rg1.heartbeat_minutes: applies to reporting: on_tip "
+        "only; this gauge "
         "reports every interval and is stale after stale_after_minutes (15)")
 
 

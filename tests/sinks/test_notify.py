@@ -261,7 +261,8 @@ def test_route_names_are_checked_in_the_configuration() -> None:
     assert any(line.startswith("notify.routes.storm_qualifed: unknown event type "
                                "'storm_qualifed' (one of: storm_started, ") for line in lines)
     assert any(line.startswith("notify.routes.trap_fill.0: ") for line in lines)
-    assert any(line.startswith("sites.0.notify.routes.clock_closed.maybe: unknown event type")
+    assert any(line.startswith("sites.branch-meadows.notify.routes.clock_closed.maybe: unknown "
+                               "event type")
                for line in lines)
     with pytest.raises(ConfigError) as info:
         parse_config({"notify": {"retry_initial_s": 60, "retry_max_s": 30},
