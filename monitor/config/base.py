@@ -1,6 +1,6 @@
 """The building blocks of the configuration schema (``config.py``): the base model,
 the field types, how a check that spans fields reports each problem at the
-field a user must edit (``sites.0.traps.1.side_slope``, said by id as ``sites.branch-meadows.traps.pond-1.side_slope``), all at once, and how
+field a user must edit (``sites.0.traps.1.side_slope``), all at once, and how
 numbers are said in messages (``say_number``, ``bound_message``): as people
 write them, in the unit of the field's name (``at least 1 minute``, not
 ``greater than or equal to 0.016666666666666666``).
@@ -42,7 +42,7 @@ def raise_problems(title: str, problems: Sequence[Problem], value: Any) -> None:
 
     A ``ValidationError`` raised inside a validator keeps its locations, and
     pydantic nests them under the model's own location, so a trap's check can
-    point at ``sites.0.traps.1.side_slope``, said by id as ``sites.branch-meadows.traps.pond-1.side_slope`` rather than at the whole trap.
+    point at ``sites.0.traps.1.side_slope`` rather than at the whole trap.
     """
     if problems:
         raise ValidationError.from_exception_data(title, error_details(problems, value))

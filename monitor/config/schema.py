@@ -10,7 +10,7 @@ Reading the file (YAML, ``${ENV_VAR}``, secrets from ``*_file`` fields,
 ``STORMWATCH_*`` overrides, one error line per problem) is ``file.py``.
 
 Checks that span several fields raise their problems located at the field a
-user must edit (``sites.0.traps.1.side_slope``, said by id as ``sites.branch-meadows.traps.pond-1.side_slope``), not at the model that ran the
+user must edit (``sites.0.traps.1.side_slope``), not at the model that ran the
 check. Cross-references within a site (pairs and traps naming sensors,
 duplicate ids) are checked on the raw input even when another field of the
 site is invalid, so one typo does not hide them.
