@@ -11,9 +11,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from zoneinfo import ZoneInfo
 
 from ..config import Config
 from ..config.plausible import NO_GAUGE, storm_duty_unwatched, warnings
+from ..contract.localtime import local_text
 from ..errors import EXIT_OK, EXIT_USAGE, UserError
 from .common import CONFIG_HELP, emit, load, write_file
 from .helptext import command_help
@@ -99,13 +101,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
         for row in rows:
             emit(json.dumps(row, separators=(",", ":")) + "\n")
     else:
-        emit(f"{'site':<16} {'gauge':<10} {'started':<21} {'ended':<21} {'total':>7} "
-             f"{'max 24h':>8}  qualified at\n")
-        for r in rows:
-            total = f"{r['total_in']:.2f}"
-            emit(f"{r['site']:<16} {r['gauge']:<10} {r['started_at']:<21} "
-                 f"{r['ended_at'] or 'open':<21} {total:>7} {r['max_24h_in']:8.2f}  "
-                 f"{r['qualified_at'] or '-'}\n")
+        emit(_backtest_table(config, rows))
     if result.skipped:
         reasons = ", ".join(f"{k} {v}" for k, v in sorted(result.skipped.items()))
         print(f"backtest: {result.rows} rows, skipped {reasons}", file=sys.stderr)
@@ -154,3 +150,20 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("--config", required=True, metavar="FILE", help=CONFIG_HELP)
     p.add_argument("--out", help="file to write (default: stdout)")
     p.set_defaults(func=cmd_acl)
+
+
+def _backtest_table(config: Config, rows: list[dict[str, object]]) -> str:
+    """The storms as a table, each time in its site's local time with the zone named,
+    as ``replay --format table`` prints them."""
+    lines = [f"{'site':<16} {'gauge':<10} {'started':<22} {'ended':<22} {'total':>7} "
+             f"{'max 24h':>8}  qualified at"]
+    for r in rows:
+        site = config.site(str(r["site"]))
+        zone = site.zone if site is not None else ZoneInfo("UTC")
+        local = [local_text(v if isinstance(v := r[k], str) else None, zone, empty=empty)
+                 for k, empty in (("started_at", "-"), ("ended_at", "open"),
+                                  ("qualified_at", "-"))]
+        total, max24 = float(str(r["total_in"])), float(str(r["max_24h_in"]))
+        lines.append(f"{r['site']!s:<16} {r['gauge']!s:<10} {local[0]:<22} {local[1]:<22} "
+                     f"{total:7.2f} {max24:8.2f}  {local[2]}")
+    return "\n".join(lines) + "\n"

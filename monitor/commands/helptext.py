@@ -80,7 +80,10 @@ HELP: dict[str, tuple[str, str, str]] = {
         `replay`, several times faster on a year of data
         (tests/engine/test_backtest.py proves them equal). Storms only: no clocks,
         traps or turbidity. Reads the same CSV as `replay` and refuses what
-        `replay` refuses.""", EXIT_CODES),
+        `replay` refuses; like `replay`, it reads the storms at the newest row
+        of the file (an inspection the day after the rain ends the storm).
+        jsonl gives UTC times, the table the site's local time with the zone.""",
+                 EXIT_CODES),
 
     "run": ("the daemon, in the foreground (SIGTERM drains and exits 0)", """
         Subscribes to the MQTT topics, journals every accepted reading before

@@ -326,15 +326,14 @@ def backtest_csv(config: Config, path: str) -> BacktestResult:
     gauges = {f"{s.id}\x1f{g.id}" for s in config.sites for g in s.gauges()}
     pair = frame["site"] + "\x1f" + frame["sensor"]
     keep(pair.isin(known) | (frame["sensor"] == "inspection"), "unknown_sensor")
+    # As replay ends: time advanced to the newest row of the file, of any kind (an
+    # inspection a day after the rain ends the storm in both).
+    every_ms, every_ok = _column_ms(frame["ts"])
+    now_ms = int(every_ms[every_ok].max()) if every_ok.any() else None
     frame = frame[(frame["site"] + "\x1f" + frame["sensor"]).isin(gauges)]
-    ts = frame["ts"].str.strip()
-    seconds = pd.to_numeric(ts, errors="coerce")
-    stamps = pd.to_datetime(ts.where(seconds.isna()), utc=True, errors="coerce",
-                            format="ISO8601")
-    stamp_ms = stamps.to_numpy(dtype="datetime64[ms]").astype(np.int64)
-    ms = np.where(seconds.notna(), (seconds.fillna(0) * 1000).round(), stamp_ms)
-    frame = frame.assign(ts_ms=ms.astype(np.int64))
-    keep(seconds.notna() | stamps.notna(), "bad_timestamp")
+    ms, valid = _column_ms(frame["ts"])
+    frame = frame.assign(ts_ms=ms)
+    keep(valid, "bad_timestamp")
     columns = {c: pd.to_numeric(frame[c].replace("", np.nan), errors="coerce")
                for c in ("tips_total", "precip_in", "seq") if c in frame.columns}
     empty = pd.Series(np.nan, index=frame.index)
@@ -359,12 +358,23 @@ def backtest_csv(config: Config, path: str) -> BacktestResult:
             events = storm_events(
                 data, site.rain, per_tip,
                 stale_after_minutes={g.id: g.reveal_after_minutes for g in site.gauges()},
-                counter_bits={g.id: g.counter_bits for g in site.gauges()})
+                counter_bits={g.id: g.counter_bits for g in site.gauges()}, now=now_ms)
             events.insert(0, "site", site.id)
             out.append(events)
     result = (pd.concat(out, ignore_index=True) if out
               else empty_events().assign(site=pd.Series([], dtype=str)))
     return BacktestResult(result, rows, skipped)
+
+
+def _column_ms(column: pd.Series) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+    """A ``ts`` column (ISO 8601 with an offset, or Unix seconds) as ms, and which parsed."""
+    ts = column.str.strip()
+    seconds = pd.to_numeric(ts, errors="coerce")
+    stamps = pd.to_datetime(ts.where(seconds.isna()), utc=True, errors="coerce",
+                            format="ISO8601")
+    stamp_ms = stamps.to_numpy(dtype="datetime64[ms]").astype(np.int64)
+    ms = np.where(seconds.notna(), (seconds.fillna(0) * 1000).round(), stamp_ms)
+    return ms.astype(np.int64), np.asarray(seconds.notna() | stamps.notna(), dtype=bool)
 
 
 def event_rows(events: pd.DataFrame) -> list[dict[str, object]]:

@@ -212,8 +212,29 @@ def test_backtest_finds_the_storms_replay_finds(tmp_path: Path) -> None:
         "2026-05-01T05:49:00Z"]
 
     table = stormwatch("backtest", "--config", str(cfg), "--input", str(csv), "--format", "table")
-    assert table.returncode == 0 and "2026-05-01T05:49:00Z" in table.stdout
+    assert table.returncode == 0 and "2026-05-01 01:49 EDT" in table.stdout  # local time
 
     missing = stormwatch("backtest", "--config", str(cfg), "--input", str(tmp_path / "no.csv"))
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1
     assert "Traceback" not in missing.stderr
+
+
+def test_backtest_ends_a_storm_where_replay_does_and_prints_local_times() -> None:
+    """The sample's storm ends (an inspection the next day moves time on) in both, and
+    the backtest table says its times in the site's zone, as replay's table does."""
+    args = ["--config", str(ROOT / "config" / "example.yaml"),
+            "--input", str(ROOT / "config" / "sample-readings.csv")]
+    def cli(*argv: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "monitor.cli", *argv], cwd=ROOT,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+    ended = [e for e in map(json.loads, cli("replay", *args).splitlines())
+             if e["type"] == "storm_ended"]
+    rows = [json.loads(line) for line in cli("backtest", *args).splitlines()]
+    assert [r["ended_at"] for r in rows] == [e["ended_at"] for e in ended] \
+        == ["2026-05-01T14:20:00Z"]
+    table = cli("backtest", *args, "--format", "table").splitlines()
+    assert table[1].split() == ["branch-meadows", "rg1", "2026-05-01", "10:10", "EDT",
+                                "2026-05-01", "10:20", "EDT", "0.51", "0.51", "2026-05-01",
+                                "10:20", "EDT"]
