@@ -49,7 +49,7 @@ from ..contract.inputs import Reading
 from ..contract.localtime import local_text
 from ..contract.rejects import Rejection, RejectReason
 from ..engine.core import Engine
-from ..engine.summary import site_status
+from ..engine.summary import site_now
 from ..sources.csvfile import ENCODING, CsvInputError, RowParser, check_header, not_utf8
 from ..sources.pertip import PerTipRows
 
@@ -211,15 +211,15 @@ def format_table(config: Config, result: ReplayResult) -> str:
         overdue = [b for b in bodies if isinstance(b, InspectionOverdue)]
         # Open as ``status`` shows them, at the replay's now: begun, not closed, not cut.
         now = result.engine.now_ms
-        open_clocks = site_status(result.engine, site.id, now)["open_clocks"] \
-            if now is not None else []
+        open_clocks = site_now(result.engine, site.id, now).open_clocks \
+            if now is not None else ()
         lines.append(f"Inspection clocks ({len(clocks_closed)} closed, {len(open_clocks)} open,"
                      f" {len(overdue)} overdue notices)")
         for c in clocks_closed:
             lines.append(f"  {c.clock:<8} {c.clock_id:<36} due {_local(site, c.due)}"
                          f"  inspected {_local(site, c.inspected_at)}  {c.outcome}")
         for oc in open_clocks:
-            lines.append(f"  {oc['clock']:<8} {oc['clock_id']:<36} due {_local(site, oc['due'])}"
+            lines.append(f"  {oc.clock:<8} {oc.clock_id:<36} due {_local(site, oc.due_ms)}"
                          "  OPEN")
         lines.append("")
         traps = [(e.at_ms, e.type, e.body) for e in mine

@@ -40,9 +40,10 @@ from ...contract.events import (
 from ...contract.times import MS_PER_HOUR, parse_iso
 from ...engine.actions import action_states, record_of_event
 from ...engine.core import Engine
+from ...engine.readout import SiteNow, SiteSummary
 from ...engine.series import ContrastSample, Sample, StormSample, TrapSample, attach
 from ...engine.sitestorms import MEAN_GAUGE
-from ...engine.summary import at_now, judged_at
+from ...engine.summary import judged_at, status_at
 from ...host.rows import apply_row
 from ...store import Store
 from ..logbook import current_events, verify_logbook
@@ -296,15 +297,16 @@ def _actions_table(events: Iterable[Event], from_ms: int, to_ms: int, now_ms: in
         "No corrective actions open in the period.")
 
 
-def _open_clocks(state: dict[str, Any] | None, local: _Local) -> str:
+def _open_clocks(state: SiteNow | None, local: _Local) -> str:
     if state is None:
         return ("<h2>Open inspection clocks</h2><p><em>Unknown: the daemon has recorded no "
                 "state for this site.</em></p>")
-    rows = [[escape(c["clock"]), escape(c["clock_id"]), escape(local(c["due"])),
-             _outcome("overdue") + escape(f" by {-c['hours_left']:.1f} h")
-             if c["overdue"] else escape(f"{c['hours_left']:.1f} h left")
-             if c["hours_left"] is not None else "—", escape(str(c.get("missed_weeks", "—")))]
-            for c in state["open_clocks"]]
+    rows = [[escape(c.clock), escape(c.clock_id), escape(local(c.due_ms)),
+             _outcome("overdue") + escape(f" by {-c.hours_left:.1f} h")
+             if c.overdue and c.hours_left is not None
+             else escape(f"{c.hours_left:.1f} h left") if c.hours_left is not None else "—",
+             escape(str(c.missed_weeks) if c.missed_weeks is not None else "—")]
+            for c in state.open_clocks]
     return "<h2>Open inspection clocks (at the time of this report)</h2>" + _table(
         ["Clock", "Id", "Due", "State", "Weeks missed"], rows, "No open inspection clocks.")
 
@@ -363,8 +365,11 @@ def build_report(config: Config, store: Store, site_id: str, from_ms: int, to_ms
             s.total_in = max(x.total_in for x in samples)
             running.add(s.event_id)
     recorded = store.state.site_statuses().get(site.id)
-    state = at_now(recorded.data, judged_at(recorded.data, now_ms)) if recorded else None
-    open_routine = [c for c in (state or {}).get("open_clocks", ()) if c["clock"] == "routine"]
+    state = None
+    if recorded is not None:
+        kept = SiteSummary.from_json(recorded.data)
+        state = status_at(kept, judged_at(kept, now_ms))
+    open_routine = [c for c in (state.open_clocks if state else ()) if c.clock == "routine"]
     missed = [b for b in mine if isinstance(b, InspectionMissed)]
 
     storm_out: list[str] = []
@@ -388,7 +393,7 @@ def build_report(config: Config, store: Store, site_id: str, from_ms: int, to_ms
          f"{storm_out.count('late')} late, {storm_out.count('open') + storm_out.count('overdue')}"
          f" open ({storm_out.count('overdue')} overdue)"),
         ("Routine inspections", f"{routine.count('met')} met, {routine.count('late')} late, "
-         + (f"{len(open_routine)} open ({sum(c['overdue'] for c in open_routine)} overdue)"
+         + (f"{len(open_routine)} open ({sum(c.overdue for c in open_routine)} overdue)"
             if state is not None else "open: unknown (no recorded state)")),
         ("Weeks without a required inspection (§ 134-12D)",
          f"{len(missed)} ({len({b.clock_id for b in missed})} clock(s))"),

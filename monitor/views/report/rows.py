@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from ...config import SiteConfig
 from ...contract.events import Event, StormEnded, StormQualified, StormStarted
+from ...engine.readout import SiteNow
 
-#: A time (ISO text or None) as the report writes it, in the site's zone.
-Local = Callable[[str | None], str]
+#: A time (ms, ISO text or None) as the report writes it, in the site's zone.
+Local = Callable[[int | str | None], str]
 
 
 @dataclass(slots=True)
@@ -74,20 +74,20 @@ def revealed_note(row: StormRow, local: Local) -> str:
     return note + ")"
 
 
-def sensor_rows(site: SiteConfig, state: dict[str, Any] | None, local: Local) -> list[list[str]]:
+def sensor_rows(site: SiteConfig, state: SiteNow | None, local: Local) -> list[list[str]]:
     """One row per configured sensor: id, kind, reporting, health, last seen."""
-    sensors = (state or {}).get("sensors", {})
+    sensors = state.sensors if state is not None else {}
     rows = []
     for sensor in site.sensors:
         h = sensors.get(sensor.id)
         health = "unknown (no recorded state)" if h is None else {
-            "stale": "STALE", "ok": "ok"}.get(h.get("health", ""), "unknown")
-        if h is not None and h.get("health") == "unknown":
+            "stale": "STALE", "ok": "ok"}.get(h.health, "unknown")
+        if h is not None and h.health == "unknown":
             health += (" (reporting: on_tip without heartbeat_minutes: a dry gauge and a "
                        "dead one look alike)")
         how: str = sensor.reporting if sensor.kind == "rain" else ""
         if sensor.on_tip and sensor.heartbeat_minutes is not None:
             how += f", heartbeat {sensor.heartbeat_minutes:g} min"
         rows.append([sensor.id, sensor.kind, how, health,
-                     local(h.get("last_seen") if h is not None else None)])
+                     local(h.last_seen_ms if h is not None else None)])
     return rows
