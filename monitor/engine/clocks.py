@@ -88,6 +88,13 @@ class Clock:
         return "met" if self.closed_at <= self.due else "late"
 
 
+def is_overdue(due_ms: int | None, now_ms: int) -> bool:
+    """Past due at ``now_ms``: an inspection at ``due`` itself still meets the clock
+    (closed on or before due is ``met``, DESIGN § 4), so only after it is late. The one
+    rule of lateness that ``status``, the exporter and the report share."""
+    return due_ms is not None and now_ms > due_ms
+
+
 @dataclass(frozen=True, slots=True)
 class ClockFloor:
     """What of an open clock's notices is settled: overdue notices ``0 .. k - 1`` and

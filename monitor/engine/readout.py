@@ -245,7 +245,7 @@ class OpenClock:
     event_id: str | None
     #: Hours to due (negative: late), to 0.01 h; None while the due is unknown.
     hours_left: float | None
-    #: Past due at the instant (``summary.is_overdue``): the one rule of lateness.
+    #: Past due at the instant (``clocks.is_overdue``): the one rule of lateness.
     overdue: bool
     #: A routine clock's weeks missed so far (§ 134-12D); None for a storm clock.
     missed_weeks: int | None = None

@@ -21,6 +21,7 @@ from typing import Any, cast
 
 from ..contract.times import MS_PER_HOUR
 from .actions import action_states, record_of
+from .clocks import is_overdue
 from .core import Engine
 from .health import HealthFold, is_stale
 from .readout import (
@@ -86,12 +87,6 @@ def judged_at(summary: SiteSummary | Mapping[str, Any], wall_ms: int) -> int:
         summary = SiteSummary.from_json(summary)
     event_time = summary.event_time_ms
     return wall_ms if event_time is None else max(wall_ms, event_time)
-
-
-def is_overdue(due_ms: int | None, now_ms: int) -> bool:
-    """Past due at ``now_ms``: an inspection at ``due`` itself still meets the clock
-    (closed on or before due is ``met``, DESIGN § 4), so only after it is late."""
-    return due_ms is not None and now_ms > due_ms
 
 
 def status_at(summary: SiteSummary, now_ms: int) -> SiteNow:

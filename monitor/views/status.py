@@ -300,8 +300,8 @@ def _site_lines(site: SiteConfig, shown: dict[str, Any], generated_ms: int) -> l
         lines.append(f"  closed (final stabilization) {local(s.closed_ms)}")
     for c in s.open_clocks:
         left = c.hours_left
-        when = ("due " + local(c.due_ms) + (f", {left:.1f} h left" if left >= 0
-                                            else f", OVERDUE by {_span(-left * 3600)}")
+        when = ("due " + local(c.due_ms) + (f", OVERDUE by {_span(-left * 3600)}" if c.overdue
+                                            else f", {left:.1f} h left")
                 if left is not None else "due when the storm ends")
         if c.missed_weeks:
             when += f", {c.missed_weeks} week(s) missed"

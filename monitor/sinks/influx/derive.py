@@ -295,7 +295,9 @@ def minute_points(engine: Engine, config: Config, now_ms: int) -> list[Point]:
     What ``stormwatch status`` shows, as points: one per open inspection
     clock (``hours_left`` counting down), one per sensor (stale, last seen,
     battery) and one summary per site for the fleet overview. Stamped on the
-    minute, so writing a minute twice rewrites the same points.
+    minute, so writing a minute twice rewrites the same points. Every number
+    is the engine's (``SiteNow``): which clocks are overdue, the next one due,
+    the traps at clean-out level, the worst turbidity state.
     """
     minute = now_ms // MS_PER_MINUTE * MS_PER_MINUTE
     points: list[Point] = []
@@ -316,7 +318,9 @@ def _clock_point(site_id: str, c: OpenClock, minute: int) -> Point:
         "due": iso(c.due_ms) if c.due_ms is not None else "",
         "started_at": iso(c.started_ms),
         "event_id": c.event_id or "",
-        "overdue": left is not None and left < 0,
+        # The engine's rule (``clocks.is_overdue``), not the sign of a rounded hours_left:
+        # a clock 10 s past due is overdue here as in the alert raised at due.
+        "overdue": c.overdue,
     }, minute)
 
 
@@ -336,14 +340,12 @@ def _health_point(site_id: str, sensor_id: str, h: SensorNow, now_ms: int,
 
 def _site_point(site_id: str, s: SiteNow, minute: int) -> Point:
     """The fleet overview's row of a site: its headline numbers, as the engine has them."""
-    timed = [c for c in s.open_clocks if c.hours_left is not None]
     first = s.next_clock()
     fills = [t.fill_fraction for t in s.traps.values() if t.fill_fraction is not None]
     return Point.make("site", {"site": site_id}, {
         "open_clocks": Int(len(s.open_clocks)),
         "open_storm_clocks": Int(sum(c.clock == "storm" for c in s.open_clocks)),
-        "overdue_clocks": Int(sum(c.hours_left is not None and c.hours_left < 0
-                                  for c in timed)),
+        "overdue_clocks": Int(len(s.overdue_clocks())),
         "hours_left": first.hours_left if first is not None else None,
         "next_due": iso(first.due_ms) if first is not None and first.due_ms is not None else "",
         "last_inspection": (iso(s.last_inspection_ms) if s.last_inspection_ms is not None

@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import base64
 import io
-from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 from html import escape
@@ -40,14 +39,24 @@ from ...contract.events import (
 from ...contract.times import MS_PER_HOUR, parse_iso
 from ...engine.actions import action_states, record_of_event
 from ...engine.core import Engine
+from ...engine.outcomes import storm_records
 from ...engine.readout import SiteNow, SiteSummary
-from ...engine.series import ContrastSample, Sample, StormSample, TrapSample, attach
+from ...engine.series import (
+    ContrastSample,
+    Sample,
+    StormSample,
+    TrapSample,
+    attach,
+    hourly_rain,
+    judged_rain,
+    running_totals,
+)
 from ...engine.sitestorms import MEAN_GAUGE
 from ...engine.summary import judged_at, status_at
 from ...host.rows import apply_row
 from ...store import Store
 from ..logbook import current_events, verify_logbook
-from .rows import revealed_note, sensor_rows, storm_rows
+from .rows import revealed_note, sensor_rows
 from .tables import outcome as _outcome
 from .tables import table as _table
 from .tables import trap_section, turbidity_section
@@ -86,10 +95,6 @@ def parse_bound(text: str, site: SiteConfig, *, end: bool) -> int:
             day += timedelta(days=1)
         return round(datetime.combine(day, time(0), tzinfo=site.zone).timestamp() * 1000)
     return parse_iso(text)
-
-
-def _ms(text: str | None) -> int | None:
-    return parse_iso(text) if text else None
 
 
 class _Local:
@@ -151,8 +156,7 @@ def engine_series(config: Config, store: Store, site_id: str, lo: int, hi: int) 
     out = Series()
     for sample in sorted(found.values(), key=lambda s: s.ts_ms):
         if isinstance(sample, StormSample):
-            if sample.gauge != MEAN_GAUGE:
-                out.storms.setdefault(sample.gauge, []).append(sample)
+            out.storms.setdefault(sample.gauge, []).append(sample)
         elif isinstance(sample, TrapSample):
             out.traps.setdefault(sample.trap, []).append(sample)
         else:
@@ -163,14 +167,14 @@ def engine_series(config: Config, store: Store, site_id: str, lo: int, hi: int) 
 # --------------------------------------------------------------------------- plots
 
 
-def _png(fig: Any) -> str:
+def _png(fig: Any, alt: str = "plot") -> str:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
     import matplotlib.pyplot as plt
 
     plt.close(fig)
     data = base64.b64encode(buf.getvalue()).decode("ascii")
-    return f'<img alt="plot" src="data:image/png;base64,{data}">'
+    return f'<img alt="{escape(alt)}" src="data:image/png;base64,{data}">'
 
 
 def _axes(title: str, local: _Local) -> tuple[Any, Any]:
@@ -190,35 +194,45 @@ def _axes(title: str, local: _Local) -> tuple[Any, Any]:
 
 
 def _rain_plot(site: SiteConfig, storms: dict[str, list[StormSample]], local: _Local) -> str:
-    """Hourly rain (mean over the gauges) and each gauge's storm running total, as the
-    storm rule counted it."""
-    hourly: dict[int, list[float]] = defaultdict(list)
-    for samples in storms.values():
-        per: dict[int, float] = defaultdict(float)
-        for s in samples:
-            per[s.ts_ms // MS_PER_HOUR * MS_PER_HOUR] += s.depth_in
-        for hour, inch in per.items():
-            hourly[hour].append(inch)
-    label = "hourly rain" + (f" (mean of {len(storms)} gauges)" if len(storms) > 1 else "")
+    """Hourly rain and the storm running total of each gauge the storms are judged on
+    (``series.judged_rain``: under ``gauges: mean`` the mean of the live gauges, as the
+    rule averaged them), against the threshold."""
+    judged = judged_rain(site, storms)
     fig, ax = _axes(f"{site.name or site.id}: rainfall (in)", local)
-    hours = sorted(hourly)
-    ax.bar([local.dt(h + MS_PER_HOUR // 2) for h in hours],
-           [sum(hourly[h]) / len(hourly[h]) for h in hours],
-           width=1 / 24 * 0.9, color="#4a90d9", label=label)
-    first = True
-    for gauge, samples in storms.items():
-        xs = [local.dt(s.ts_ms) for s in samples]
-        ys = [s.total_in if s.in_event else float("nan") for s in samples]
+    width = 1 / 24 * 0.9 / max(len(judged), 1)
+    for i, (gauge, samples) in enumerate(judged.items()):
+        hours = hourly_rain(samples)
+        offset = (i - (len(judged) - 1) / 2) * width
+        ax.bar([local.dt(h + MS_PER_HOUR // 2) + timedelta(days=offset) for h, _ in hours],
+               [inch for _, inch in hours], width=width, color=_BARS[i % len(_BARS)],
+               label="hourly rain" + (f" ({_gauge_words(gauge)})" if len(storms) > 1 else ""))
         if any(s.in_event for s in samples):
-            ax.step(xs, ys, where="post", color="#d9534f",
-                    label="storm running total" + (f" ({gauge})" if len(storms) > 1 else "")
-                    if first or len(storms) > 1 else None)
-            first = False
+            ax.step([local.dt(s.ts_ms) for s in samples],
+                    [s.total_in if s.in_event else float("nan") for s in samples], where="post",
+                    color="#d9534f", label="storm running total"
+                    + (f" ({_gauge_words(gauge)})" if len(storms) > 1 else ""))
     ax.axhline(site.rain.threshold_in, color="#d9534f", linestyle="--",
                label=f"{site.rain.threshold_in:g} in (§ 134-9A(2))")
     ax.set_ylabel("inches")
     ax.legend(loc="best")
-    return _png(fig)
+    return _png(fig, _rain_words(site, judged))
+
+
+#: The bars of each gauge, side by side when a site's storms are judged on several.
+_BARS = ("#4a90d9", "#9cc3ec", "#25598f")
+
+
+def _gauge_words(gauge: str) -> str:
+    return "mean of the live gauges" if gauge == MEAN_GAUGE else gauge
+
+
+def _rain_words(site: SiteConfig, judged: Mapping[str, Sequence[StormSample]]) -> str:
+    """The rain plot's alternative text: what it shows, and each gauge's highest total."""
+    tops = [f"{_gauge_words(g)} {max((s.total_in for s in xs if s.in_event), default=0.0):.2f} in"
+            for g, xs in judged.items()]
+    return (f"Hourly rain and storm running total as the storm rule judged it "
+            f"(gauges: {site.rain.gauges}); highest storm total: {', '.join(tops)}; "
+            f"threshold {site.rain.threshold_in:g} in")
 
 
 def _trap_plot(site: SiteConfig, traps: dict[str, list[TrapSample]],
@@ -348,41 +362,23 @@ def build_report(config: Config, store: Store, site_id: str, from_ms: int, to_ms
         return from_ms <= e.at_ms < to_ms
 
     events = [e for e in all_events if in_period(e)]
-    storms = []
-    for s in storm_rows(all_events):
-        start, end = _ms(s.started_at), _ms(s.ended_at)
-        if start is not None and start < to_ms and (end is None or end >= from_ms):
-            storms.append(s)
     closed = {e.body.clock_id: e.body for e in all_events if isinstance(e.body, ClockClosed)}
     mine = [e.body for e in events]
-    running: set[str] = set()
-    for s in storms:
-        # An open storm's total is its running total so far (the plot's last point),
-        # not the depth at which it qualified.
-        samples = [x for xs in series.storms.values() for x in xs
-                   if x.event_id == s.event_id and x.in_event]
-        if s.ended_at is None and samples:
-            s.total_in = max(x.total_in for x in samples)
-            running.add(s.event_id)
+    # Clocks are judged where the engine judged them (``judged_at``): the open clocks
+    # below and the storms' outcomes alike.
     recorded = store.state.site_statuses().get(site.id)
-    state = None
+    state, judged = None, now_ms
     if recorded is not None:
         kept = SiteSummary.from_json(recorded.data)
-        state = status_at(kept, judged_at(kept, now_ms))
+        judged = judged_at(kept, now_ms)
+        state = status_at(kept, judged)
+    # An open storm's total is its running total so far (the plot's last point).
+    running = running_totals(x for xs in series.storms.values() for x in xs)
+    storms = [s for s in storm_records(site, all_events, judged, running)
+              if s.started_ms < to_ms and (s.ended_ms is None or s.ended_ms >= from_ms)]
+    storm_out = [s.outcome for s in storms]
     open_routine = [c for c in (state.open_clocks if state else ()) if c.clock == "routine"]
     missed = [b for b in mine if isinstance(b, InspectionMissed)]
-
-    storm_out: list[str] = []
-    for s in storms:
-        if not s.qualified:
-            storm_out.append("not qualified")
-        elif s.informational or not s.clock_id:
-            storm_out.append("informational")
-        elif s.clock_id in closed:
-            storm_out.append(closed[s.clock_id].outcome)
-        else:
-            due = _ms(s.due)
-            storm_out.append("overdue" if due is not None and now_ms >= due else "open")
     routine = [b.outcome for b in mine if isinstance(b, ClockClosed) and b.clock == "routine"]
     contrasts = [(e.at_ms, e.body) for e in events if isinstance(e.body, TurbidityContrast)]
     unwatched = storm_duty_unwatched(site)  # never "0 storms": nothing could see one
@@ -412,15 +408,13 @@ def build_report(config: Config, store: Store, site_id: str, from_ms: int, to_ms
         ["Item", "Count"], [[escape(k), escape(v)] for k, v in summary], ""))
 
     rows = []
-    for s, outcome in zip(storms, storm_out, strict=True):
-        closing = closed.get(s.clock_id or "")
-        inspected = closing.inspected_at if closing is not None else None
-        total = _in(s.total_in) + (" (running)" if s.event_id in running else "")
-        rows.append([escape(local(s.started_at)), escape(local(s.ended_at)),
+    for s in storms:
+        total = _in(s.total_in) + (" (running)" if s.running else "")
+        rows.append([escape(local(s.started_ms)), escape(local(s.ended_ms)),
                      escape(total), escape(_in(s.max_24h_in)),
-                     escape(local(s.qualified_at) + revealed_note(s, local)),
-                     escape(local(s.due)),
-                     escape(local(inspected)), _outcome(outcome)])
+                     escape(local(s.qualified_ms) + revealed_note(s, local)),
+                     escape(local(s.due_ms)),
+                     escape(local(s.inspected_ms)), _outcome(s.outcome)])
     parts.append("<h2>Storms</h2>" + _table(
         ["Start", "End", "Total", "Max 24 h", "Qualified at", "Inspection due", "Inspected at",
          "Outcome"], rows, NO_GAUGE if unwatched else "No storms in the period."))
