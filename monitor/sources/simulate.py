@@ -380,26 +380,16 @@ class Simulation:
         self.errors: list[BaseException] = []
 
     def run(self) -> int:
-        from sensors.link import MqttLink  # paho only for a run, not for --help
-        from sensors.node import MAX_SLEEP_S, Node
+        """Run every site's node until its readings are taken and delivered, a stop or a
+        failure: ``EXIT_OK``, ``EXIT_USAGE`` (cannot start) or ``EXIT_UNDELIVERED``."""
+        from sensors.node import MAX_SLEEP_S
 
         temporary = self.buffer_dir is None
         buffer_dir = self.buffer_dir or Path(tempfile.mkdtemp(prefix="stormwatch-sim-"))
         plan, clock = self.plan, self.clock
-        nodes: list[Node] = []
         try:
-            buffer_dir.mkdir(parents=True, exist_ok=True)
-            for site in plan.sites:
-                cfg = node_config(site, plan, self.config, buffer_dir, self.username)
-                link = None if self.mqtt_protocol is None else MqttLink(
-                    cfg, self.password, cfg.buffer.max_inflight,
-                    extra_queue=2 * len(cfg.sensors), protocol=self.mqtt_protocol)
-                nodes.append(Node(cfg, password=self.password, link=link,
-                                  hardware=Hardware(monotonic=clock), wall=clock,
-                                  monotonic=clock, battery_v=lambda: BATTERY_V))
+            nodes = self._nodes(buffer_dir)
         except (SimulateError, OSError, sqlite3.Error) as exc:
-            for node in nodes:
-                node.close(drain_s=0)
             self.say(f"cannot start: {exc}")
             return EXIT_USAGE
         dbs = [n.config.buffer.path for n in nodes]
@@ -424,6 +414,35 @@ class Simulation:
         self.stop.set()
         for thread in threads:
             thread.join(10)
+        return self._finish(nodes, dbs, buffer_dir, temporary)
+
+    def _nodes(self, buffer_dir: Path) -> list[Node]:
+        """A node runtime per site, its buffer in ``buffer_dir``; on a failure the nodes
+        made so far are closed and the error raised."""
+        from sensors.link import MqttLink  # paho only for a run, not for --help
+        from sensors.node import Node
+
+        plan, clock = self.plan, self.clock
+        nodes: list[Node] = []
+        try:
+            buffer_dir.mkdir(parents=True, exist_ok=True)
+            for site in plan.sites:
+                cfg = node_config(site, plan, self.config, buffer_dir, self.username)
+                link = None if self.mqtt_protocol is None else MqttLink(
+                    cfg, self.password, cfg.buffer.max_inflight,
+                    extra_queue=2 * len(cfg.sensors), protocol=self.mqtt_protocol)
+                nodes.append(Node(cfg, password=self.password, link=link,
+                                  hardware=Hardware(monotonic=clock), wall=clock,
+                                  monotonic=clock, battery_v=lambda: BATTERY_V))
+        except (SimulateError, OSError, sqlite3.Error):
+            for node in nodes:
+                node.close(drain_s=0)
+            raise
+        return nodes
+
+    def _finish(self, nodes: Sequence[Node], dbs: Sequence[Path], buffer_dir: Path,
+                temporary: bool) -> int:
+        """Close the nodes and say how it went: what was not delivered, and why."""
         connected = all(n.link.connected for n in nodes)
         refused = sum(n.forwarder.refused for n in nodes)
         for node in nodes:
