@@ -54,6 +54,8 @@ from sensors.drivers import Hardware
 from sensors.drivers.csvfile import parse_ts_ms
 from sensors.drivers.sim import SimClock, SimulatedClock, readings_between
 
+from .simnodes import Totals, drive, totals
+
 if TYPE_CHECKING:  # imported for a run only (``Simulation.run``): paho is not for --help
     from sensors.node import Node
 
@@ -70,8 +72,6 @@ TAIL_H: Final = 0.25
 #: Real seconds between progress lines, and before an unreachable broker is reported.
 PROGRESS_S: Final = 5.0
 UNREACHABLE_S: Final = 10.0
-#: Longest real wait of a node's loop, so a stop is seen soon.
-POLL_S: Final = 0.2
 #: A probe below a site's discharge: NTU per in/h of recent intensity (muddy runoff);
 #: an upstream one keeps ``SimSensor``'s small default (the stream's own response).
 DOWNSTREAM_NTU_PER_IN_PER_H: Final = 120.0
@@ -313,51 +313,6 @@ def node_config(site: SiteConfig, plan: Plan, config: Config, buffer_dir: Path,
 # --------------------------------------------------------------------------- the run
 
 
-@dataclass(frozen=True)
-class Totals:
-    taken: int  # readings committed to the buffers, ever
-    buffered: int  # waiting for a PUBACK
-    dropped: int  # dropped past the buffer bound, ever
-
-    @property
-    def delivered(self) -> int:
-        return self.taken - self.buffered - self.dropped
-
-
-def totals(dbs: Sequence[Path]) -> Totals:
-    """The buffers' counts, read as another process would (the nodes write from their threads)."""
-    taken = buffered = dropped = 0
-    for db in dbs:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-        try:
-            n, d = conn.execute(
-                "SELECT ifnull(sum(readings), 0), ifnull(sum(dropped), 0) FROM sensors").fetchone()
-            buffered += conn.execute("SELECT count(*) FROM readings").fetchone()[0]
-            taken, dropped = taken + n, dropped + d
-        finally:
-            conn.close()
-    return Totals(taken, buffered, dropped)
-
-
-def _drive(node: Node, clock: SimulatedClock, max_sleep_s: float, stop: threading.Event,
-           errors: list[BaseException]) -> None:
-    """One node's loop (``Node.run``, with sleeps in real seconds: simulated ÷ rate)."""
-    try:
-        node.start()
-        while not stop.is_set():
-            delay_s = node.step()
-            if delay_s >= max_sleep_s:
-                # The node caps its sleep at max_sleep_s of its clock, a blink at high
-                # speed: sleep until the next reading instead (a status may wait for it).
-                delay_s = max(delay_s, min(s.due_s for s in node.slots.values()) - clock())
-            rate = clock.rate()
-            wait_s = min(max(delay_s, 0.0) / rate, POLL_S) if rate > 0 else POLL_S
-            if wait_s > 0:
-                node.forwarder.drain_acks(wait_s=wait_s)  # wakes early on a PUBACK
-    except BaseException as exc:  # reported by the watcher, in the main thread
-        errors.append(exc)
-
-
 class Simulation:
     """The nodes of ``plan`` in threads, watched from the calling thread until delivered.
 
@@ -397,7 +352,7 @@ class Simulation:
         expected = sum(readings_between(plan.start_s, plan.end_s, plan.every_s)
                        * len(n.config.sensors) for n in nodes)
         self._header(buffer_dir, expected)
-        threads = [threading.Thread(target=_drive, name=f"node-{n.config.site}", daemon=True,
+        threads = [threading.Thread(target=drive, name=f"node-{n.config.site}", daemon=True,
                                     args=(n, clock, MAX_SLEEP_S, self.stop, self.errors))
                    for n in nodes]
         for thread in threads:
