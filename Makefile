@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test test-reliability lint demo bench venv system-deps clean
+.PHONY: test test-reliability lint check-node-install demo bench venv system-deps clean
 
 venv: $(STAMP)
 
@@ -31,6 +31,12 @@ test-reliability: venv system-deps
 lint: venv
 	$(VENV)/bin/ruff check monitor sensors tests bench
 	$(VENV)/bin/mypy monitor sensors tests bench
+
+# The sensor node's own install (`pip install ./sensors`, sensors/pyproject.toml)
+# in a fresh virtualenv: it imports, validates a configuration, and brings none
+# of the daemon's libraries (pandas, matplotlib, influxdb-client, apprise, amqtt).
+check-node-install:
+	PYTHON=$(PYTHON) bash .ci/node-install
 
 # The demo needs the runtime only: `-e .` without the test extras (mypy, ruff,
 # hypothesis, the node's hardware libraries: some 70 packages it never imports).
