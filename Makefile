@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test test-reliability lint check-node-install demo bench venv system-deps clean
+.PHONY: test test-reliability lint check-node-install demo bench bench-quick venv system-deps clean
 
 venv: $(STAMP)
 
@@ -50,8 +50,15 @@ $(DEMO_STAMP): pyproject.toml
 demo: $(DEMO_STAMP)
 	$(VENV)/bin/stormwatch demo
 
-bench: venv
-	$(PY) bench/bench_replay.py
+# Every benchmark of bench/ (bench/run.py has the list and the arguments), then
+# each one's ratio lines together. bench: the parameters of bench/README.md's
+# Performance table (about 40 min); bench-quick: a short version of each (about
+# 2 min). The MQTT ones start Mosquitto, hence system-deps.
+bench: venv system-deps
+	$(PY) bench/run.py
+
+bench-quick: venv system-deps
+	$(PY) bench/run.py --quick
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
