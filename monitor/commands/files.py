@@ -28,7 +28,7 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     if config.web is not None:
         # The key must exist where the configuration is checked: alert links
         # and the web app cannot be made without it.
-        problem = secret_file_problem(config.web)
+        problem = secret_file_problem(config.web.secret_file)
         if problem is not None:
             raise ConfigError([problem])
     found = warnings(config)

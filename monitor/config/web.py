@@ -92,9 +92,9 @@ class WebConfig(Model):
         return int(self.max_photo_mb * 1024 * 1024)
 
 
-def secret_file_problem(web: WebConfig) -> str | None:
+def secret_file_problem(secret_file: str | Path) -> str | None:
     """Why ``web.secret_file`` cannot sign links (``web.secret_file: ...``), or None."""
-    path = Path(web.secret_file)
+    path = Path(secret_file)
     try:
         size = len(path.read_bytes())
     except FileNotFoundError:
