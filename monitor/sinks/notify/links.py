@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Literal
 
 from ...config.web import WebConfig, secret_file_problem
+from ...contract.events import Event
 from ...errors import UserError
 
 #: Bound on what is even decoded: a real token is well under 200 characters.
@@ -112,3 +113,22 @@ def alert_link(web: WebConfig, secret: bytes, site: str, clock_id: str | None,
                now_ms: int) -> str:
     """``{public_url}/a/{token}``: the form link an alert at ``now_ms`` carries."""
     return f"{web.public_url}/a/{sign_link(secret, site, clock_id, now_ms + web.link_ms)}"
+
+
+def clock_of(event: Event) -> str | None:
+    """The clock an event is about (storm, due soon, overdue, closed, missed), if any."""
+    clock_id = getattr(event.body, "clock_id", None)
+    return clock_id if isinstance(clock_id, str) and clock_id else None
+
+
+@dataclass(frozen=True)
+class FormLinks:
+    """What the notify worker needs to put form links in alerts: ``web:`` and its key
+    (read once, by the shell that builds the worker)."""
+
+    web: WebConfig
+    secret: bytes
+
+    def for_event(self, event: Event, now_ms: int) -> str:
+        """The link to ``event``'s site and clock, expiring ``link_hours`` after ``now_ms``."""
+        return alert_link(self.web, self.secret, event.site, clock_of(event), now_ms)
