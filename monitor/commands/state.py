@@ -16,7 +16,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..config import Config
+from ..config import Config, photos_dir_of
 from ..contract.localtime import local_text
 from ..errors import EXIT_CHECK_FAILED, EXIT_OK, UserError
 from ..views.invocation import program
@@ -123,7 +123,7 @@ def _logbook_verify(config: Config, args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise UserError(f"--anchor: {exc}") from None
     with state_store(config) as store:
-        verdict = verify_logbook(store, anchor)
+        verdict = verify_logbook(store, anchor, photos_dir_of(config))
     if verdict.problems:
         for line in verdict.problems:
             print(line, file=sys.stderr)
@@ -142,7 +142,7 @@ def _logbook_anchor(config: Config, args: argparse.Namespace) -> int:
     from ..views.logbook import chain_zone, verify_logbook
 
     with state_store(config) as store:
-        verdict = verify_logbook(store)
+        verdict = verify_logbook(store, photos_dir=photos_dir_of(config))
     head, config_path = verdict.head, os.path.abspath(args.config)
     sent = _send_anchor(config, args, verdict, config_path) if args.send else None
     if args.json:
