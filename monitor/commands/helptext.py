@@ -346,6 +346,23 @@ HELP: dict[str, tuple[str, str, str]] = {
         person, with their role and sites. It is shown this once; a new one
         replaces the previous, which stops working.""", EXIT_CODES),
 
+    "web": ("the field app: the inspection form on the phone, the officer's overview", """
+        Serves the pages and the API of the field app on web.listen (default
+        127.0.0.1:8080), beside the daemon and as its own process (systemd:
+        deploy/systemd/stormwatch-web.service). It reads the state as `status`
+        does and records inspections as `inspect` does; it never runs the
+        engine. People are added with `stormwatch user add` and sign in with
+        `stormwatch user link`.
+
+        Run it behind a TLS reverse proxy (deploy/Caddyfile): the session
+        cookie is marked Secure unless the app listens on loopback only, and
+        sign-in links must not cross the network in the clear. SIGTERM or
+        SIGINT finishes the requests in flight and exits 0.""", """
+        example:
+          stormwatch web --config /etc/stormwatch/stormwatch.yaml
+
+        """ + EXIT_CODES),
+
     "demo": ("a simulated site with an embedded broker, time accelerated", """
         The self-contained demo: an embedded MQTT broker, the real daemon, and
         a simulated site run on the real node runtime as `stormwatch simulate`

@@ -78,3 +78,45 @@ def csrf_of(html: str) -> str:
     found = re.search(r'name="csrf-token" content="([0-9a-f]+)"', html)
     assert found, html[:500]
     return found.group(1)
+
+
+class WebProcess:
+    """``stormwatch web --config FILE`` as a child process, its log in a file."""
+
+    def __init__(self, config_path: Path, port: int) -> None:
+        import subprocess
+        import sys
+
+        from .daemonkit import ROOT
+        self.url = f"http://127.0.0.1:{port}"
+        self.log_path = config_path.parent / "web.log"
+        self._log = self.log_path.open("wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "monitor.cli", "web", "--config", str(config_path)],
+            cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT,
+            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
+        self._wait_up()
+
+    def _wait_up(self) -> None:
+        import httpx
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"stormwatch web exited: {self.log()}")
+            try:
+                httpx.get(self.url + "/static/app.css", timeout=1)
+                return
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        raise AssertionError(f"stormwatch web did not answer: {self.log()}")
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self) -> int:
+        import signal
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        code = self.proc.wait(timeout=30)
+        self._log.close()
+        return code
