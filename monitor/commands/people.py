@@ -111,18 +111,13 @@ def cmd_user_link(args: argparse.Namespace) -> int:
 
 
 def _send_link(config: Config, user: User, link: str, minutes: int, now_ms: int) -> int:
-    from ..sinks.notify.messages import INFO, Message, local_time
-    from ..sinks.notify.probe import send_to_address
+    from ..sinks.notify.probe import send_to_address, signin_message
 
     assert user.email is not None
     setup_logging(config, "error")
     # As in notify-test: Apprise's warnings would repeat what each verdict says.
     logging.getLogger("apprise").propagate = False
-    until = local_time(now_ms + minutes * 60_000, config.sites[0].zone)
-    body = (f"Open this link on your phone to sign in to stormwatch as {user.name}. It works "
-            f"once, until {until}; ask for a new one after that.")
-    message = Message("stormwatch: your sign-in link", f"{body}\n\n{link}\n",
-                      f"{body}\n\n<{link}>\n", INFO)
+    message = signin_message(user.name, link, now_ms + minutes * 60_000, config.sites[0].zone)
     verdicts = send_to_address(config, user.email, message)
     if not verdicts:
         raise UserError("--send: no mail target (mailto:// or mailtos://) in notify.targets "

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from zoneinfo import ZoneInfo
 
 from ...config import Config, NotifyConfig, NotifyTarget
 from .messages import INFO, Line, Message, local_time
@@ -77,6 +78,15 @@ def mail_to(url: str, address: str) -> str | None:
              if k.lower() not in ("to", "cc", "bcc")]
     # Recipients in the path (mailto://host/a@b.org) go too: only ``address`` gets it.
     return urlunsplit(parts._replace(path="", query=urlencode([*query, ("to", address)])))
+
+
+def signin_message(name: str, link: str, expires_ms: int, zone: ZoneInfo) -> Message:
+    """The mail that carries a sign-in link (``user link --send``, the web app)."""
+    until = local_time(expires_ms, zone)
+    body = (f"Open this link on your phone to sign in to stormwatch as {name}. It works "
+            f"once, until {until}; ask for a new one after that.")
+    return Message("stormwatch: your sign-in link", f"{body}\n\n{link}\n",
+                   f"{body}\n\n<{link}>\n", INFO)
 
 
 def send_to_address(config: Config, address: str, message: Message) -> list[Verdict]:
