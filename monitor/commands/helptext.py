@@ -381,7 +381,13 @@ HELP: dict[str, tuple[str, str, str]] = {
         --keep (or --state-dir DIR) keeps the demo's database with a
         configuration beside it (stormwatch-demo.yaml) and prints the status,
         logbook and report commands that look at it, ready to run as printed.
-        An unusable --state-dir is refused at once (exit 2).""", EXIT_CODES),
+        An unusable --state-dir is refused at once (exit 2).
+
+        The field app runs too, on a loopback port: the demo prints a sign-in
+        link, and each alert the link to the inspection form. With
+        --inspect-yourself there is no simulated inspector: when the storm
+        inspection would be made, the demo's clock stands still (up to 15
+        minutes) until you record it in the form.""", EXIT_CODES),
 }
 
 TOP_EPILOG = """\
