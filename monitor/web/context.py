@@ -6,9 +6,9 @@ from __future__ import annotations
 import ipaddress
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from fastapi import Request
 from fastapi.templating import Jinja2Templates
@@ -51,6 +51,8 @@ class Web:
     templates: Jinja2Templates
     limiter: RateLimit
     wait_s: float = 20.0
+    #: The officer page's log book verdict, by head (``pages.verdict``).
+    cache: dict[str, Any] = field(default_factory=dict)
 
     def now_ms(self) -> int:
         return self.clock()

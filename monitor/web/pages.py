@@ -204,10 +204,29 @@ def officer(request: Request) -> Response:
     if caller.user.role != "officer":
         raise Refused(403, "role: the overview of every site is the officer's")
     with reading(web) as store:
-        views = read_sites(web.config, store, web.now_ms())
-        from ..views.logbook import verify_logbook
-        verdict = verify_logbook(store, photos_dir=web.photos_dir)
-    return page(web, request, "officer.html", caller, views=views, verdict=verdict)
+        views = read_sites(web.config, store, web.now_ms(), events=False)
+        found = verdict(web, store)
+    return page(web, request, "officer.html", caller, views=views, verdict=found)
+
+
+#: How long the officer page reuses a verdict on an unchanged log book head.
+VERDICT_S: Final = 60.0
+
+
+def verdict(web: Web, store: Store) -> Any:
+    """``logbook verify`` of the whole chain and the photos, again only when the head
+    moved or a minute passed: it reads every row, which the page cannot afford at
+    every request on a season of 100 sites."""
+    import time
+
+    from ..views.logbook import verify_logbook
+    head = store.events.logbook_head()
+    held = web.cache.get("verdict")
+    if held is not None and held[0] == head and time.monotonic() < held[1]:
+        return held[2]
+    found = verify_logbook(store, photos_dir=web.photos_dir)
+    web.cache["verdict"] = (head, time.monotonic() + VERDICT_S, found)
+    return found
 
 
 def _form_context(web: Web, caller: Caller, view: SiteView, clock: str | None) -> dict[str, Any]:

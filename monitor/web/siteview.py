@@ -1,9 +1,9 @@
 """What the pages show of a site, read as ``stormwatch status`` reads it.
 
 Never the engine: the recorded state (``views.status.build_status``, judged at
-the request's wall clock by the engine's own summary rules), the events of the
-log book (``views.logbook.current_events``) for the storm behind each open
-clock, the last inspection's findings and the open corrective actions. Every
+the request's wall clock by the engine's own summary rules), the site's current
+events (``EventLog.current``, as ``status`` reads them) for the storm behind each
+open clock, the last inspection's findings and the open corrective actions. Every
 time is given in the site's local time with its zone.
 """
 
@@ -13,10 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import Config, SiteConfig
-from ..contract.events import InspectionRecorded, StormQualified
+from ..contract.events import Event, InspectionRecorded, StormQualified
 from ..contract.localtime import local_text
 from ..store import Store
-from ..views.logbook import current_events
 from ..views.status import build_status
 
 #: An open finding: a practice the last inspection did not find ``ok``.
@@ -61,35 +60,44 @@ class SiteView:
 
 
 def read_sites(config: Config, store: Store, now_ms: int, sites: list[str] | None = None,
-               *, detail: bool = False) -> list[SiteView]:
-    """The sites (all, or those named) as the pages show them, overdue first."""
+               *, detail: bool = False, events: bool = True) -> list[SiteView]:
+    """The sites (all, or those named) as the pages show them, overdue first; without
+    ``events`` only the recorded status (the officer's overview of every site)."""
     status = build_status(config, store, now_ms)
+    # One read of the events table for one site or for all: EventLog.current
+    # ranks every event's revisions whatever the site, so a read per site would
+    # cost the whole table each time.
+    by_site: dict[str, list[Event]] = {}
+    if events:
+        for event in store.events.current(sites[0] if sites and len(sites) == 1 else None):
+            by_site.setdefault(event.fact.site, []).append(event)
     out = []
+    head = store.events.logbook_head()[1]
     for site in config.sites:
         if sites is not None and site.id not in sites:
             continue
-        out.append(_view(config, store, site, status["sites"][site.id], detail))
+        out.append(_view(site, status["sites"][site.id], by_site.get(site.id, []), detail,
+                         head))
     out.sort(key=lambda v: (not v.overdue, not v.open_clocks, v.site.id))
     return out
 
 
-def _view(config: Config, store: Store, site: SiteConfig, status: dict[str, Any],
-          detail: bool) -> SiteView:
-    recorded = current_events(store, site.id)
+def _view(site: SiteConfig, status: dict[str, Any], events: list[Event], detail: bool,
+          head: str) -> SiteView:
     storms: dict[str, StormQualified] = {}
     last: InspectionRecorded | None = None
     rows: list[tuple[str, str, str]] = []
-    for event in recorded.events:
+    for event in events:
         body = event.body
         if isinstance(body, StormQualified) and body.clock_id:
             storms[body.clock_id] = body
         if isinstance(body, InspectionRecorded):
             last = body
     if detail:
-        for event in recorded.events[-50:][::-1]:
+        for event in events[-50:][::-1]:
             rows.append((local_text(event.at_ms, site.zone), event.type,
                          _summary(event.body.to_json())))
-    return SiteView(site, status, storms, last, tuple(rows), recorded.head.hash)
+    return SiteView(site, status, storms, last, tuple(rows), head)
 
 
 def _summary(body: dict[str, Any]) -> str:
