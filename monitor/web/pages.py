@@ -347,9 +347,10 @@ def report(site_id: str, request: Request, format: str = "html") -> Response:
     with reading(web) as store:
         html = build_report(web.config, store, site_id, from_ms, to_ms, web.now_ms())
     if format == "pdf":
-        try:
-            from ..views.report.pdf import render_pdf  # type: ignore[import-not-found]
-        except ImportError:
+        import importlib
+        try:  # the PDF renderer (WeasyPrint) is optional on a small install
+            render_pdf = importlib.import_module("monitor.views.report.pdf").render_pdf
+        except (ImportError, AttributeError):
             raise Refused(501, "format: the PDF report is not available here") from None
         return Response(render_pdf(html), media_type="application/pdf")
     return Response(html, media_type="text/html; charset=utf-8")

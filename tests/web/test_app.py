@@ -79,6 +79,9 @@ def test_the_plain_form_records_an_inspection_with_a_photo(app_env: dict[str, An
     again = client.post(f"/sites/{SITE}/inspect", data=form,
                         files={"photo_1": ("x.jpg", photo, "image/jpeg")})
     assert again.status_code == 201 and len(inspections(config)) == 1
+    site = client.get(f"/sites/{SITE}").text
+    assert f"sha256 {rec.photos[0]['sha256']}" in site and "north fence: taken 2026-11-30" in site
+    assert "40.71280, -74.00600" in site
     # Nothing of the file name reached the disk.
     names = [p.name for p in (app_env["state"] / "photos").rglob("*") if p.is_file()]
     assert names == [rec.photos[0]["sha256"]]
