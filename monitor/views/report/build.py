@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from html import escape
+from pathlib import Path
 
 from ...config import Config, SiteConfig
 from ...config.plausible import NO_GAUGE, storm_duty_unwatched
@@ -47,6 +48,7 @@ from ...engine.summary import judged_at, status_at
 from ...store import Store
 from ..logbook import Recorded, current_events, verify_logbook
 from .owed import owed_section
+from .photos import default_photos_dir, photos_section
 from .plots import plots_section
 from .rows import revealed_note, sensor_rows
 from .samples import Series, engine_series
@@ -75,6 +77,12 @@ th,td{border:1px solid #bbb;padding:.25em .6em;text-align:left;font-size:.92em}
 th{background:#eee} blockquote{color:#444;border-left:3px solid #bbb;margin-left:0;padding-left:1em}
 .late,.exceeded,.overdue{color:#b00;font-weight:bold} .met{color:#070}
 img{max-width:100%}
+.photos{display:flex;flex-wrap:wrap;gap:1em;margin:.5em 0 1.5em}
+figure{margin:0;width:240px;font-size:.8em;break-inside:avoid}
+figure img.thumb{width:240px;height:auto;border:1px solid #bbb}
+.missing{width:236px;height:120px;border:2px dashed #b00;color:#b00;font-weight:bold;
+ display:flex;align-items:center;justify-content:center;text-align:center;padding:2px}
+.sha{font-family:monospace;font-size:.85em;word-break:break-all;color:#444}
 """
 
 
@@ -91,9 +99,10 @@ def parse_bound(text: str, site: SiteConfig, *, end: bool) -> int:
 
 
 def build_report(config: Config, store: Store, site_id: str, from_ms: int, to_ms: int,
-                 now_ms: int) -> str:
+                 now_ms: int, *, photos_dir: Path | None = None) -> str:
     """The report for ``[from_ms, to_ms)`` as one HTML document, from an open (read-only)
-    store."""
+    store; inspection photos are read from ``photos_dir`` (default: where the field app
+    keeps them, ``photos.default_photos_dir``)."""
     site = config.site(site_id)
     if site is None:
         raise ValueError(f"unknown site {site_id!r}")
@@ -133,6 +142,7 @@ def build_report(config: Config, store: Store, site_id: str, from_ms: int, to_ms
             ["Sensor", "Kind", "Reporting", "Health", "Last seen"],
             [[escape(c) for c in r] for r in sensor_rows(site, state, p.local)], "No sensors."),
         _inspections(p, events, closed),
+        photos_section(events, photos_dir or default_photos_dir(config), p.local),
         _actions_table(book.events, from_ms, to_ms, now_ms, p.local),
         trap_section(events, p.local),
         turbidity_section(events, p.local, episodes),
