@@ -62,15 +62,21 @@ def _items() -> list[Reading | Inspection]:
     return sorted(items, key=lambda it: it.ts_ms)
 
 
-@pytest.fixture
-def site(tmp_path: Path) -> Config:
-    config = load_config(write_config(tmp_path, 1, name=f"Branch Meadows\n{ACTIVE}"), env={})
+def month_site(tmp_path: Path) -> Path:
+    """The config file of the site of May (module docstring), its state recorded."""
+    path = write_config(tmp_path, 1, name=f"Branch Meadows\n{ACTIVE}")
+    config = load_config(path, env={})
     with open_store(config) as store:
         host = EngineHost.restore(config, store, clock=lambda: TO / 1000)
         store.journal.commit([journal_in(it, topic=None, received_ms=None) for it in _items()])
         host.catch_up()
         host.tick()
-    return config
+    return path
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Config:
+    return load_config(month_site(tmp_path), env={})
 
 
 def _report(config: Config, now_ms: int = TO) -> str:
