@@ -82,6 +82,7 @@ figure{margin:0;width:240px;font-size:.8em;break-inside:avoid}
 figure img.thumb{width:240px;height:auto;border:1px solid #bbb}
 .missing{width:236px;height:120px;border:2px dashed #b00;color:#b00;font-weight:bold;
  display:flex;align-items:center;justify-content:center;text-align:center;padding:2px}
+.nowrap{white-space:nowrap} .note{font-size:.85em;color:#444;max-width:60em}
 .sha{font-family:monospace;font-size:.85em;word-break:break-all;color:#444}
 """
 

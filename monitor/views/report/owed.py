@@ -23,15 +23,16 @@ from .tables import LocalTime, outcome, table
 def owed_section(site: SiteConfig, duties: Sequence[Duty], at_ms: int, to_ms: int,
                  recorded: bool, local: LocalTime) -> str:
     """``<h2>Outstanding at the end of the period</h2>`` and one row per duty."""
-    when = (f"at {local(at_ms)}" if at_ms >= to_ms - 1 else
+    when = (f"at the end of the period, {local(to_ms)}" if at_ms >= to_ms - 1 else
             f"as of {local(at_ms)}, where the engine last judged the site: the period "
             f"ends {local(to_ms)}")
     head = f"<h2>Outstanding at the end of the period</h2><p>Duties still owed {escape(when)}"
     head += ("." if recorded else ": the daemon has recorded no state for this site, so "
              "the inspection clocks are read from the events alone.") + "</p>"
     rows = [[escape(_what(site, d, local)), escape(local(d.since_ms)), escape(local(d.due_ms)),
-             _state(d, at_ms), escape(d.section)] for d in duties]
-    return head + table(["Duty", "Since", "Due", "State at the end", "Chapter 134"], rows,
+             _state(d, at_ms), f'<span class="nowrap">{escape(d.section)}</span>']
+            for d in duties]
+    return head + table(["Duty", "Since", "Due", "State at the end", "Section"], rows,
                         "Nothing outstanding." if recorded else
                         "Nothing outstanding found in the events (no recorded state).")
 

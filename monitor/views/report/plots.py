@@ -71,7 +71,10 @@ def _axes(title: str, local: LocalTime, axis: str) -> tuple[Any, Any]:
 
     fig, ax = plt.subplots(figsize=(10, 3.6))
     ax.set_title(title)
+    # Few enough ticks that two-line labels (date, time) never run into each other.
+    locator = mdates.AutoDateLocator(tz=local.zone, minticks=3, maxticks=7)  # type: ignore[no-untyped-call]
     formatter = mdates.DateFormatter("%Y-%m-%d\n%H:%M", tz=local.zone)  # type: ignore[no-untyped-call]
+    ax.xaxis.set_major_locator(locator)
     ax.xaxis.set_major_formatter(formatter)
     ax.set_xlabel(axis)
     ax.grid(alpha=0.3)

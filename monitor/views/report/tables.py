@@ -126,11 +126,14 @@ def _episode_table(episodes: Sequence[TurbidityEpisode], local: Local) -> str:
         rows.append([escape(ep.pair), state, escape(ep.basis), escape(local(ep.started_ms)),
                      escape(local(ep.detected_ms)), _ntu(then), *peak, _ntu(d.limit_ntu),
                      escape(local(ep.cleared_ms) if ep.cleared_ms is not None
-                            else "not cleared by the end of the period")])
-    return table(["Pair", "State", "Basis", "Started", "Detected",
-                  "At detection (Δ NTU, or NTU when absolute)", "Peak at", "Peak upstream NTU",
-                  "Peak downstream NTU", "Peak Δ NTU", "Limit (Δ NTU, or NTU when absolute)",
-                  "Cleared"], rows, "")
+                            else "not cleared")])
+    return table(["Pair", "State", "Basis", "Started", "Detected", "Then", "Peak at",
+                  "Peak up NTU", "Peak down NTU", "Peak Δ NTU", "Limit", "Cleared"], rows, "") + (
+        "<p class='note'>Then: the increase over background when detected (NTU), or the "
+        "downstream level when absolute; the peak is the episode's reading with the largest "
+        "increase (the highest level when absolute) up to its clearing or the end of the "
+        "period; Limit: the allowed increase (NTU over background), or the level when "
+        "absolute.</p>")
 
 
 def _turbidity_events(events: Iterable[Event], local: Local) -> str:
