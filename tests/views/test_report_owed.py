@@ -131,6 +131,20 @@ def test_a_report_generated_before_its_events_says_so(site: Config) -> None:
     assert rows["Generated before its events"].startswith(
         "this report was generated at 2026-05-15 08:00 EDT, before 2026-06-01 00:00 EDT")
     assert "Generated before its events" not in dict(_header_rows(_report(site)))
+    # A node's clock a few seconds fast is not a report made before its events.
+    assert "Generated before its events" not in dict(_header_rows(
+        _report(site, now_ms=TO - 30_000)))
+
+
+def test_a_period_not_yet_ended_is_judged_where_the_engine_judged_it(site: Config) -> None:
+    with open_store(site) as store:
+        html = build_report(site, store, SITE, FROM, parse_iso("2026-07-01T04:00:00Z"), TO)
+    section = html.split("<h2>Outstanding at the end of the period</h2>", 1)[1]
+    assert section.startswith(
+        "<p>Duties still owed as of 2026-06-01 00:00 EDT, where the engine last judged the "
+        "site: the period ends 2026-07-01 00:00 EDT.</p>")
+    # The same duties as at June 1: ca-2 still has 9 days left.
+    assert _cells(html, "Outstanding at the end of the period")[-1][3] == "open, 9.0 days left"
 
 
 def _header_rows(html: str) -> list[tuple[str, str]]:

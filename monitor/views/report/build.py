@@ -87,6 +87,11 @@ figure img.thumb{width:240px;height:auto;border:1px solid #bbb}
 """
 
 
+#: How far the events may run ahead of the report's clock before the header says it was
+#: generated before them: a node's clock a few seconds fast is not a demo's clock.
+AHEAD_TOLERANCE_MS = 60_000
+
+
 def parse_bound(text: str, site: SiteConfig, *, end: bool) -> int:
     """``--from``/``--to``: a local date (inclusive: ``--to`` ends at the next midnight)
     or an ISO time with offset. Raises ValueError."""
@@ -192,7 +197,7 @@ def _header(p: _Period, store: Store, book: Recorded, judged_ms: int) -> str:
               ("Log book check", "hash chain intact" if not problems else
                f"FAILED: {len(problems)} problem(s); run `stormwatch logbook verify`")]
     latest = max([judged_ms] + [e.at_ms for e in book.events])
-    if latest > p.now_ms:
+    if latest > p.now_ms + AHEAD_TOLERANCE_MS:
         header.insert(6, ("Generated before its events", f"this report was generated at "
                           f"{local(p.now_ms)}, before {local(latest)}, the latest time of the "
                           "site's events and clocks: they come from a clock running ahead of "
