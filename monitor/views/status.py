@@ -29,6 +29,8 @@ from ..contract.rejects import RejectReason
 from ..contract.times import iso, parse_iso
 from ..engine.summary import at_now, judged_at
 from ..sinks.influx.influx import export_status
+from ..sources.confirm import META_KEY as CONFIRM_META
+from ..sources.confirm import confirm_of
 from ..sources.nodeclocks import META_KEY as CLOCKS_META
 from ..sources.nodeclocks import clock_of
 from ..store import Store
@@ -128,6 +130,7 @@ def build_status(config: Config, store: Store, now_ms: int) -> dict[str, Any]:
         export = {"behind_rows": 0, "enabled": False}
     received = newest_received_ms(store)
     clocks = _node_clocks(store)
+    confirmations = store.state.meta_get(CONFIRM_META)
     for site in config.sites:
         found = recorded.get(site.id)
         if found is None:
@@ -139,6 +142,8 @@ def build_status(config: Config, store: Store, now_ms: int) -> dict[str, Any]:
         out["sites"][site.id]["storm_duty"] = storm_duty(site)
         for sid, sensor in out["sites"][site.id]["sensors"].items():
             sensor["clock"] = clock_of(clocks, site.id, sid)
+            # The node's mode from its newest status, and the mark the daemon confirms.
+            sensor["confirm"], sensor["journaled_seq"] = confirm_of(confirmations, site.id, sid)
     out["ingest"] = ingest
     since = broker.get("since_ms")
     out["broker"] = {"state": broker.get("state", "unknown"),
@@ -304,6 +309,8 @@ def format_status(config: Config, status: dict[str, Any]) -> str:
             health = {"stale": "STALE", "unknown": UNKNOWN_HEALTH}.get(h["health"], "ok")
             batt = "" if h["battery_v"] is None else f", battery {h['battery_v']:.2f} V"
             node = "".join(f", {h[k]} {k}" for k in ("buffered", "dropped") if h.get(k))
+            if h.get("confirm") == "puback":
+                node += ", NOT CONFIRMED: its node deletes readings on PUBACK"
             lines.append(f"  sensor {sid}: {health}, last seen {local(h['last_seen'])}{batt}{node}")
             if h.get("clock"):
                 lines.append("  " + _clock_line(site, sid, h["clock"], local))
