@@ -225,6 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     base, depth_in = timed("baseline (sum depths)", args.runs, partial(baseline, readings))
     counts: set[int] = set()
     agree = True
+    ratios: list[str] = []
     for mode in MODES if args.mode == "all" else (args.mode,):
         rules = RainRules(mode=cast(Mode, mode))
         slow, slow_storms = timed("streaming fold", args.runs,
@@ -240,6 +241,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nmode {mode}: {depth_in:.2f} in of rain, {fast.storms} storm events, "
               f"{qualified} qualified; streaming and backtest {same}")
         report([base, slow, fast], base)
+        ratios.append(f"{mode}: streaming fold {slow.median / base.median:.1f}x, vectorised "
+                      f"backtest {fast.median / base.median:.1f}x")
 
     if args.replay is not None:
         exe = shutil.which("stormwatch") or str(Path(sys.executable).parent / "stormwatch")
@@ -251,7 +254,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n{' '.join(command[1:])} (rules from the config; storm events depend only "
               f"on its dry gap)")
         report([base, cli], base)
+        ratios.append(f"stormwatch replay {cli.median / base.median:.1f}x")
 
+    for ratio in ratios:
+        print(f"ratio: {ratio} the baseline loop ({len(readings):,} readings, median of "
+              f"{args.runs})")
     if not agree or len(counts) != 1:
         print(f"storm events differ between the paths: counts {sorted(counts)}", file=sys.stderr)
         return 1

@@ -68,6 +68,7 @@ def timed(fn: Callable[[], object], runs: int) -> float:
 def bench_redact(runs: int, old_max: int) -> None:
     print("log redaction of a line with an N-character topic of letters (median s)")
     print(f"{'N':>8} {'old regex':>12} {'new':>12} {'old/new':>9}")
+    ratio = ""
     for n in (1_000, 5_000, 10_000, 20_000, 60_000):
         line = (f"2026-05-01 12:00:00 WARNING stormwatch.daemon: rejected message on "
                 f"stormwatch/v1/{'a' * n}/rg1/reading: bad_topic (topic: site id is invalid)")
@@ -75,8 +76,10 @@ def bench_redact(runs: int, old_max: int) -> None:
         if n <= old_max:
             old = timed(lambda: old_redact(line), runs)  # noqa: B023
             print(f"{n:>8} {old:>12.6f} {new:>12.6f} {old / new:>9.0f}")
+            ratio = f"the old pattern {old / new:,.0f}x the new at {n:,} characters"
         else:
             print(f"{n:>8} {'(skipped)':>12} {new:>12.6f} {'':>9}")
+    print(f"ratio: log redaction: {ratio or 'the old pattern not timed (--old-max)'}")
 
 
 def readings(style: str, batches: int, sensors: int, with_seq: bool) -> list[list[JournalIn]]:
@@ -111,6 +114,7 @@ def bench_journal(runs: int, batches: int, sensors: int) -> None:
     print(f"\njournal commits: {batches} batches x {sensors} readings from {sensors} sensors,"
           " synchronous=FULL (median s)")
     print(f"{'seq style':>10} {'no seq':>9} {'with seq':>9} {'ratio':>7} {'us/reading':>11}")
+    ratios = []
     for style in ("bench", "node"):
         base = statistics.median(commit_all(readings(style, batches, sensors, False))
                                  for _ in range(runs))
@@ -118,6 +122,9 @@ def bench_journal(runs: int, batches: int, sensors: int) -> None:
                                      for _ in range(runs))
         print(f"{style:>10} {base:>9.2f} {with_seq:>9.2f} {with_seq / base:>7.2f}"
               f" {with_seq / total * 1e6:>11.1f}")
+        ratios.append(f"{style} {with_seq / base:.2f}")
+    print(f"ratio: journal commits with seq / without ({batches} batches x {sensors} "
+          f"readings): {', '.join(ratios)}")
 
 
 def main() -> int:

@@ -492,6 +492,8 @@ def report(trials: list[Trial], n: int) -> None:
     print(f"{'median':<14}{median([t.daemon.from_start for t in trials]):>9.2f}{d_med:>10.2f}"
           f"{rate(d_med):>9,.0f}{b_med:>9.2f}{rate(b_med):>9,.0f}{r_med:>12.3f}"
           f"{1 / r_med:>8.1f}")
+    ratio = (f"ratio: drain of {n:,} readings: the daemon {r_med:.3f} of the bare paho client's "
+             f"rate ({rate(d_med):,.0f} msg/s from connected), median of {len(trials)} trial(s)")
     startup = median([t.daemon.connected_s - t.daemon.started_s for t in trials])
     restore = median([t.daemon.restored_s - t.daemon.started_s for t in trials])
     print(f"\ndaemon start-up (median): process start -> 'engine restored' {restore:.2f} s, "
@@ -511,6 +513,7 @@ def report(trials: list[Trial], n: int) -> None:
     if rejected:
         print(f"WARNING: the daemon rejected {rejected} reading(s) (dead letters); "
               "the benchmark's readings should all be valid")
+    print(ratio)
 
 
 def main(argv: list[str] | None = None) -> int:

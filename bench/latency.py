@@ -428,6 +428,11 @@ def report(args: argparse.Namespace, samples: list[Sample], warm: list[Sample], 
     verdict = "met" if p99 < TARGET_P99_S else "NOT met"
     print(f"\ntarget (the issue): p99 < {TARGET_P99_S * ms:.0f} ms; daemon p99 "
           f"{p99 * ms:.0f} ms: {verdict}")
+    p50 = percentile(daemon, 50)
+    ratio = (f"ratio: alert latency p50 {p50 / percentile(bare, 50):.0f}x, p99 "
+             f"{p99 / percentile(bare, 99):.0f}x the bare paho round trip (daemon p50 "
+             f"{p50 * ms:.1f} ms, p99 {p99 * ms:.1f} ms over {len(samples)} trials; target p99 < "
+             f"{TARGET_P99_S * ms:.0f} ms: {verdict})")
     split = [(s.event_s - s.published_s, s.posted_s - s.event_s) for s in samples
              if s.event_s is not None]
     if split:
@@ -443,6 +448,7 @@ def report(args: argparse.Namespace, samples: list[Sample], warm: list[Sample], 
         print(f"WARNING: the daemon rejected {rejected} message(s) (dead letters)")
     if others:
         print(f"note: {others} other alert(s) reached the receiver")
+    print(ratio)
 
 
 if __name__ == "__main__":

@@ -78,7 +78,7 @@ def cmd_run(path: str) -> int:
         node = Node(config, password=password)
     except Exception as exc:
         # The hardware or a file is not there (no I2C device at the address, no
-        # serial port, the node extra not installed, an unwritable buffer): one
+        # serial port, a hardware library not installed, an unwritable buffer): one
         # line, exit 1, and systemd tries again. The traceback is for --log-level debug.
         log.debug("start-up failed", exc_info=True)
         print(f"cannot start: {type(exc).__name__}: {exc}", file=sys.stderr)

@@ -215,3 +215,63 @@ def test_modules_and_classes_stay_small() -> None:
                 if len(public) > MAX_PUBLIC_METHODS:
                     crowded.append(f"{name}: {node.name} has {len(public)} public methods")
     assert long_ones == [] and crowded == []
+
+
+#: Functions allowed past ``MAX_FUNCTION_LINES``, and why each must be one piece
+#: (``path:Class.function``). An entry whose function has become short, or is gone,
+#: fails the test too, so the table says only what is true.
+LONG_FUNCTIONS: dict[str, str] = {
+}
+MAX_FUNCTION_LINES = 60
+
+
+def function_lengths(*packages: str) -> dict[str, int]:
+    """Every function and method of ``packages`` (``path:Class.name``, nested ones as
+    ``outer.inner``) and its lines, from ``def`` to its last line."""
+    found: dict[str, int] = {}
+
+    def visit(node: ast.AST, prefix: str, where: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                name = f"{prefix}{child.name}"
+                if not isinstance(child, ast.ClassDef):
+                    found[f"{where}:{name}"] = (child.end_lineno or child.lineno) - child.lineno + 1
+                visit(child, f"{name}.", where)
+            else:
+                visit(child, prefix, where)
+
+    for package in packages:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            visit(ast.parse(path.read_text(encoding="utf-8")), "", str(path.relative_to(ROOT)))
+    return found
+
+
+def long_functions(lengths: dict[str, int], allowed: dict[str, str]) -> list[str]:
+    """What the function table gets wrong: a long function it does not list, and an
+    entry for a function that is no longer long (or no longer there)."""
+    unlisted = [f"{name}: {n} lines (split it at a seam, or say in LONG_FUNCTIONS why it"
+                " must be one piece)" for name, n in sorted(lengths.items())
+                if n > MAX_FUNCTION_LINES and name not in allowed]
+    stale = [f"{name}: listed in LONG_FUNCTIONS but "
+             + (f"{lengths[name]} lines now" if name in lengths else "not found")
+             for name in sorted(allowed) if lengths.get(name, 0) <= MAX_FUNCTION_LINES]
+    return unlisted + stale
+
+
+def test_functions_stay_at_their_seams() -> None:
+    """A function a reader takes in at once: over ~60 lines it does several things, and
+    each should be a function of its own, unless ``LONG_FUNCTIONS`` says why not."""
+    lengths = function_lengths("monitor", "sensors")
+    assert "monitor/engine/settle.py:settle" in lengths  # the walk found them
+    assert "monitor/daemon/loop.py:Daemon._run" in lengths  # methods by class
+    assert long_functions(lengths, LONG_FUNCTIONS) == []
+
+
+def test_the_function_check_names_a_long_one_and_a_stale_entry() -> None:
+    lengths = {"monitor/a.py:f": 61, "monitor/a.py:g": 60, "monitor/b.py:C.h": 200}
+    assert long_functions(lengths, {"monitor/b.py:C.h": "one table", "monitor/a.py:g": "x",
+                                    "monitor/c.py:gone": "y"}) == [
+        "monitor/a.py:f: 61 lines (split it at a seam, or say in LONG_FUNCTIONS why it must be"
+        " one piece)",
+        "monitor/a.py:g: listed in LONG_FUNCTIONS but 60 lines now",
+        "monitor/c.py:gone: listed in LONG_FUNCTIONS but not found"]

@@ -300,6 +300,52 @@ HELP: dict[str, tuple[str, str, str]] = {
         on stderr); 2 for a configuration problem or when no target matches.
         """),
 
+    "user": ("the field app's people: `user add`, `user link`, `user token`", """
+        The people who use the field app (`stormwatch web`), kept in
+        state_dir/users.sqlite beside the daemon's database. No passwords: a
+        person signs in with a single-use link (`user link`), a script with a
+        bearer token (`user token`). Tokens are shown once and stored only as
+        their SHA-256.""", EXIT_CODES),
+
+    "user add": ("add a qualified professional or an officer to the field app", """
+        --role qp: a qualified professional, who records inspections (§ 134-9A(2):
+        "a qualified professional conduct site inspections") on the sites
+        given with --site, or on every site without it. The name must be on
+        the qualified_professionals roster of each of those sites that has
+        one, as `stormwatch inspect --inspector` must.
+
+        --role officer: the stormwater management officer, who reads every
+        site and records nothing (--site is refused).
+
+        An unknown site, a name already taken or a name not on the roster is
+        refused with one line naming the flag (exit 2).""", """
+        example:
+          stormwatch user add --config site.yaml --name "J. Rivera" --role qp \\
+              --email jrivera@example.org --site branch-meadows
+
+        """ + EXIT_CODES),
+
+    "user link": ("a single-use sign-in link for a person", """
+        Prints {web.public_url}/signin/TOKEN: opened once, before it expires
+        (15 minutes; --valid-minutes up to 1440), it signs the person in on
+        that phone or browser for web.session_days. Give it to them for a
+        first sign-in; the field app mails later ones itself.
+
+        --send mails it to the person's own address instead of printing it,
+        through the first mail target (mailto:// or mailtos://) of
+        notify.targets that takes it: the same server and login, the person
+        as the only recipient (a sign-in link must not reach a shared
+        channel). Needs web: in the configuration.""", """
+        Exit 0 when printed or sent; 1 when every mail target refused it
+        (each named on stderr); 2 for an unknown person, no web: section, or
+        --send without a mail target or an address."""),
+
+    "user token": ("a bearer token for the field app's API", """
+        Prints a token for `Authorization: Bearer TOKEN` on the API
+        (POST /api/v1/sites/ID/inspections, /api/v1/photos): it acts as the
+        person, with their role and sites. It is shown this once; a new one
+        replaces the previous, which stops working.""", EXIT_CODES),
+
     "demo": ("a simulated site with an embedded broker, time accelerated", """
         The self-contained demo: an embedded MQTT broker, the real daemon, and
         a simulated site run on the real node runtime as `stormwatch simulate`

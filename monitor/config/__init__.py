@@ -23,6 +23,7 @@ from .schema import (
     NotifyConfig,
     NotifyTarget,
     Pause,
+    Practice,
     QualifiedProfessional,
     RainRules,
     SensorConfig,
@@ -31,11 +32,14 @@ from .schema import (
     TlsConfig,
     TrapConfig,
     TurbidityPair,
+    WebConfig,
+    photos_dir_of,
 )
 
 __all__ = [
     "CLOCK_CONDITIONS", "DEFAULT_ABSOLUTE_NTU", "ENV_PREFIX", "ID_PATTERN", "SENSOR_KINDS",
     "BrokerConfig", "Config", "DaemonConfig", "DeadLettersConfig", "InfluxConfig", "Model",
-    "NotifyConfig", "NotifyTarget", "Pause", "QualifiedProfessional", "RainRules",
+    "NotifyConfig", "NotifyTarget", "Pause", "Practice", "QualifiedProfessional", "RainRules",
     "SensorConfig", "SiteConfig", "SiteNotify", "TlsConfig", "TrapConfig", "TurbidityPair",
+    "WebConfig", "photos_dir_of",
 ]

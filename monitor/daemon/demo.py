@@ -352,42 +352,14 @@ def run_demo(out: IO[str] = sys.stdout, *, speed: float = 1800.0, keep: bool = F
     site_rc: list[int] = []
     nodes = threading.Thread(target=lambda: site_rc.append(site.run()), name="demo-site",
                              daemon=True)
-    print(f"stormwatch demo: site {SITE}, time x{speed:g}, broker 127.0.0.1:{port}, "
-          f"state in {state}", file=out)
-    storm = [datetime.fromtimestamp(start_s + STORM_AT_S + h * 3600, tz=zone).strftime(f)
-             for h, f in ((0, "%a %H:%M"), (STORM_HOURS, "%H:%M"))]
-    print(f"stormwatch demo: a {STORM_IN:.2f} in storm (SCS type II) {storm[0]}-{storm[1]}; "
-          f"a node (the real runtime, simulated sensors) reads {len(plan.sites[0].sensors)} "
-          "sensors each simulated minute", file=out, flush=True)
+    _introduce(out, plan, start_s, speed, port, state, zone)
     printed = 0
     try:
         worker.start()
         _wait_connected(daemon, worker, failure)
         clock.restart()  # simulated time starts once the daemon listens
         nodes.start()
-        pub = mqtt.Client(CallbackAPIVersion.VERSION2, protocol=mqtt.MQTTv311)
-        pub.connect("127.0.0.1", port)
-        pub.loop_start()
-        inspected = False
-        poll_s = min(60.0 / speed, 0.25)  # about a simulated minute
-        while clock() < plan.end_s and nodes.is_alive():
-            time.sleep(poll_s)
-            if not inspected:
-                due = _storm_due(state)
-                if due is not None and clock() >= due - 2 * 3600:
-                    ts = datetime.fromtimestamp(clock(), tz=zone).isoformat(timespec="seconds")
-                    pub.publish(f"stormwatch/v1/{SITE}/inspection",
-                                ('{"inspector": "J. Rivera, CPESC", "kind": "storm", '
-                                 f'"ts": "{ts}", "notes": "silt fence repaired"}}').encode(),
-                                qos=1)
-                    inspected = True
-            printed = _print_new(state, printed, zone, out)
-        clock.freeze()
-        nodes.join(DRAIN_S + 15)  # the site delivers its last readings, then stops
-        time.sleep(1.0)  # they reach the journal, the last alerts their targets
-        printed = _print_new(state, printed, zone, out)
-        pub.loop_stop()
-        pub.disconnect()
+        printed = _follow(out, clock, plan, nodes, state, port, zone, speed)
     finally:
         site.stop.set()
         if nodes.ident is not None:  # started
@@ -406,6 +378,50 @@ def run_demo(out: IO[str] = sys.stdout, *, speed: float = 1800.0, keep: bool = F
     if kept is not None:
         print(look_at(kept, start_s, zone), file=out)
     return 0 if rc == EXIT_OK else 1
+
+
+def _introduce(out: IO[str], plan: Plan, start_s: int, speed: float, port: int,
+               state: Path, zone: ZoneInfo) -> None:
+    """The demo's first lines: the site, the speed, the broker, the storm to come."""
+    print(f"stormwatch demo: site {SITE}, time x{speed:g}, broker 127.0.0.1:{port}, "
+          f"state in {state}", file=out)
+    storm = [datetime.fromtimestamp(start_s + STORM_AT_S + h * 3600, tz=zone).strftime(f)
+             for h, f in ((0, "%a %H:%M"), (STORM_HOURS, "%H:%M"))]
+    print(f"stormwatch demo: a {STORM_IN:.2f} in storm (SCS type II) {storm[0]}-{storm[1]}; "
+          f"a node (the real runtime, simulated sensors) reads {len(plan.sites[0].sensors)} "
+          "sensors each simulated minute", file=out, flush=True)
+
+
+def _follow(out: IO[str], clock: DemoClock, plan: Plan, nodes: threading.Thread,
+            state: Path, port: int, zone: ZoneInfo, speed: float) -> int:
+    """Print the timeline as the events come, about once a simulated minute, until the
+    plan ends; the qualified professional inspects two hours before the storm's due.
+    The number of events printed."""
+    pub = mqtt.Client(CallbackAPIVersion.VERSION2, protocol=mqtt.MQTTv311)
+    pub.connect("127.0.0.1", port)
+    pub.loop_start()
+    inspected = False
+    printed = 0
+    poll_s = min(60.0 / speed, 0.25)  # about a simulated minute
+    while clock() < plan.end_s and nodes.is_alive():
+        time.sleep(poll_s)
+        if not inspected:
+            due = _storm_due(state)
+            if due is not None and clock() >= due - 2 * 3600:
+                ts = datetime.fromtimestamp(clock(), tz=zone).isoformat(timespec="seconds")
+                pub.publish(f"stormwatch/v1/{SITE}/inspection",
+                            ('{"inspector": "J. Rivera, CPESC", "kind": "storm", '
+                             f'"ts": "{ts}", "notes": "silt fence repaired"}}').encode(),
+                            qos=1)
+                inspected = True
+        printed = _print_new(state, printed, zone, out)
+    clock.freeze()
+    nodes.join(DRAIN_S + 15)  # the site delivers its last readings, then stops
+    time.sleep(1.0)  # they reach the journal, the last alerts their targets
+    printed = _print_new(state, printed, zone, out)
+    pub.loop_stop()
+    pub.disconnect()
+    return printed
 
 
 def look_at(config_path: Path, start_s: int, zone: ZoneInfo) -> str:

@@ -43,6 +43,7 @@ What can no longer change is taken out of memory by ``settle.py``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,6 +87,13 @@ class Clock:
         if self.closed_at is None or self.due is None:
             return None
         return "met" if self.closed_at <= self.due else "late"
+
+
+def is_overdue(due_ms: int | None, now_ms: int) -> bool:
+    """Past due at ``now_ms``: an inspection at ``due`` itself still meets the clock
+    (closed on or before due is ``met``, DESIGN § 4), so only after it is late. The one
+    rule of lateness that ``status``, the exporter and the report share."""
+    return due_ms is not None and now_ms > due_ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,16 +158,47 @@ def compute(site: SiteConfig, gauge_facts: list[Fact], inspections: list[Inspect
     ``settle``: the start of the routine chain and the settled notices of open
     clocks; ``closure`` the site's recorded final stabilization.
     """
-    rules = site.rain
     prev = previous or SiteClocks()
     result = SiteClocks(facts=prev.facts)
-    other: dict[str, Fact] = {}
     inspections = sorted(inspections, key=lambda i: (i.ts_ms, i.inspector, i.kind))
-    within = hours_ms(rules.inspect_within_hours)
     closes: dict[int, list[str]] = {id(i): [] for i in inspections}
     fresh: dict[str, Fact] = {}  # clock facts new since the previous result
+    storm_clocks, other = _storm_clocks(site, gauge_facts)
+    if site.clocks_apply:
+        result.clocks = storm_clocks + _routine_clocks(site, inspections, first_seen_ms, anchor,
+                                                       closure, now_ms)
+        for clock in result.clocks:
+            if clock.clock == "storm" and clock.start is not None:
+                for insp in inspections:
+                    if insp.ts_ms >= clock.start and closes_clocks(insp):
+                        clock.closed_at, clock.closed_by = insp.ts_ms, insp
+                        break
+            if clock.closed_by is not None:
+                closes[id(clock.closed_by)].append(clock.clock_id)
+            result.per_clock[clock.clock_id] = _clock_facts(
+                site, clock, now_ms, prev.per_clock.get(clock.clock_id), fresh,
+                (floors or {}).get(clock.clock_id))
+    for insp in inspections:
+        for fact in inspection_facts(site, insp, tuple(sorted(closes[id(insp)]))):
+            other[fact.id] = fact
+    for fact in action_facts(site.id, action_states(record_of(i) for i in inspections), now_ms):
+        other[fact.id] = fact
+    if closure is not None:
+        fact = closure_fact(closure)
+        other[fact.id] = fact
+    _merge(result, prev, other, fresh)
+    return result
 
-    # Storm clocks and storm_qualified.
+
+def _storm_clocks(site: SiteConfig, gauge_facts: list[Fact]) -> tuple[list[Clock],
+                                                                       dict[str, Fact]]:
+    """A storm clock (where clocks apply) and a ``storm_qualified`` per qualifying site
+    storm (``sitestorms.qualifying_storms``), due ``inspect_within_hours`` after its
+    start (``clock_start``: when it qualified, or when its storm ended)."""
+    rules = site.rain
+    within = hours_ms(rules.inspect_within_hours)
+    clocks: list[Clock] = []
+    facts: dict[str, Fact] = {}
     for site_storm in qualifying_storms(site, gauge_storms(gauge_facts), stale_spans(gauge_facts)):
         rep, group = site_storm.rep, site_storm.group
         assert rep.qualified_at is not None
@@ -173,8 +212,7 @@ def compute(site: SiteConfig, gauge_facts: list[Fact], inspections: list[Inspect
         not_before = revealed_due(rep.q_not_before, rep.qualified_at, start, due, within,
                                   rules.clock_start)
         if site.clocks_apply:
-            result.clocks.append(Clock(clock_id, "storm", rep.qualified_at, start, due,
-                                       storm=rep))
+            clocks.append(Clock(clock_id, "storm", rep.qualified_at, start, due, storm=rep))
         fact = Fact(site.id, rep.qualified_at,
                     make_id("storm_qualified", site.id, rep.gauge, rep.started_at),
                     StormQualified(
@@ -187,38 +225,25 @@ def compute(site: SiteConfig, gauge_facts: list[Fact], inspections: list[Inspect
                         informational=None if site.clocks_apply else True,
                         qualified_not_before=iso_or_none(rep.q_not_before),
                         due_not_before=iso_or_none(not_before)))
-        other[fact.id] = fact
+        facts[fact.id] = fact
+    return clocks, facts
 
-    if site.clocks_apply:
-        closed_ms = closure.ts_ms if closure is not None else None
-        for rc in routine_chain(site, inspections, first_seen_ms, anchor, closed_ms,
-                                closes_clocks, now_ms):
-            result.clocks.append(Clock(
-                rc.clock_id, "routine", rc.start, rc.start, rc.due,
-                rc.closed_by.ts_ms if rc.closed_by is not None else None, rc.closed_by,
-                ends_at=rc.ends_at))
-        for clock in result.clocks:
-            if clock.clock == "storm" and clock.start is not None:
-                for insp in inspections:
-                    if insp.ts_ms >= clock.start and closes_clocks(insp):
-                        clock.closed_at, clock.closed_by = insp.ts_ms, insp
-                        break
-            if clock.closed_by is not None:
-                closes[id(clock.closed_by)].append(clock.clock_id)
-            result.per_clock[clock.clock_id] = _clock_facts(
-                site, clock, now_ms, prev.per_clock.get(clock.clock_id), fresh,
-                (floors or {}).get(clock.clock_id))
 
-    for insp in inspections:
-        for fact in inspection_facts(site, insp, tuple(sorted(closes[id(insp)]))):
-            other[fact.id] = fact
-    for fact in action_facts(site.id, action_states(record_of(i) for i in inspections), now_ms):
-        other[fact.id] = fact
-    if closure is not None:
-        fact = closure_fact(closure)
-        other[fact.id] = fact
+def _routine_clocks(site: SiteConfig, inspections: list[Inspection], first_seen_ms: int | None,
+                    anchor: Anchor | None, closure: SiteClosure | None,
+                    now_ms: int | None) -> list[Clock]:
+    """The 7-day routine chain within the site's active period (``routine.py``)."""
+    closed_ms = closure.ts_ms if closure is not None else None
+    return [Clock(rc.clock_id, "routine", rc.start, rc.start, rc.due,
+                  rc.closed_by.ts_ms if rc.closed_by is not None else None, rc.closed_by,
+                  ends_at=rc.ends_at)
+            for rc in routine_chain(site, inspections, first_seen_ms, anchor, closed_ms,
+                                    closes_clocks, now_ms)]
 
-    # Merge into the previous facts dict; note what changed.
+
+def _merge(result: SiteClocks, prev: SiteClocks, other: dict[str, Fact],
+           fresh: dict[str, Fact]) -> None:
+    """Merge into the previous facts dict (``result.facts`` is it); note what changed."""
     facts = result.facts
     candidates = set(other) | prev.other_ids | set(fresh)
     for cid, cf in prev.per_clock.items():
@@ -233,7 +258,10 @@ def compute(site: SiteConfig, gauge_facts: list[Fact], inspections: list[Inspect
             facts[fid] = value
             result.changed.add(fid)
     result.other_ids = set(other)
-    return result
+
+
+#: Adds one fact of a clock (its instant, id and body).
+_Add = Callable[[int, str, Body], None]
 
 
 def _clock_facts(site: SiteConfig, clock: Clock, now_ms: int | None, prev: ClockFacts | None,
@@ -255,9 +283,6 @@ def _clock_facts(site: SiteConfig, clock: Clock, now_ms: int | None, prev: Clock
         cf = ClockFacts(signature, next_overdue=floor.k, floor=floor)
     if clock.due is None:
         return cf
-    rules = site.rain
-    due = clock.due
-    cid, kind, due_iso = clock.clock_id, clock.clock, iso(due)
     now = now_ms if now_ms is not None else -(2**62)
     # No notice once the clock is closed, or cut by a pause or the end of the site.
     closed = min(c for c in (clock.closed_at, clock.ends_at, 2**62) if c is not None)
@@ -265,12 +290,33 @@ def _clock_facts(site: SiteConfig, clock: Clock, now_ms: int | None, prev: Clock
     def add(at: int, fid: str, body: Body) -> None:
         cf.facts[fid] = fresh[fid] = Fact(site.id, at, fid, body)
 
+    _notices(site, clock, clock.due, cf, now, closed, add)
+    if clock.closed_at is not None and clock.closed_at <= now:
+        fid = make_id("clock_closed", site.id, clock.clock_id)
+        if fid not in cf.facts:
+            entered = by.entered_ms if by is not None else None
+            add(clock.closed_at, fid, ClockClosed(
+                clock_id=clock.clock_id, clock=clock.clock, due=iso(clock.due),
+                inspected_at=iso(clock.closed_at),
+                outcome="met" if clock.closed_at <= clock.due else "late",
+                entered_at=iso(entered) if entered is not None else None,
+                backdated=by is not None and is_backdated(site, by)))
+    return cf
+
+
+def _notices(site: SiteConfig, clock: Clock, due: int, cf: ClockFacts, now: int, closed: int,
+             add: _Add) -> None:
+    """The notices *now* has reached before the clock ``closed``: each reminder
+    (``remind_before_hours``), the overdue notices every ``overdue_repeat_hours`` from
+    due on (from ``cf.next_overdue``), and a routine clock's missed weeks (§ 134-12D)."""
+    rules = site.rain
+    cid, kind, due_iso = clock.clock_id, clock.clock, iso(due)
     for hours in rules.remind_before_hours:
         at = due - hours_ms(hours)
         if hours in cf.floor.reminders:
             continue
         if clock.opened_at <= at <= now and at < closed:
-            fid = make_id("inspection_due_soon", site.id, clock.clock_id, hours)
+            fid = make_id("inspection_due_soon", site.id, cid, hours)
             if fid not in cf.facts:
                 add(at, fid, InspectionDueSoon(
                     clock_id=cid, clock=kind, due=due_iso, hours_left=hours))
@@ -278,7 +324,7 @@ def _clock_facts(site: SiteConfig, clock: Clock, now_ms: int | None, prev: Clock
     k = cf.next_overdue
     at = due + k * repeat
     while at <= now and at < closed:
-        add(at, make_id("inspection_overdue", site.id, clock.clock_id, k),
+        add(at, make_id("inspection_overdue", site.id, cid, k),
             InspectionOverdue(clock_id=cid, clock=kind, due=due_iso,
                               hours_late=round(k * rules.overdue_repeat_hours, 3)))
         k += 1
@@ -287,21 +333,11 @@ def _clock_facts(site: SiteConfig, clock: Clock, now_ms: int | None, prev: Clock
     if kind == "routine":
         week, at = 1, due
         while at <= now and at < closed:
-            fid = make_id("inspection_missed", site.id, clock.clock_id, week)
+            fid = make_id("inspection_missed", site.id, cid, week)
             if fid not in cf.facts:
                 add(at, fid, InspectionMissed(clock_id=cid, clock=kind, due=due_iso, week=week,
                                               week_from=iso(at), week_to=iso(at + WEEK_MS)))
             week, at = week + 1, at + WEEK_MS
-    if clock.closed_at is not None and clock.closed_at <= now:
-        fid = make_id("clock_closed", site.id, clock.clock_id)
-        if fid not in cf.facts:
-            entered = by.entered_ms if by is not None else None
-            add(clock.closed_at, fid, ClockClosed(
-                clock_id=cid, clock=kind, due=due_iso, inspected_at=iso(clock.closed_at),
-                outcome="met" if clock.closed_at <= due else "late",
-                entered_at=iso(entered) if entered is not None else None,
-                backdated=by is not None and is_backdated(site, by)))
-    return cf
 
 
 def is_backdated(site: SiteConfig, insp: Inspection) -> bool:

@@ -17,7 +17,7 @@ but every number it reports is a function of a few sums over the *rain
 observations* of a gauge: the distinct timestamps at which it received rain,
 each carrying the summed depth of its readings. So the pipeline is:
 
-1. **Readings** (``_readings``): put the rows in the fold's key order and drop
+1. **Readings** (``rain_rows.readings_of``): put the rows in the fold's key order and drop
    the rows the ``Timeline`` would drop as duplicates; turn counters into
    depths with one ``diff`` per gauge; everything in integer micro-inches
    (``round(depth * 1e6)``), exactly as the fold does.
@@ -73,21 +73,25 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from ..config import RainRules, SensorConfig
+from ..config import RainRules
 from ..contract.times import MS_PER_DAY, hours_ms
-from .rain import MICRO_PER_IN, WRAP_BITS, WRAP_FRACTION_DIV
+from .rain import MICRO_PER_IN
+from .rain_rows import BoolArray, Int64Array, Readings, readings_of
 
-Int64Array = npt.NDArray[np.int64]
-BoolArray = npt.NDArray[np.bool_]
-
-#: Columns of the result of ``storm_events``, in order.
+#: Columns of the result of ``storm_events``, in order: the numbers of the streaming
+#: ``storm_started``, ``storm_qualified`` and ``storm_ended`` events.
 EVENT_COLUMNS: tuple[str, ...] = (
-    "gauge", "event_id", "started_at", "ended_at", "total_in", "max_24h_in",
-    "qualified", "qualified_at", "q_total_in", "q_max_24h_in", "uncertain_in",
-    "q_uncertain_in",
+    "gauge", "event_id",
+    "started_at",      # first rain
+    "ended_at",        # last rain of an ended event (NaT while it is open)
+    "total_in",        # the event's rain so far
+    "max_24h_in",      # its largest trailing-24-hour sum
+    "qualified", "qualified_at",
+    "q_total_in",      # the event's rain at qualified_at
+    "q_max_24h_in",    # its 24-hour sum then (rolling_24h: the gauge's, as in storm_qualified)
+    "uncertain_in",    # rain of unknown timing in the event (revealed after a silence)
+    "q_uncertain_in",  # of it, at qualification
 )
-#: A gauge's ``stale_after_minutes`` when none is given (the sensor default).
-DEFAULT_STALE_MINUTES = float(SensorConfig.model_fields["stale_after_minutes"].default)
 
 _UTC_EPOCH = pd.Timestamp(0, tz="UTC")
 
@@ -115,20 +119,11 @@ def storm_events(readings: pd.DataFrame, rules: RainRules,
     advanced to ``now``.
 
     Returns one row per storm event, ordered by gauge and start, with
-    ``EVENT_COLUMNS``: ``started_at`` (first rain), ``ended_at`` (last rain of an
-    ended event), ``total_in`` and ``max_24h_in`` (the event's rain so far and
-    its largest trailing-24-hour sum), ``qualified``, ``qualified_at`` and the
-    totals at that moment, ``q_total_in`` and ``q_max_24h_in`` (for
-    ``rolling_24h`` the gauge's trailing 24-hour total, as in the
-    ``storm_qualified`` event), ``uncertain_in`` and ``q_uncertain_in`` (rain of
-    unknown timing in the event, and at qualification). These are the numbers
-    of the streaming
-    ``storm_started``, ``storm_qualified`` and ``storm_ended`` events. Depths
-    are summed as integer micro-inches and divided by 1e6 once, which gives
-    the very float the fold reports (``round(units / 1e6, 6)``): compare
-    with ``==``, not with a tolerance.
+    ``EVENT_COLUMNS`` (each described there). Depths are summed as integer
+    micro-inches and divided by 1e6 once, which gives the very float the fold
+    reports (``round(units / 1e6, 6)``): compare with ``==``, not with a tolerance.
     """
-    r = _readings(readings, in_per_tip, stale_after_minutes or {}, counter_bits or {})
+    r = readings_of(readings, in_per_tip, stale_after_minutes or {}, counter_bits or {})
     obs = _observations(r)
     if obs.ts.size == 0:
         return empty_events()
@@ -138,78 +133,55 @@ def storm_events(readings: pd.DataFrame, rules: RainRules,
         raise ValueError("dry_gap_hours must be at least a millisecond")
     threshold = round(rules.threshold_in * MICRO_PER_IN)
     now_ms = int(r.ts.max()) if now is None else _instant_ms(now)
-
-    start, end, event_of = _events(obs, gap_ms)
-    # One running sum for everything: rain over observations i..k is
-    # ``upto[k] - before[i]`` (exclusive and inclusive prefix sums).
-    upto = np.cumsum(obs.depth)
-    before = upto - obs.depth
-    window = _window_starts(obs)
-    # The event's own window is the trailing window cut at the event start:
-    # the fold's per-event deque holds only that event's rain.
-    event_window = np.maximum(window, start[event_of])
-    event_total = upto - before[start[event_of]]
-    event_24h = upto - before[event_window]
-    gauge_24h = upto - before[window]
-
-    q_obs, q_event = _first_per_event(
-        _qualifying(rules.mode, threshold, obs, event_total, event_24h, gauge_24h, before, window),
-        event_of)
-    q_24h = gauge_24h if rules.mode == "rolling_24h" else event_24h
-
-    last_rain = obs.ts[end]
+    ev = _events(obs, gap_ms)
+    sums = _Sums.of(obs, ev)
+    q_obs, q_event = _first_per_event(_qualifying(rules.mode, threshold, obs, sums), ev.of)
     # The fold closes an event on any later reading or when time is advanced.
-    reference = np.maximum(r.last_ts[obs.gauge[start]], now_ms)
-    ended = reference - last_rain >= gap_ms
+    reference = np.maximum(r.last_ts[obs.gauge[ev.start]], now_ms)
+    ended = reference - obs.ts[ev.end] >= gap_ms
+    return _frame(r, obs, ev, sums, ended, (q_obs, q_event), rules.mode)
 
-    n = start.size
+
+def _frame(r: Readings, obs: _Observations, ev: _EventIndex, sums: _Sums, ended: BoolArray,
+           first_hits: tuple[Int64Array, Int64Array], mode: str) -> pd.DataFrame:
+    """The result rows (``EVENT_COLUMNS``): one per event, its totals in inches, the
+    totals at the observation where it qualified (``first_hits``: that observation
+    and its event)."""
+    q_obs, q_event = first_hits
+    n = ev.start.size
+    q_24h = sums.gauge_24h if mode == "rolling_24h" else sums.event_24h
     qualified = np.zeros(n, dtype=np.bool_)
     qualified[q_event] = True
     qualified_at = np.full(n, _NAT, dtype=np.int64)
     qualified_at[q_event] = obs.ts[q_obs]
-    q_total = np.full(n, np.nan)
-    q_total[q_event] = event_total[q_obs] / MICRO_PER_IN
-    q_max = np.full(n, np.nan)
-    q_max[q_event] = q_24h[q_obs] / MICRO_PER_IN
     uncertain_upto = np.cumsum(obs.uncertain)
     uncertain_before = uncertain_upto - obs.uncertain
-    event_uncertain = uncertain_upto - uncertain_before[start[event_of]]
-    q_uncertain = np.full(n, np.nan)
-    q_uncertain[q_event] = event_uncertain[q_obs] / MICRO_PER_IN
+    event_uncertain = uncertain_upto - uncertain_before[ev.start[ev.of]]
 
-    gauge = pd.Series(r.names[obs.gauge[start]], dtype=str)
-    started = _utc(obs.ts[start])
-    frame = pd.DataFrame({
+    def at_qualified(values: Int64Array) -> npt.NDArray[np.float64]:
+        out = np.full(n, np.nan)
+        out[q_event] = values[q_obs] / MICRO_PER_IN
+        return out
+
+    gauge = pd.Series(r.names[obs.gauge[ev.start]], dtype=str)
+    started = _utc(obs.ts[ev.start])
+    return pd.DataFrame({
         "gauge": gauge,
         "event_id": gauge + "-" + started.dt.strftime("%Y%m%dT%H%M%SZ"),
         "started_at": started,
-        "ended_at": _utc(np.where(ended, last_rain, _NAT)),
-        "total_in": event_total[end] / MICRO_PER_IN,
-        "max_24h_in": np.maximum.reduceat(event_24h, start) / MICRO_PER_IN,
+        "ended_at": _utc(np.where(ended, obs.ts[ev.end], _NAT)),
+        "total_in": sums.event_total[ev.end] / MICRO_PER_IN,
+        "max_24h_in": np.maximum.reduceat(sums.event_24h, ev.start) / MICRO_PER_IN,
         "qualified": qualified,
         "qualified_at": _utc(qualified_at),
-        "q_total_in": q_total,
-        "q_max_24h_in": q_max,
-        "uncertain_in": event_uncertain[end] / MICRO_PER_IN,
-        "q_uncertain_in": q_uncertain,
+        "q_total_in": at_qualified(sums.event_total),
+        "q_max_24h_in": at_qualified(q_24h),
+        "uncertain_in": event_uncertain[ev.end] / MICRO_PER_IN,
+        "q_uncertain_in": at_qualified(event_uncertain),
     })
-    return frame
 
 
 # ----------------------------------------------------------------------------- steps
-
-
-@dataclass(frozen=True, slots=True)
-class _Readings:
-    """Rows in the fold's key order, duplicates dropped, with depths in micro-inches."""
-
-    names: npt.NDArray[np.object_]  # gauge name (str) by gauge code
-    gauge: Int64Array  # gauge code per row (codes sort like the names)
-    ts: Int64Array  # event time, ms
-    depth: Int64Array  # micro-inches; <= 0 is no rain
-    last_ts: Int64Array  # newest reading per gauge code, ms
-    evidence: Int64Array  # dry weather is known up to here, ms (module docstring)
-    revealed: BoolArray  # rain of unknown timing
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,103 +195,7 @@ class _Observations:
     uncertain: Int64Array  # of ``depth``, the revealed rain
 
 
-def _readings(frame: pd.DataFrame, in_per_tip: Mapping[str, float] | None,
-              stale_minutes: Mapping[str, float],
-              counter_bits: Mapping[str, int | None]) -> _Readings:
-    """Sort, de-duplicate and turn the rows into depths, the way the fold sees them.
-
-    Sorting uses ``np.lexsort`` over the fold's key ``(gauge, ts, k1, k2)``,
-    with ``(k1, k2) = (tips_total, 0)`` for counters and ``(seq, micro-inches)``
-    for depths (``seq`` is -1 when absent, as in ``GaugeFold.key``). The order
-    matters beyond sorting time: two counters at one timestamp are applied
-    smallest first, which decides whether the pair reads as a reset.
-    Neighbouring rows with equal keys are the ``Timeline``'s duplicates.
-
-    Counter depths: a ``diff`` along the sorted rows, where the first row of a
-    gauge has no predecessor (baseline, no rain) and a negative difference is
-    a wrap (``_wrapped``) or a reset (the new value counts from zero, so the
-    depth is the value). The tips are then scaled by the gauge's
-    ``round(in_per_tip * 1e6)``.
-    """
-    missing = {"ts", "gauge"} - set(frame.columns)
-    if missing:
-        raise ValueError(f"readings lack column(s): {', '.join(sorted(missing))}")
-    has_tips, has_precip = "tips_total" in frame.columns, "precip_in" in frame.columns
-    if has_tips == has_precip:
-        raise ValueError("readings need exactly one of the columns tips_total and precip_in")
-
-    gauge, names = _gauge_codes(frame["gauge"])
-    ts = _column_ms(frame["ts"])
-    if has_tips:
-        k1 = _integers(frame["tips_total"], "tips_total")
-        if (k1 < 0).any():
-            raise ValueError("tips_total must be >= 0")
-        k2 = np.zeros_like(k1)
-    else:
-        precip = frame["precip_in"].to_numpy(dtype=np.float64)
-        if not np.isfinite(precip).all():
-            raise ValueError("precip_in has missing or non-finite values")
-        k1 = (_integers(frame["seq"].fillna(-1), "seq") if "seq" in frame.columns
-              else np.full(len(frame), -1, dtype=np.int64))
-        # np.rint rounds half to even on the same float product: Python's round().
-        k2 = np.rint(precip * MICRO_PER_IN).astype(np.int64)
-
-    order = np.lexsort((k2, k1, ts, gauge))
-    gauge, ts, k1, k2 = gauge[order], ts[order], k1[order], k2[order]
-    first_of_gauge = np.ones(gauge.size, dtype=np.bool_)
-    first_of_gauge[1:] = gauge[1:] != gauge[:-1]
-    keep = np.ones(gauge.size, dtype=np.bool_)
-    keep[1:] = first_of_gauge[1:] | (ts[1:] != ts[:-1]) | (k1[1:] != k1[:-1]) | (k2[1:] != k2[:-1])
-    gauge, ts, k1, k2, first_of_gauge = (
-        gauge[keep], ts[keep], k1[keep], k2[keep], first_of_gauge[keep])
-
-    if has_tips:
-        present = np.zeros(names.size, dtype=np.bool_)
-        present[gauge] = True
-        per_tip = _micro_per_tip(names, present, in_per_tip)
-        previous = np.concatenate(([np.int64(0)], k1[:-1]))
-        tips = k1 - previous
-        wrapped = _wrapped(previous, k1, gauge, names, counter_bits)
-        tips = np.where(tips < 0, np.where(wrapped >= 0, wrapped, k1), tips)
-        tips[first_of_gauge] = 0
-        depth = tips * per_tip[gauge]
-    else:
-        depth = k2
-    prev_ts = np.concatenate(([np.int64(0)], ts[:-1]))
-    stale_ms = np.array([round(stale_minutes.get(str(name), DEFAULT_STALE_MINUTES) * 60_000)
-                         for name in names], dtype=np.int64)
-    revealed = (has_tips & ~first_of_gauge & (depth > 0)
-                & (ts - prev_ts > stale_ms[gauge])).astype(np.bool_)
-    evidence = np.where(revealed, prev_ts, ts).astype(np.int64)
-
-    last_ts = np.zeros(names.size, dtype=np.int64)
-    last_of_gauge = np.ones(gauge.size, dtype=np.bool_)
-    last_of_gauge[:-1] = gauge[:-1] != gauge[1:]
-    last_ts[gauge[last_of_gauge]] = ts[last_of_gauge]
-    return _Readings(names, gauge, ts, depth, last_ts, evidence, revealed)
-
-
-def _wrapped(before: Int64Array, after: Int64Array, gauge: Int64Array,
-             names: npt.NDArray[np.object_], counter_bits: Mapping[str, int | None]
-             ) -> Int64Array:
-    """Tips across a counter wrap per row, -1 where the drop is not one (the fold's
-    ``_across_wrap``: the first width that fits, in the fold's order)."""
-    out = np.full(before.size, -1, dtype=np.int64)
-    widths_of = [(given,) if (given := counter_bits.get(str(name))) else WRAP_BITS
-                 for name in names]
-    for position in range(max(len(w) for w in widths_of) if widths_of else 0):
-        bits_per_gauge = np.array([w[position] if position < len(w) else 0 for w in widths_of],
-                                  dtype=np.int64)
-        bits = bits_per_gauge[gauge]
-        width = np.left_shift(np.int64(1), bits, dtype=np.int64)
-        margin = width // WRAP_FRACTION_DIV
-        fits = (bits > 0) & (out < 0) & (before >= width - margin) & (before < width) \
-            & (after < margin)
-        out = np.where(fits, after + width - before, out)
-    return out
-
-
-def _observations(r: _Readings) -> _Observations:
+def _observations(r: Readings) -> _Observations:
     """Rain rows summed per (gauge, timestamp) with ``np.add.reduceat``.
 
     Rows without rain are dropped here: they only ever close an event or
@@ -340,8 +216,18 @@ def _observations(r: _Readings) -> _Observations:
                          r.evidence[wet][heads], unknown.astype(np.int64))
 
 
-def _events(obs: _Observations, gap_ms: int) -> tuple[Int64Array, Int64Array, Int64Array]:
-    """Segment observations into storm events: (first index, last index, event per index).
+@dataclass(frozen=True, slots=True)
+class _EventIndex:
+    """Storm events over the observations: each one's first and last observation, and
+    the event of each observation."""
+
+    start: Int64Array
+    end: Int64Array
+    of: Int64Array
+
+
+def _events(obs: _Observations, gap_ms: int) -> _EventIndex:
+    """Segment observations into storm events.
 
     An event is "a run of rain separated from the next by at least
     ``dry_gap_hours`` without any rain" (DESIGN § 4): a boundary wherever the
@@ -352,8 +238,31 @@ def _events(obs: _Observations, gap_ms: int) -> tuple[Int64Array, Int64Array, In
     boundary[1:] = (obs.gauge[1:] != obs.gauge[:-1]) | (obs.evidence[1:] - obs.ts[:-1] >= gap_ms)
     start = np.flatnonzero(boundary).astype(np.int64)
     end = np.append(start[1:] - 1, obs.ts.size - 1).astype(np.int64)
-    event_of = (np.cumsum(boundary) - 1).astype(np.int64)
-    return start, end, event_of
+    return _EventIndex(start, end, (np.cumsum(boundary) - 1).astype(np.int64))
+
+
+@dataclass(frozen=True, slots=True)
+class _Sums:
+    """The sums of rain every rule compares, per observation, in micro-inches."""
+
+    before: Int64Array  # the rain of all observations before this one (gauge, time order)
+    window: Int64Array  # first observation of the trailing 24 hours (``_window_starts``)
+    event_total: Int64Array  # the event's rain so far
+    event_24h: Int64Array  # the event's rain in the trailing 24 hours
+    gauge_24h: Int64Array  # the gauge's rain in the trailing 24 hours
+
+    @classmethod
+    def of(cls, obs: _Observations, ev: _EventIndex) -> _Sums:
+        # One running sum for everything: rain over observations i..k is
+        # ``upto[k] - before[i]`` (exclusive and inclusive prefix sums).
+        upto = np.cumsum(obs.depth)
+        before = upto - obs.depth
+        window = _window_starts(obs)
+        # The event's own window is the trailing window cut at the event start:
+        # the fold's per-event deque holds only that event's rain.
+        event_window = np.maximum(window, ev.start[ev.of])
+        return cls(before, window, upto - before[ev.start[ev.of]], upto - before[event_window],
+                   upto - before[window])
 
 
 def _window_starts(obs: _Observations) -> Int64Array:
@@ -372,9 +281,7 @@ def _window_starts(obs: _Observations) -> Int64Array:
     return np.searchsorted(key, key - MS_PER_DAY, side="right").astype(np.int64)
 
 
-def _qualifying(mode: str, threshold: int, obs: _Observations, event_total: Int64Array,
-                event_24h: Int64Array, gauge_24h: Int64Array, before: Int64Array,
-                window: Int64Array) -> BoolArray:
+def _qualifying(mode: str, threshold: int, obs: _Observations, sums: _Sums) -> BoolArray:
     """Where the § 134-9A(2) rule of ``mode`` holds, per rain observation.
 
     ``event_24h``: the event's own rain in ``(t - 24 h, t]`` reaches the
@@ -398,15 +305,15 @@ def _qualifying(mode: str, threshold: int, obs: _Observations, event_total: Int6
     only matters for a threshold that rounds to zero micro-inches.
     """
     if mode == "event_24h":
-        return event_24h >= threshold
+        return sums.event_24h >= threshold
     if mode == "event_total":
-        return event_total >= threshold
+        return sums.event_total >= threshold
     if mode != "rolling_24h":
         raise ValueError(f"unknown rain mode {mode!r}")
-    just_before = before - before[window]
+    just_before = sums.before - sums.before[sums.window]
     first_rain = np.ones(obs.ts.size, dtype=np.bool_)
     first_rain[1:] = obs.gauge[1:] != obs.gauge[:-1]
-    return (gauge_24h >= threshold) & ((just_before < threshold) | first_rain)
+    return (sums.gauge_24h >= threshold) & ((just_before < threshold) | first_rain)
 
 
 def _first_per_event(holds: BoolArray, event_of: Int64Array) -> tuple[Int64Array, Int64Array]:
@@ -426,65 +333,6 @@ def _first_per_event(holds: BoolArray, event_of: Int64Array) -> tuple[Int64Array
 # ----------------------------------------------------------------------------- conversions
 
 _NAT = np.iinfo(np.int64).min  # numpy's NaT as an int64 datetime
-
-
-def _gauge_codes(column: pd.Series) -> tuple[Int64Array, npt.NDArray[np.object_]]:
-    """Gauge numbers that sort like the gauge names, and the names.
-
-    Hashing half a million strings is the single largest cost of a backtest;
-    a categorical column has done it already, so only its categories are
-    factorised.
-    """
-    if column.isna().any():
-        raise ValueError("gauge has missing values")
-    if isinstance(column.dtype, pd.CategoricalDtype):
-        renumber, names = pd.factorize(column.cat.categories.astype(str), sort=True)
-        codes = renumber.astype(np.int64)[column.cat.codes.to_numpy()]
-    else:
-        raw, names = pd.factorize(column.astype(str), sort=True)
-        codes = raw.astype(np.int64)
-    return codes, np.asarray(names, dtype=object)
-
-
-def _column_ms(ts: pd.Series) -> Int64Array:
-    """Event times as integer ms; datetimes floored to the engine's millisecond clock."""
-    if pd.api.types.is_datetime64_any_dtype(ts.dtype):
-        if ts.isna().any():
-            raise ValueError("ts has missing values")
-        if isinstance(ts.dtype, pd.DatetimeTZDtype):
-            ts = ts.dt.tz_convert("UTC").dt.tz_localize(None)
-        ns = ts.to_numpy(dtype="datetime64[ns]").view(np.int64)
-        return np.floor_divide(ns, 1_000_000).astype(np.int64)
-    if not pd.api.types.is_numeric_dtype(ts.dtype):
-        raise ValueError(f"ts must be datetime64 or integer milliseconds, not {ts.dtype}")
-    return _integers(ts, "ts")
-
-
-def _integers(values: pd.Series, name: str) -> Int64Array:
-    """A column as int64, refusing missing or fractional values rather than guessing."""
-    if values.isna().any():
-        raise ValueError(f"{name} has missing values")
-    if pd.api.types.is_integer_dtype(values.dtype):
-        return values.to_numpy(dtype=np.int64)
-    floats = values.to_numpy(dtype=np.float64)
-    if not (np.isfinite(floats).all() and (floats == np.floor(floats)).all()):
-        raise ValueError(f"{name} must hold integers")
-    return floats.astype(np.int64)
-
-
-def _micro_per_tip(names: npt.NDArray[np.object_], present: BoolArray,
-                   in_per_tip: Mapping[str, float] | None) -> Int64Array:
-    """``round(in_per_tip * 1e6)`` per gauge code, as ``GaugeFold.per_tip``.
-
-    Only the gauges ``present`` in the rows need an entry (an unused category
-    of a categorical column does not).
-    """
-    table = in_per_tip or {}
-    missing = [str(name) for name in names[present] if name not in table]
-    if missing:
-        raise ValueError(f"in_per_tip lacks gauge(s): {', '.join(missing)}")
-    return np.array([round(table[name] * MICRO_PER_IN) if name in table else 0
-                     for name in names], dtype=np.int64)
 
 
 def _instant_ms(now: pd.Timestamp | datetime | int) -> int:

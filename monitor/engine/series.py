@@ -32,19 +32,27 @@ state after each step (DESIGN: domain math lives in the engine only).
 A late reading re-runs its timeline from a checkpoint; the samplers see those
 steps again and emit samples of the same series and time with the values
 now in force: a consumer keeps the last sample per (series, time).
+
+What a consumer reads off the samples is here too, so a plot never averages
+or totals by a rule of its own: the gauges a site's storms are judged on
+(``judged_rain``: the ``mean`` gauge under ``gauges: mean``), a gauge's rain
+per hour (``hourly_rain``) and each storm's running total (``running_totals``).
 """
 
 from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Union, cast
 
+from ..config import SiteConfig
 from ..contract.inputs import Reading
+from ..contract.times import MS_PER_HOUR
 from .core import Engine
 from .rain import GaugeFold, GaugeState
+from .sitestorms import judged_gauge
 from .traps import TrapFold, TrapState, trap_state
 from .turbidity import E4_PER_MILLI, E4_PER_NTU, MILLI_PER_NTU, PairFold, PairState
 
@@ -252,3 +260,35 @@ def attach(engine: Engine, sink: Sink) -> None:
             tl.observer = TrapSampler(site_id, trap, cast(TrapFold, tl.fold), sink)
         for pair, tl in se.pairs.items():
             tl.observer = PairSampler(site_id, pair, cast(PairFold, tl.fold), sink)
+
+
+# --------------------------------------------------------------------------- read off samples
+
+
+def judged_rain(site: SiteConfig, storms: Mapping[str, Sequence[StormSample]]
+                ) -> dict[str, Sequence[StormSample]]:
+    """Of a site's storm samples by gauge, the gauges its storms are judged on
+    (``sitestorms.judged_gauge``): the ``mean`` gauge alone under ``gauges: mean``
+    (its depths are the mean of the live gauges, as the rule averaged them), else
+    each real gauge. A rain plot of these shows the rain the storm rule saw."""
+    return {g: xs for g, xs in storms.items() if judged_gauge(site, g)}
+
+
+def hourly_rain(samples: Iterable[StormSample]) -> list[tuple[int, float]]:
+    """A gauge's rain per clock hour, as (start of the hour in ms, inches), in time order:
+    the sum of the depth the storm rule counted at each reading of the hour."""
+    per: dict[int, float] = {}
+    for s in samples:
+        hour = s.ts_ms // MS_PER_HOUR * MS_PER_HOUR
+        per[hour] = per.get(hour, 0.0) + s.depth_in
+    return sorted(per.items())
+
+
+def running_totals(samples: Iterable[StormSample]) -> dict[str, float]:
+    """Each storm event's running total at the last of ``samples`` (by ``event_id``): the
+    depth the rule had counted so far; the total of an event only grows."""
+    out: dict[str, float] = {}
+    for s in samples:
+        if s.in_event:
+            out[s.event_id] = max(out.get(s.event_id, 0.0), s.total_in)
+    return out

@@ -26,7 +26,7 @@ from ..contract.times import hours_ms, parse_iso
 from .actions import action_states, final_before, record_of
 from .clocks import Clock, ClockFloor, SiteClocks, inspection_fact_ids
 from .routine import Anchor
-from .sitestorms import MEAN_GAUGE, gauge_storms, group_storms
+from .sitestorms import MEAN_GAUGE, GaugeStorm, gauge_storms, group_storms
 
 
 @dataclass(slots=True)
@@ -49,55 +49,20 @@ def settle(site: SiteConfig, gauge_facts: list[Fact], result: SiteClocks,
     The caller refuses readings and inspections older than the horizon from now
     on, which is what makes these facts final (see the module docstring). The
     settled facts are removed from ``result``; ``Settled`` says which, and what
-    the next ``compute`` needs instead of them.
+    the next ``compute`` needs instead of them. In phases: the storm groups that
+    are final, the clocks that may go, narrowed until every inspection that goes
+    takes all its clocks with it, then out of memory what settled, and the early
+    notices of the clocks still open counted instead of kept.
     """
-    rules = site.rain
-    gap = hours_ms(rules.dry_gap_hours)
-    storms = gauge_storms(gauge_facts)
-    real = [s for s in storms if s.gauge != MEAN_GAUGE]
-    groups = group_storms(real, gap)
-    if rules.gauges == "mean":
-        groups += [[s] for s in storms if s.gauge == MEAN_GAUGE]
+    groups = _final_groups(site, gauge_facts, horizon_ms)
     clock_of_storm = {(c.storm.gauge, c.storm.event_id): c for c in result.clocks
                       if c.storm is not None}
-
-    # Clocks that may settle: closed before the horizon and, for a storm clock,
-    # its whole storm group final (last rain + dry gap before the horizon).
-    final_groups = [g for g in groups if all(s.ended_at is not None for s in g)
-                    and max(s.ended_at or 0 for s in g) + gap < horizon_ms]
-    candidates: set[str] = set()
-    for group in final_groups:
-        for s in group:
-            clock = clock_of_storm.get((s.gauge, s.event_id))
-            if clock is not None and clock.closed_at is not None and clock.closed_at < horizon_ms:
-                candidates.add(clock.clock_id)
-    routine = [c for c in result.clocks if c.clock == "routine"]
-    candidates.update(c.clock_id for c in routine if _ended(c) < horizon_ms)
-    closes: dict[int, list[Clock]] = {}
-    for clock in result.clocks:
-        if clock.closed_by is not None:
-            closes.setdefault(id(clock.closed_by), []).append(clock)
-    # An inspection goes only when every clock it closed goes (its fact lists
-    # them all), and routine clocks settle as a prefix of their chain.
     kept_actions, action_needed, final_action_ids = _action_inputs(site, inspections, horizon_ms)
-    while True:
-        needed = action_needed | {id(i) for i in inspections if i.ts_ms >= horizon_ms or any(
-            c.clock_id not in candidates for c in closes.get(id(i), ()))}
-        narrowed = {cid for cid in candidates
-                    if (c := _by_id(result.clocks, cid)) is not None
-                    and (c.closed_by is None or id(c.closed_by) not in needed)}
-        prefix = True
-        for c in routine:
-            prefix = prefix and c.clock_id in narrowed
-            if not prefix:
-                narrowed.discard(c.clock_id)
-        if narrowed == candidates:
-            break
-        candidates = narrowed
-
+    candidates, needed = _settling_clocks(result.clocks, groups, clock_of_storm, inspections,
+                                          action_needed, horizon_ms)
     out = Settled(floors=dict(floors), anchor=anchor)
     settled_ids: set[str] = set()
-    for group in final_groups:
+    for group in groups:
         clocks_of = [clock_of_storm[(s.gauge, s.event_id)] for s in group
                      if (s.gauge, s.event_id) in clock_of_storm]
         if any(c.clock_id not in candidates for c in clocks_of):
@@ -105,6 +70,79 @@ def settle(site: SiteConfig, gauge_facts: list[Fact], result: SiteClocks,
         for s in group:
             out.storm_fact_ids.update(s.fact_ids)
             settled_ids.add(make_id("storm_qualified", site.id, s.gauge, s.started_at))
+    settled_ids |= _drop_clocks(result, candidates, out)
+    for insp in inspections:
+        if id(insp) in needed:
+            out.inspections.append(insp)
+        else:
+            settled_ids.update(inspection_fact_ids(site.id, insp))
+    settled_ids.update(fid for aid, fid in final_action_ids if aid not in kept_actions)
+    settled_ids |= _count_early_notices(result, hours_ms(site.rain.overdue_repeat_hours),
+                                        horizon_ms, out)
+    present = [fid for fid in settled_ids if fid in result.facts]
+    for fid in present:
+        del result.facts[fid]
+    result.other_ids -= settled_ids
+    out.fact_ids = sorted(present)
+    return out
+
+
+def _final_groups(site: SiteConfig, gauge_facts: list[Fact],
+                  horizon_ms: int) -> list[list[GaugeStorm]]:
+    """The spans of weather (``group_storms``; the mean gauge's storms each alone) that
+    are final: every storm ended, the last rain plus the dry gap before the horizon."""
+    gap = hours_ms(site.rain.dry_gap_hours)
+    storms = gauge_storms(gauge_facts)
+    groups = group_storms([s for s in storms if s.gauge != MEAN_GAUGE], gap)
+    if site.rain.gauges == "mean":
+        groups += [[s] for s in storms if s.gauge == MEAN_GAUGE]
+    return [g for g in groups if all(s.ended_at is not None for s in g)
+            and max(s.ended_at or 0 for s in g) + gap < horizon_ms]
+
+
+def _settling_clocks(clocks: list[Clock], groups: list[list[GaugeStorm]],
+                     clock_of_storm: dict[tuple[str, str], Clock],
+                     inspections: list[Inspection], action_needed: set[int],
+                     horizon_ms: int) -> tuple[set[str], set[int]]:
+    """The clocks that settle, and the inspections still needed (by ``id()``).
+
+    A clock may settle once closed before the horizon and, for a storm clock,
+    its whole storm group final. An inspection goes only when every clock it
+    closed goes (its fact lists them all), and routine clocks settle as a prefix
+    of their chain: the candidates are narrowed until both hold.
+    """
+    candidates: set[str] = set()
+    for group in groups:
+        for s in group:
+            clock = clock_of_storm.get((s.gauge, s.event_id))
+            if clock is not None and clock.closed_at is not None and clock.closed_at < horizon_ms:
+                candidates.add(clock.clock_id)
+    routine = [c for c in clocks if c.clock == "routine"]
+    candidates.update(c.clock_id for c in routine if _ended(c) < horizon_ms)
+    closes: dict[int, list[Clock]] = {}
+    for clock in clocks:
+        if clock.closed_by is not None:
+            closes.setdefault(id(clock.closed_by), []).append(clock)
+    while True:
+        needed = action_needed | {id(i) for i in inspections if i.ts_ms >= horizon_ms or any(
+            c.clock_id not in candidates for c in closes.get(id(i), ()))}
+        narrowed = {cid for cid in candidates
+                    if (c := _by_id(clocks, cid)) is not None
+                    and (c.closed_by is None or id(c.closed_by) not in needed)}
+        prefix = True
+        for c in routine:
+            prefix = prefix and c.clock_id in narrowed
+            if not prefix:
+                narrowed.discard(c.clock_id)
+        if narrowed == candidates:
+            return candidates, needed
+        candidates = narrowed
+
+
+def _drop_clocks(result: SiteClocks, candidates: set[str], out: Settled) -> set[str]:
+    """Take the settling clocks out of ``result``, moving the routine chain's anchor past
+    them; the ids of their facts."""
+    settled_ids: set[str] = set()
     for clock in list(result.clocks):
         if clock.clock_id not in candidates:
             continue
@@ -117,15 +155,14 @@ def settle(site: SiteConfig, gauge_facts: list[Fact], result: SiteClocks,
                                          or _ended(clock) > out.anchor.start_ms):
             # After a cut clock the chain starts afresh with the next active span.
             out.anchor = Anchor(_ended(clock), strict=clock.closed_at is not None)
-    for insp in inspections:
-        if id(insp) in needed:
-            out.inspections.append(insp)
-        else:
-            settled_ids.update(inspection_fact_ids(site.id, insp))
-    settled_ids.update(fid for aid, fid in final_action_ids if aid not in kept_actions)
+    return settled_ids
 
-    # Open clocks: count the notices before the horizon instead of keeping them.
-    repeat = hours_ms(rules.overdue_repeat_hours)
+
+def _count_early_notices(result: SiteClocks, repeat_ms: int, horizon_ms: int,
+                         out: Settled) -> set[str]:
+    """Open clocks: count the reminders and overdue notices before the horizon (a
+    ``ClockFloor`` in ``out.floors``) instead of keeping them; their fact ids."""
+    settled_ids: set[str] = set()
     for cid, cf in result.per_clock.items():
         early = [fid for fid, f in cf.facts.items() if f.at_ms < horizon_ms
                  and f.type in ("inspection_overdue", "inspection_due_soon")]
@@ -140,15 +177,9 @@ def settle(site: SiteConfig, gauge_facts: list[Fact], result: SiteClocks,
             if isinstance(body, InspectionDueSoon):
                 reminders.add(float(body.hours_left))
             elif isinstance(body, InspectionOverdue):
-                k = max(k, (fact.at_ms - parse_iso(body.due)) // repeat + 1)
+                k = max(k, (fact.at_ms - parse_iso(body.due)) // repeat_ms + 1)
         cf.floor = out.floors[cid] = ClockFloor(k, frozenset(reminders))
-
-    present = [fid for fid in settled_ids if fid in result.facts]
-    for fid in present:
-        del result.facts[fid]
-    result.other_ids -= settled_ids
-    out.fact_ids = sorted(present)
-    return out
+    return settled_ids
 
 
 def _action_inputs(site: SiteConfig, inspections: list[Inspection], horizon_ms: int

@@ -54,6 +54,14 @@ from .rain import ms_or_none
 MEAN_GAUGE = "mean"
 
 
+def judged_gauge(site: SiteConfig, gauge: str) -> bool:
+    """Whether the site's storms are judged on ``gauge``'s storm events: under ``gauges:
+    mean`` on the averaged virtual gauge ``mean`` alone, otherwise on each real gauge
+    (``any``, ``all``). A plot or a table of the site's storms shows these, so it shows
+    what the alerts were decided on."""
+    return (gauge == MEAN_GAUGE) == (site.rain.gauges == "mean")
+
+
 @dataclass(frozen=True, slots=True)
 class GaugeStorm:
     """One gauge's storm event, as its facts describe it."""
@@ -203,18 +211,17 @@ def qualifying_storms(site: SiteConfig, storms: list[GaugeStorm],
     a storm that one gauge (not stale) missed opens no clock, even when that
     gauge's own storm, overlapping it, went to another site storm."""
     rules = site.rain
+    judged = [s for s in storms if judged_gauge(site, s.gauge)]
     if rules.gauges == "mean":
-        return [SiteStorm(s, [s], s.q_gauges) for s in storms
-                if s.gauge == MEAN_GAUGE and s.qualified_at is not None]
+        return [SiteStorm(s, [s], s.q_gauges) for s in judged if s.qualified_at is not None]
     spans = spans or {}
 
     def stale(gauge: str, ts_ms: int) -> bool:
         return any(span.covers(ts_ms) for span in spans.get(gauge, ()))
 
-    real = [s for s in storms if s.gauge != MEAN_GAUGE]
     out = []
     gauge_ids = {g.id for g in site.gauges()}
-    for group in site_storms(real, hours_ms(rules.dry_gap_hours)):
+    for group in site_storms(judged, hours_ms(rules.dry_gap_hours)):
         if rules.gauges == "any":
             out.append(SiteStorm(group[0], group, (group[0].gauge,)))
             continue

@@ -78,6 +78,7 @@ from ..contract.events import (
 )
 from ..contract.inputs import Reading
 from ..contract.times import MS_PER_DAY, MS_PER_HOUR, iso
+from .readout import FaultSummary, TrapSummary
 from .sediment import IN_PER_FT, MICRO_PER_IN, CheckState, Fault, SedimentCheck
 
 #: How far below a threshold the fill must stay (``rearm_hours``) before it fires again.
@@ -340,28 +341,24 @@ class TrapFold:
 
     # ---------------------------------------------------------------- status
 
-    def summary(self, state: TrapState) -> dict[str, Any]:
+    def summary(self, state: TrapState) -> TrapSummary:
         """The trap's entry of ``status --json``: fill, smoothed depth and state.
 
         ``state`` is ``fault`` while the sensor's readings are faulty (a fault is
         never shown as a plain ``ok``; the fill is then the last valid one and
         ``level`` its own level), else the level: ``unknown`` during warm-up,
         ``ok``, ``warn`` or ``cleanout``. ``sensor_fault`` is the open episode's
-        ``{reason, since}``, or null.
+        reason and start, or None.
         """
-        if state.last_fill is None or state.last_depth_in is None:
-            out: dict[str, Any] = {"fill_fraction": None, "depth_in": None, "state": "unknown"}
-        else:
-            out = {"fill_fraction": round(state.last_fill, 4),
-                   "depth_in": round(state.last_depth_in, 3),
-                   "state": trap_state(state.last_fill, self.trap)}
-        out["level"] = out["state"]
+        fill, depth = state.last_fill, state.last_depth_in
+        if fill is None or depth is None:
+            fill = depth = None
+        level = "unknown" if fill is None else trap_state(fill, self.trap)
         fault = state.check.fault
-        out["sensor_fault"] = (None if fault is None
-                               else {"reason": fault[0], "since": iso(fault[1])})
-        if fault is not None:
-            out["state"] = "fault"
-        return out
+        return TrapSummary(None if fill is None else round(fill, 4),
+                           None if depth is None else round(depth, 3),
+                           level if fault is None else "fault", level,
+                           None if fault is None else FaultSummary(fault[0], fault[1]))
 
     # ---------------------------------------------------------------- internals
 

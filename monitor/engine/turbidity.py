@@ -94,6 +94,7 @@ from ..contract.events import (
 )
 from ..contract.inputs import Reading
 from ..contract.times import MS_PER_HOUR, iso, minutes_ms
+from .readout import PairSummary
 
 MILLI_PER_NTU = 1000
 #: Limits are kept in 1e-4 NTU: ten per milli-NTU, so 10 % of a milli-NTU reading is whole.
@@ -325,7 +326,7 @@ class PairFold:
             return state.episode, "background", state.started
         return "ok", None, None
 
-    def summary(self, state: PairState) -> dict[str, Any]:
+    def summary(self, state: PairState) -> PairSummary:
         """The pair's entry of ``status --json``.
 
         ``state`` is the episode ``shown``, or ``unknown`` while that is ``ok`` but
@@ -337,28 +338,17 @@ class PairFold:
         self.advance(scratch, 0, [])
         last = scratch.last
         shown, basis, started = self.shown(scratch)
-        out: dict[str, Any] = {"state": shown, "basis": basis, "delta_ntu": None,
-                               "limit_ntu": None, "upstream_ntu": None, "downstream_ntu": None,
-                               "at": None, "started_at": None}
-        if started is not None and shown != "ok":
-            out["started_at"] = iso(started)
+        since = started if shown != "ok" else None
         if last is None:
-            if shown == "ok":
-                out["state"] = "unknown"
-            return out
+            return PairSummary("unknown" if shown == "ok" else shown, basis, started_ms=since)
         t, up_m, down_m, limit_e4 = last
-        out["at"] = iso(t)
-        out["downstream_ntu"] = _ntu(down_m)
+        limit = None if limit_e4 is None else round(limit_e4 / E4_PER_NTU, 3)
         if up_m is None or limit_e4 is None:
-            if basis == "absolute" and limit_e4 is not None:
-                out["limit_ntu"] = round(limit_e4 / E4_PER_NTU, 3)
-            if shown == "ok":
-                out["state"] = "unknown"
-            return out
-        out["upstream_ntu"] = _ntu(up_m)
-        out["delta_ntu"] = _ntu(down_m - up_m)
-        out["limit_ntu"] = round(limit_e4 / E4_PER_NTU, 3)
-        return out
+            return PairSummary("unknown" if shown == "ok" else shown, basis,
+                               limit_ntu=limit if basis == "absolute" else None,
+                               downstream_ntu=_ntu(down_m), at_ms=t, started_ms=since)
+        return PairSummary(shown, basis, _ntu(down_m - up_m), limit, _ntu(up_m), _ntu(down_m),
+                           t, since)
 
     # ---------------------------------------------------------------- internals
 

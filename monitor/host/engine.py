@@ -22,7 +22,7 @@ from ..contract.events import Event
 from ..contract.inputs import Inspection, Reading
 from ..contract.times import MS_PER_HOUR, WallClock, iso
 from ..engine.core import Engine
-from ..engine.summary import site_summary
+from ..engine.summary import summarize
 from ..store import JournalIn, Store
 from ..store.events import AlertRoutes
 from .backlog import BacklogLog
@@ -207,7 +207,7 @@ class EngineHost:
         for site_id in sites:
             if site_id not in self.engine.sites:
                 continue
-            text = json.dumps(site_summary(self.engine, site_id), separators=(",", ":"))
+            text = json.dumps(summarize(self.engine, site_id).to_json(), separators=(",", ":"))
             if self.status_written.get(site_id) != text:
                 changed[site_id] = text
         self.dirty_sites -= sites

@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from ..config import Config
+from ..config import Config, SiteConfig
 from ..contract.inputs import Inspection, Reading
 from ..contract.rejects import Rejection, RejectReason
 from ..contract.times import iso
@@ -312,58 +312,83 @@ def backtest_csv(config: Config, path: str) -> BacktestResult:
         frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding=ENCODING)
     except UnicodeDecodeError:
         raise CsvInputError(f"{path}: {not_utf8(path)}") from None
-    rows = len(frame)
-    skipped: dict[str, int] = {}
+    rows = _GaugeRows.of(config, frame)
+    out = [events for site in config.sites for events in rows.storm_events(site)]
+    result = (pd.concat(out, ignore_index=True) if out
+              else empty_events().assign(site=pd.Series([], dtype=str)))
+    return BacktestResult(result, len(frame), rows.skipped)
 
-    def keep(mask: npt.NDArray[np.bool_] | pd.Series, reason: str) -> None:
-        nonlocal frame
+
+@dataclass
+class _GaugeRows:
+    """The rows of a backtest's CSV that rain gauges can use, with their time in ms and
+    their numbers parsed; ``skipped`` counts the others by reason."""
+
+    frame: pd.DataFrame
+    columns: dict[str, pd.Series]
+    skipped: dict[str, int]
+    now_ms: int | None
+
+    @classmethod
+    def of(cls, config: Config, frame: pd.DataFrame) -> _GaugeRows:
+        rows = cls(frame, {}, {}, None)
+        known = {f"{s.id}\x1f{sensor.id}" for s in config.sites for sensor in s.sensors}
+        gauges = {f"{s.id}\x1f{g.id}" for s in config.sites for g in s.gauges()}
+        pair = frame["site"] + "\x1f" + frame["sensor"]
+        rows.keep(pair.isin(known) | (frame["sensor"] == "inspection"), "unknown_sensor")
+        # As replay ends: time advanced to the newest row of the file, of any kind (an
+        # inspection a day after the rain ends the storm in both).
+        every_ms, every_ok = _column_ms(rows.frame["ts"])
+        rows.now_ms = int(every_ms[every_ok].max()) if every_ok.any() else None
+        rows.frame = rows.frame[(rows.frame["site"] + "\x1f" + rows.frame["sensor"]).isin(gauges)]
+        ms, valid = _column_ms(rows.frame["ts"])
+        rows.frame = rows.frame.assign(ts_ms=ms)
+        rows.keep(valid, "bad_timestamp")
+        rows.columns = {c: pd.to_numeric(rows.frame[c].replace("", np.nan), errors="coerce")
+                        for c in ("tips_total", "precip_in", "seq") if c in rows.frame.columns}
+        tips, precip = rows.column("tips_total"), rows.column("precip_in")
+        ok = tips.notna() | (precip.notna() & (precip >= 0))
+        ok &= tips.isna() | ((tips >= 0) & (tips == np.floor(tips)))
+        rows.keep(ok, "bad_value")
+        return rows
+
+    def keep(self, mask: npt.NDArray[np.bool_] | pd.Series, reason: str) -> None:
+        """Keep the rows of ``mask``; count the others as skipped for ``reason``."""
         bad = int((~np.asarray(mask, dtype=bool)).sum())
         if bad:
-            skipped[reason] = skipped.get(reason, 0) + bad
-            frame = frame[np.asarray(mask, dtype=bool)]
+            self.skipped[reason] = self.skipped.get(reason, 0) + bad
+            self.frame = self.frame[np.asarray(mask, dtype=bool)]
 
-    known = {f"{s.id}\x1f{sensor.id}" for s in config.sites for sensor in s.sensors}
-    gauges = {f"{s.id}\x1f{g.id}" for s in config.sites for g in s.gauges()}
-    pair = frame["site"] + "\x1f" + frame["sensor"]
-    keep(pair.isin(known) | (frame["sensor"] == "inspection"), "unknown_sensor")
-    # As replay ends: time advanced to the newest row of the file, of any kind (an
-    # inspection a day after the rain ends the storm in both).
-    every_ms, every_ok = _column_ms(frame["ts"])
-    now_ms = int(every_ms[every_ok].max()) if every_ok.any() else None
-    frame = frame[(frame["site"] + "\x1f" + frame["sensor"]).isin(gauges)]
-    ms, valid = _column_ms(frame["ts"])
-    frame = frame.assign(ts_ms=ms)
-    keep(valid, "bad_timestamp")
-    columns = {c: pd.to_numeric(frame[c].replace("", np.nan), errors="coerce")
-               for c in ("tips_total", "precip_in", "seq") if c in frame.columns}
-    empty = pd.Series(np.nan, index=frame.index)
-    tips, precip = columns.get("tips_total", empty), columns.get("precip_in", empty)
-    ok = tips.notna() | (precip.notna() & (precip >= 0))
-    ok &= tips.isna() | ((tips >= 0) & (tips == np.floor(tips)))
-    keep(ok, "bad_value")
-    tips, precip = tips[frame.index], precip[frame.index]
-    out = []
-    for site in config.sites:
+    def column(self, name: str) -> pd.Series:
+        """A parsed number column on the rows kept (all NaN when the CSV has none)."""
+        values = self.columns.get(name)
+        if values is None:
+            return pd.Series(np.nan, index=self.frame.index)
+        return values[self.frame.index]
+
+    def storm_events(self, site: SiteConfig) -> list[pd.DataFrame]:
+        """The storm events of the site's gauges (``rain_columns.storm_events``), one
+        frame per rain form (counters, depths) the site's rows use."""
+        frame, out = self.frame, []
         mine = frame["site"] == site.id
         per_tip = {g.id: g.in_per_tip_value for g in site.gauges()}
-        for form, values in (("tips_total", tips), ("precip_in", precip)):
+        for form in ("tips_total", "precip_in"):
+            values = self.column(form)
             rows_of = mine & values.notna()
             if not rows_of.any():
                 continue
             data = pd.DataFrame({"ts": frame.loc[rows_of, "ts_ms"],
                                  "gauge": frame.loc[rows_of, "sensor"].astype("category"),
                                  form: values[rows_of]})
-            if form == "precip_in" and "seq" in columns:
-                data["seq"] = columns["seq"][frame.index][rows_of]
+            if form == "precip_in" and "seq" in self.columns:
+                data["seq"] = self.column("seq")[rows_of]
             events = storm_events(
                 data, site.rain, per_tip,
                 stale_after_minutes={g.id: g.reveal_after_minutes for g in site.gauges()},
-                counter_bits={g.id: g.counter_bits for g in site.gauges()}, now=now_ms)
+                counter_bits={g.id: g.counter_bits for g in site.gauges()}, now=self.now_ms)
             events.insert(0, "site", site.id)
             out.append(events)
-    result = (pd.concat(out, ignore_index=True) if out
-              else empty_events().assign(site=pd.Series([], dtype=str)))
-    return BacktestResult(result, rows, skipped)
+        return out
 
 
 def _column_ms(column: pd.Series) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:

@@ -55,6 +55,8 @@ from sensors.drivers import Hardware
 from sensors.drivers.csvfile import parse_ts_ms
 from sensors.drivers.sim import SimClock, SimulatedClock, readings_between
 
+from .simnodes import Totals, drive, totals
+
 if TYPE_CHECKING:  # imported for a run only (``Simulation.run``): paho is not for --help
     from sensors.node import Node
 
@@ -70,8 +72,6 @@ TAIL_H: Final = 0.25
 #: Real seconds between progress lines, and before an unreachable broker is reported.
 PROGRESS_S: Final = 5.0
 UNREACHABLE_S: Final = 10.0
-#: Longest real wait of a node's loop, so a stop is seen soon.
-POLL_S: Final = 0.2
 #: A probe below a site's discharge: NTU per in/h of recent intensity (muddy runoff);
 #: an upstream one keeps ``SimSensor``'s small default (the stream's own response).
 DOWNSTREAM_NTU_PER_IN_PER_H: Final = 120.0
@@ -300,51 +300,6 @@ def node_config(site: SiteConfig, plan: Plan, config: Config, buffer_dir: Path,
 # --------------------------------------------------------------------------- the run
 
 
-@dataclass(frozen=True)
-class Totals:
-    taken: int  # readings committed to the buffers, ever
-    buffered: int  # waiting for a PUBACK
-    dropped: int  # dropped past the buffer bound, ever
-
-    @property
-    def delivered(self) -> int:
-        return self.taken - self.buffered - self.dropped
-
-
-def totals(dbs: Sequence[Path]) -> Totals:
-    """The buffers' counts, read as another process would (the nodes write from their threads)."""
-    taken = buffered = dropped = 0
-    for db in dbs:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-        try:
-            n, d = conn.execute(
-                "SELECT ifnull(sum(readings), 0), ifnull(sum(dropped), 0) FROM sensors").fetchone()
-            buffered += conn.execute("SELECT count(*) FROM readings").fetchone()[0]
-            taken, dropped = taken + n, dropped + d
-        finally:
-            conn.close()
-    return Totals(taken, buffered, dropped)
-
-
-def _drive(node: Node, clock: SimulatedClock, max_sleep_s: float, stop: threading.Event,
-           errors: list[BaseException]) -> None:
-    """One node's loop (``Node.run``, with sleeps in real seconds: simulated ÷ rate)."""
-    try:
-        node.start()
-        while not stop.is_set():
-            delay_s = node.step()
-            if delay_s >= max_sleep_s:
-                # The node caps its sleep at max_sleep_s of its clock, a blink at high
-                # speed: sleep until the next reading instead (a status may wait for it).
-                delay_s = max(delay_s, min(s.due_s for s in node.slots.values()) - clock())
-            rate = clock.rate()
-            wait_s = min(max(delay_s, 0.0) / rate, POLL_S) if rate > 0 else POLL_S
-            if wait_s > 0:
-                node.forwarder.drain_acks(wait_s=wait_s)  # wakes early on a PUBACK
-    except BaseException as exc:  # reported by the watcher, in the main thread
-        errors.append(exc)
-
-
 class Simulation:
     """The nodes of ``plan`` in threads, watched from the calling thread until delivered.
 
@@ -367,26 +322,16 @@ class Simulation:
         self.errors: list[BaseException] = []
 
     def run(self) -> int:
-        from sensors.link import MqttLink  # paho only for a run, not for --help
-        from sensors.node import MAX_SLEEP_S, Node
+        """Run every site's node until its readings are taken and delivered, a stop or a
+        failure: ``EXIT_OK``, ``EXIT_USAGE`` (cannot start) or ``EXIT_UNDELIVERED``."""
+        from sensors.node import MAX_SLEEP_S
 
         temporary = self.buffer_dir is None
         buffer_dir = self.buffer_dir or Path(tempfile.mkdtemp(prefix="stormwatch-sim-"))
         plan, clock = self.plan, self.clock
-        nodes: list[Node] = []
         try:
-            buffer_dir.mkdir(parents=True, exist_ok=True)
-            for site in plan.sites:
-                cfg = node_config(site, plan, self.config, buffer_dir, self.username)
-                link = None if self.mqtt_protocol is None else MqttLink(
-                    cfg, self.password, cfg.buffer.max_inflight,
-                    extra_queue=2 * len(cfg.sensors), protocol=self.mqtt_protocol)
-                nodes.append(Node(cfg, password=self.password, link=link,
-                                  hardware=Hardware(monotonic=clock), wall=clock,
-                                  monotonic=clock, battery_v=lambda: BATTERY_V))
+            nodes = self._nodes(buffer_dir)
         except (SimulateError, OSError, sqlite3.Error) as exc:
-            for node in nodes:
-                node.close(drain_s=0)
             self.say(f"cannot start: {exc}")
             return EXIT_USAGE
         dbs = [n.config.buffer.path for n in nodes]
@@ -394,7 +339,7 @@ class Simulation:
         expected = sum(readings_between(plan.start_s, plan.end_s, plan.every_s)
                        * len(n.config.sensors) for n in nodes)
         self._header(buffer_dir, expected)
-        threads = [threading.Thread(target=_drive, name=f"node-{n.config.site}", daemon=True,
+        threads = [threading.Thread(target=drive, name=f"node-{n.config.site}", daemon=True,
                                     args=(n, clock, MAX_SLEEP_S, self.stop, self.errors))
                    for n in nodes]
         for thread in threads:
@@ -411,6 +356,35 @@ class Simulation:
         self.stop.set()
         for thread in threads:
             thread.join(10)
+        return self._finish(nodes, dbs, buffer_dir, temporary)
+
+    def _nodes(self, buffer_dir: Path) -> list[Node]:
+        """A node runtime per site, its buffer in ``buffer_dir``; on a failure the nodes
+        made so far are closed and the error raised."""
+        from sensors.link import MqttLink  # paho only for a run, not for --help
+        from sensors.node import Node
+
+        plan, clock = self.plan, self.clock
+        nodes: list[Node] = []
+        try:
+            buffer_dir.mkdir(parents=True, exist_ok=True)
+            for site in plan.sites:
+                cfg = node_config(site, plan, self.config, buffer_dir, self.username)
+                link = None if self.mqtt_protocol is None else MqttLink(
+                    cfg, self.password, cfg.buffer.max_inflight,
+                    extra_queue=2 * len(cfg.sensors), protocol=self.mqtt_protocol)
+                nodes.append(Node(cfg, password=self.password, link=link,
+                                  hardware=Hardware(monotonic=clock), wall=clock,
+                                  monotonic=clock, battery_v=lambda: BATTERY_V))
+        except (SimulateError, OSError, sqlite3.Error):
+            for node in nodes:
+                node.close(drain_s=0)
+            raise
+        return nodes
+
+    def _finish(self, nodes: Sequence[Node], dbs: Sequence[Path], buffer_dir: Path,
+                temporary: bool) -> int:
+        """Close the nodes and say how it went: what was not delivered, and why."""
         connected = all(n.link.connected for n in nodes)
         refused = sum(n.forwarder.refused for n in nodes)
         for node in nodes:

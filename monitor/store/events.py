@@ -264,73 +264,100 @@ class EventLog:
         if missing:
             problems.append(f"logbook: append-only trigger(s) {', '.join(missing)} missing"
                             " (dropped?)")
+        return problems + _chain_problems(rows, head_seq, head_hash)
 
-        # First pass: what each row's hash should be, from its own columns.
-        expected: list[str | None] = []
-        rebuilt: list[dict[str, Any] | None] = []
-        for seq, recorded, site, type_, event_id, revision, body, _, prev, _ in rows:
-            try:
-                content = _logbook_content(seq, recorded, site, type_, event_id, revision,
-                                           json.loads(body))
-                expected.append(_chain_hash(prev, canonical(content)))
-                rebuilt.append(content)
-            except (TypeError, ValueError):
-                expected.append(None)
-                rebuilt.append(None)
-        seq_of_hash: dict[str, int] = {}
-        for row, want in zip(rows, expected, strict=True):
-            seq_of_hash.setdefault(row[9], row[0])
-            if want is not None:
-                seq_of_hash.setdefault(want, row[0])
 
-        prev_seq = 0
-        prev_hashes: tuple[str | None, ...] = (GENESIS_HASH,)
-        for i, row in enumerate(rows):
-            seq, stored_canonical, prev, stored_hash = row[0], row[7], row[8], row[9]
-            label = f"logbook row {seq}"
-            # Links: a gap is reported as such; the link across it cannot be checked.
-            if seq > prev_seq + 1:
-                problems.append(f"{_rows_label(prev_seq + 1, seq - 1)}: missing (deleted)")
-            elif prev not in prev_hashes:
-                other = seq_of_hash.get(prev)
-                if other is not None and other != seq:
-                    problems.append(f"{label}: links to row {other} instead of row {prev_seq}"
-                                    " (chain reordered)")
-                elif prev_seq == 0:
-                    problems.append(f"{label}: prev_hash is not the genesis value (chain broken)")
-                else:
-                    problems.append(f"{label}: prev_hash does not match row {prev_seq}'s hash"
-                                    f" (chain broken, or row {prev_seq} rewritten)")
-            # Content: rebuilt from the columns, compared with what was sealed.
-            fields, want = rebuilt[i], expected[i]
-            if fields is None or want is None:
-                problems.append(f"{label}: edited (body is not valid JSON)")
-            elif canonical(fields) != stored_canonical:
-                problems.append(f"{label}: edited ({_changed_fields(fields, stored_canonical)}"
-                                " changed since it was sealed)")
-            elif want != stored_hash:
-                # Content and its canonical text agree but not the hash. If the
-                # next link still points at the hash the content deserves, only
-                # the hash column was touched; otherwise both were edited.
-                successor = rows[i + 1][8] if i + 1 < len(rows) else (
-                    head_hash if head_seq == seq else None)
-                if successor == want:
-                    problems.append(f"{label}: hash altered (content intact)")
-                else:
-                    problems.append(f"{label}: edited (content does not match its hash)")
-            prev_seq = seq
-            prev_hashes = (stored_hash, want)
+#: A log book row as ``logbook_verify`` reads it: seq, recorded_ms, site, type,
+#: event_id, revision, body, canonical, prev_hash, hash.
+_Row = tuple[Any, ...]
 
-        last_seq = rows[-1][0] if rows else 0
-        if head_seq > last_seq:
-            problems.append(f"{_rows_label(last_seq + 1, head_seq)}: missing at the end"
-                            " (deleted)")
-        elif head_seq < last_seq:
-            problems.append(f"{_rows_label(head_seq + 1, last_seq)}: not written by stormwatch"
-                            f" (its recorded head is row {head_seq})")
-        elif rows and head_hash not in prev_hashes:
-            problems.append(f"logbook row {last_seq}: hash differs from the recorded head")
-        return problems
+
+def _chain_problems(rows: list[_Row], head_seq: int, head_hash: str) -> list[str]:
+    """Each row's link and content checked against what it should be, then the end of
+    the chain against the head the store recorded."""
+    expected, rebuilt = _rebuild(rows)
+    seq_of_hash: dict[str, int] = {}
+    for row, want in zip(rows, expected, strict=True):
+        seq_of_hash.setdefault(row[9], row[0])
+        if want is not None:
+            seq_of_hash.setdefault(want, row[0])
+    problems: list[str] = []
+    prev_seq = 0
+    prev_hashes: tuple[str | None, ...] = (GENESIS_HASH,)
+    for i, row in enumerate(rows):
+        seq, stored_hash = row[0], row[9]
+        # Links: a gap is reported as such; the link across it cannot be checked.
+        if seq > prev_seq + 1:
+            problems.append(f"{_rows_label(prev_seq + 1, seq - 1)}: missing (deleted)")
+        elif row[8] not in prev_hashes:
+            problems.append(_broken_link(row, prev_seq, seq_of_hash))
+        # Content: rebuilt from the columns, compared with what was sealed. A hash
+        # that the next link (or the head) still names is the one the content deserves.
+        successor = rows[i + 1][8] if i + 1 < len(rows) else (
+            head_hash if head_seq == seq else None)
+        edited = _content_problem(row, rebuilt[i], expected[i], successor)
+        if edited:
+            problems.append(edited)
+        prev_seq = seq
+        prev_hashes = (stored_hash, expected[i])
+    last_seq = rows[-1][0] if rows else 0
+    if head_seq > last_seq:
+        problems.append(f"{_rows_label(last_seq + 1, head_seq)}: missing at the end"
+                        " (deleted)")
+    elif head_seq < last_seq:
+        problems.append(f"{_rows_label(head_seq + 1, last_seq)}: not written by stormwatch"
+                        f" (its recorded head is row {head_seq})")
+    elif rows and head_hash not in prev_hashes:
+        problems.append(f"logbook row {last_seq}: hash differs from the recorded head")
+    return problems
+
+
+def _rebuild(rows: list[_Row]) -> tuple[list[str | None], list[dict[str, Any] | None]]:
+    """What each row's hash should be, and its content, from its own columns (None where
+    the body is not valid JSON)."""
+    expected: list[str | None] = []
+    rebuilt: list[dict[str, Any] | None] = []
+    for seq, recorded, site, type_, event_id, revision, body, _, prev, _ in rows:
+        try:
+            content = _logbook_content(seq, recorded, site, type_, event_id, revision,
+                                       json.loads(body))
+            expected.append(_chain_hash(prev, canonical(content)))
+            rebuilt.append(content)
+        except (TypeError, ValueError):
+            expected.append(None)
+            rebuilt.append(None)
+    return expected, rebuilt
+
+
+def _broken_link(row: _Row, prev_seq: int, seq_of_hash: dict[str, int]) -> str:
+    """Why a row's ``prev_hash`` names no hash of the row before it."""
+    seq, label = row[0], f"logbook row {row[0]}"
+    other = seq_of_hash.get(row[8])
+    if other is not None and other != seq:
+        return f"{label}: links to row {other} instead of row {prev_seq} (chain reordered)"
+    if prev_seq == 0:
+        return f"{label}: prev_hash is not the genesis value (chain broken)"
+    return (f"{label}: prev_hash does not match row {prev_seq}'s hash"
+            f" (chain broken, or row {prev_seq} rewritten)")
+
+
+def _content_problem(row: _Row, fields: dict[str, Any] | None, want: str | None,
+                     successor: str | None) -> str | None:
+    """How a row's content differs from what was sealed, or None."""
+    label, stored_canonical, stored_hash = f"logbook row {row[0]}", row[7], row[9]
+    if fields is None or want is None:
+        return f"{label}: edited (body is not valid JSON)"
+    if canonical(fields) != stored_canonical:
+        return (f"{label}: edited ({_changed_fields(fields, stored_canonical)}"
+                " changed since it was sealed)")
+    if want != stored_hash:
+        # Content and its canonical text agree but not the hash. If the next link
+        # still points at the hash the content deserves, only the hash column was
+        # touched; otherwise both were edited.
+        if successor == want:
+            return f"{label}: hash altered (content intact)"
+        return f"{label}: edited (content does not match its hash)"
+    return None
 
 
 def _sha256(text: str) -> str:

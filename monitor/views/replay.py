@@ -49,7 +49,7 @@ from ..contract.inputs import Reading
 from ..contract.localtime import local_text
 from ..contract.rejects import Rejection, RejectReason
 from ..engine.core import Engine
-from ..engine.summary import site_status
+from ..engine.summary import site_now
 from ..sources.csvfile import ENCODING, CsvInputError, RowParser, check_header, not_utf8
 from ..sources.pertip import PerTipRows
 
@@ -187,61 +187,10 @@ def format_table(config: Config, result: ReplayResult) -> str:
                   f"condition {site.condition}; times in {site.timezone}; "
                   f"storm rule {site.rain.mode}, {site.rain.threshold_in:.2f} in, "
                   f"dry gap {site.rain.dry_gap_hours:g} h", ""]
-        bodies = [e.body for e in mine]
-        qualified = {b.event_id: b for b in bodies if isinstance(b, StormQualified)}
-        ended = {b.event_id: b for b in bodies if isinstance(b, StormEnded)}
-        storms = [b for b in bodies if isinstance(b, StormStarted)]
-        lines.append(f"Storms: {NO_GAUGE}" if storm_duty_unwatched(site)
-                     else f"Storms ({len(storms)}, {len(qualified)} qualifying)")
-        if storms:
-            lines.append(f"  {'gauge':<8} {'started':<22} {'ended':<22} {'total':>8} "
-                         f"{'max 24h':>8}  {'qualified at':<22} {'inspect by':<22}")
-        for s in storms:
-            end, q = ended.get(s.event_id), qualified.get(s.event_id)
-            total = f"{end.total_in:.2f} in" if end else "open"
-            max24 = f"{end.max_24h_in:.2f} in" if end else ""
-            unknown = end.uncertain_in if end else (q.uncertain_in if q else 0.0)
-            lines.append(f"  {s.gauge:<8} {_local(site, s.started_at):<22} "
-                         f"{_local(site, end.ended_at if end else None):<22} {total:>8} "
-                         f"{max24:>8}  {_local(site, q.qualified_at if q else None):<22} "
-                         f"{_local(site, q.due if q else None):<22}"
-                         + (f"  {unknown:.2f} in of unknown timing" if unknown else ""))
-        lines.append("")
-        clocks_closed = [b for b in bodies if isinstance(b, ClockClosed)]
-        overdue = [b for b in bodies if isinstance(b, InspectionOverdue)]
-        # Open as ``status`` shows them, at the replay's now: begun, not closed, not cut.
-        now = result.engine.now_ms
-        open_clocks = site_status(result.engine, site.id, now)["open_clocks"] \
-            if now is not None else []
-        lines.append(f"Inspection clocks ({len(clocks_closed)} closed, {len(open_clocks)} open,"
-                     f" {len(overdue)} overdue notices)")
-        for c in clocks_closed:
-            lines.append(f"  {c.clock:<8} {c.clock_id:<36} due {_local(site, c.due)}"
-                         f"  inspected {_local(site, c.inspected_at)}  {c.outcome}")
-        for oc in open_clocks:
-            lines.append(f"  {oc['clock']:<8} {oc['clock_id']:<36} due {_local(site, oc['due'])}"
-                         "  OPEN")
-        lines.append("")
-        traps = [(e.at_ms, e.type, e.body) for e in mine
-                 if isinstance(e.body, TrapFill | TrapCleanoutRequired | TrapCleaned)]
-        lines.append(f"Sediment traps ({len(traps)} events)")
-        for at_ms, kind, b in traps:
-            what = (f"fill {b.fill_before:.0%} -> {b.fill_after:.0%}"
-                    if isinstance(b, TrapCleaned)
-                    else f"fill {b.fill_fraction:.0%} at {b.depth_in:.1f} in")
-            lines.append(f"  {_local(site, at_ms):<22} {b.trap:<10} {kind:<24} {what}")
-        lines.append("")
-        contrast = [(e.at_ms, e.body) for e in mine if isinstance(e.body, TurbidityContrast)]
-        lines.append(f"Turbidity contrast ({len(contrast)} events)")
-        for at_ms, t in contrast:
-            # Without a usable background (basis absolute) there is no upstream value.
-            against = (f"no usable background, limit {t.limit_ntu:g} NTU"
-                       if t.upstream_ntu is None
-                       else f"up {t.upstream_ntu:g} NTU, limit +{t.limit_ntu:g} NTU")
-            lines.append(f"  {_local(site, at_ms):<22} {t.pair:<10} {t.state:<9} "
-                         f"since {_local(site, t.started_at)}  down {t.downstream_ntu:g}"
-                         f" NTU, {against}")
-        lines.append("")
+        lines += _storm_lines(site, mine) + [""]
+        lines += _clock_lines(site, mine, result.engine) + [""]
+        lines += _trap_lines(site, mine) + [""]
+        lines += _contrast_lines(site, mine) + [""]
         health = Counter(e.type for e in mine if e.type in HEALTH_TYPES)
         lines.append("Sensor health: " + (", ".join(f"{k} {v}" for k, v in sorted(health.items()))
                                           or "no findings"))
@@ -252,3 +201,70 @@ def format_table(config: Config, result: ReplayResult) -> str:
                  + (f" ({', '.join(f'{k} {v}' for k, v in sorted(result.rejected.items()))})"
                     if result.rejected else ""))
     return "\n".join(lines) + "\n"
+
+
+def _storm_lines(site: SiteConfig, mine: list[Event]) -> list[str]:
+    """Each gauge's storm events: start, end, totals, when it qualified and was due."""
+    bodies = [e.body for e in mine]
+    qualified = {b.event_id: b for b in bodies if isinstance(b, StormQualified)}
+    ended = {b.event_id: b for b in bodies if isinstance(b, StormEnded)}
+    storms = [b for b in bodies if isinstance(b, StormStarted)]
+    lines = [f"Storms: {NO_GAUGE}" if storm_duty_unwatched(site)
+             else f"Storms ({len(storms)}, {len(qualified)} qualifying)"]
+    if storms:
+        lines.append(f"  {'gauge':<8} {'started':<22} {'ended':<22} {'total':>8} "
+                     f"{'max 24h':>8}  {'qualified at':<22} {'inspect by':<22}")
+    for s in storms:
+        end, q = ended.get(s.event_id), qualified.get(s.event_id)
+        total = f"{end.total_in:.2f} in" if end else "open"
+        max24 = f"{end.max_24h_in:.2f} in" if end else ""
+        unknown = end.uncertain_in if end else (q.uncertain_in if q else 0.0)
+        lines.append(f"  {s.gauge:<8} {_local(site, s.started_at):<22} "
+                     f"{_local(site, end.ended_at if end else None):<22} {total:>8} "
+                     f"{max24:>8}  {_local(site, q.qualified_at if q else None):<22} "
+                     f"{_local(site, q.due if q else None):<22}"
+                     + (f"  {unknown:.2f} in of unknown timing" if unknown else ""))
+    return lines
+
+
+def _clock_lines(site: SiteConfig, mine: list[Event], engine: Engine) -> list[str]:
+    """The clocks closed, and those open at the replay's now as ``status`` shows them."""
+    clocks_closed = [e.body for e in mine if isinstance(e.body, ClockClosed)]
+    overdue = [e for e in mine if isinstance(e.body, InspectionOverdue)]
+    # Open as ``status`` shows them, at the replay's now: begun, not closed, not cut.
+    now = engine.now_ms
+    open_clocks = site_now(engine, site.id, now).open_clocks if now is not None else ()
+    lines = [f"Inspection clocks ({len(clocks_closed)} closed, {len(open_clocks)} open,"
+             f" {len(overdue)} overdue notices)"]
+    for c in clocks_closed:
+        lines.append(f"  {c.clock:<8} {c.clock_id:<36} due {_local(site, c.due)}"
+                     f"  inspected {_local(site, c.inspected_at)}  {c.outcome}")
+    for oc in open_clocks:
+        lines.append(f"  {oc.clock:<8} {oc.clock_id:<36} due {_local(site, oc.due_ms)}  OPEN")
+    return lines
+
+
+def _trap_lines(site: SiteConfig, mine: list[Event]) -> list[str]:
+    traps = [(e.at_ms, e.type, e.body) for e in mine
+             if isinstance(e.body, TrapFill | TrapCleanoutRequired | TrapCleaned)]
+    lines = [f"Sediment traps ({len(traps)} events)"]
+    for at_ms, kind, b in traps:
+        what = (f"fill {b.fill_before:.0%} -> {b.fill_after:.0%}"
+                if isinstance(b, TrapCleaned)
+                else f"fill {b.fill_fraction:.0%} at {b.depth_in:.1f} in")
+        lines.append(f"  {_local(site, at_ms):<22} {b.trap:<10} {kind:<24} {what}")
+    return lines
+
+
+def _contrast_lines(site: SiteConfig, mine: list[Event]) -> list[str]:
+    contrast = [(e.at_ms, e.body) for e in mine if isinstance(e.body, TurbidityContrast)]
+    lines = [f"Turbidity contrast ({len(contrast)} events)"]
+    for at_ms, t in contrast:
+        # Without a usable background (basis absolute) there is no upstream value.
+        against = (f"no usable background, limit {t.limit_ntu:g} NTU"
+                   if t.upstream_ntu is None
+                   else f"up {t.upstream_ntu:g} NTU, limit +{t.limit_ntu:g} NTU")
+        lines.append(f"  {_local(site, at_ms):<22} {t.pair:<10} {t.state:<9} "
+                     f"since {_local(site, t.started_at)}  down {t.downstream_ntu:g}"
+                     f" NTU, {against}")
+    return lines

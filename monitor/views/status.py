@@ -20,14 +20,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 
 from ..config import Config, SiteConfig
 from ..config.plausible import NO_GAUGE, storm_duty_unwatched
+from ..contract.localtime import local_text
 from ..contract.rejects import RejectReason
 from ..contract.times import iso, parse_iso
-from ..engine.summary import at_now, judged_at
+from ..engine.readout import SiteNow, SiteSummary
+from ..engine.summary import judged_at, status_at
 from ..sinks.influx.influx import export_status
 from ..sources.confirm import META_KEY as CONFIRM_META
 from ..sources.confirm import confirm_of
@@ -36,8 +37,11 @@ from ..sources.nodeclocks import clock_of
 from ..store import Store
 from ..store.deadletters import PRUNED_COUNTER
 from ..store.health import read_health
+from ..store.state import SiteStatus as RecordedStatus
 
 INGEST_REASONS = frozenset(r.value for r in RejectReason)
+#: An instant (ms, or ISO text) in the site's local time, as ``status`` prints it.
+Local = Callable[[int | str | None], str]
 
 #: The recorded state is stale after this long without a write. The daemon
 #: records every site's status at each tick: every 5 s when it is caught up,
@@ -98,8 +102,56 @@ def _state_stale(age_s: float | None) -> bool:
 def build_status(config: Config, store: Store, now_ms: int) -> dict[str, Any]:
     """The ``status --json`` object at wall-clock ``now_ms``, from an open (read-only)
     store."""
-    out: dict[str, Any] = {"generated_at": iso(now_ms // 1000 * 1000), "sites": {}}
     recorded = store.state.site_statuses()
+    # What the daemon could not write to the database (health.py): the store
+    # refusing writes (disk full) and the broker connection.
+    health = read_health(store.path.parent)
+    ingest = _ingest(store, recorded, health)
+    notify = _notify(store)
+    if config.influx is not None:
+        export = export_status(store, now_ms)
+    else:
+        export = {"behind_rows": 0, "enabled": False}
+    received = newest_received_ms(store)
+    clocks = _node_clocks(store)
+    confirmations = store.state.meta_get(CONFIRM_META)
+    sites = {}
+    for site in config.sites:
+        shown = sites[site.id] = _site_entry(site, recorded.get(site.id), now_ms)
+        for sid, sensor in shown["sensors"].items():
+            sensor["clock"] = clock_of(clocks, site.id, sid)
+            # The node's mode from its newest status, and the mark the daemon confirms.
+            sensor["confirm"], sensor["journaled_seq"] = confirm_of(confirmations, site.id, sid)
+    broker = health.get("broker") or {}
+    since = broker.get("since_ms")
+    return {"generated_at": iso(now_ms // 1000 * 1000), "sites": sites, "ingest": ingest,
+            "broker": {"state": broker.get("state", "unknown"),
+                       "since": iso(int(since)) if since else None},
+            "export": export, "notify": notify,
+            "journal": {"newest_received_at": iso(received) if received is not None else None,
+                        "age_s": _age_s(received, now_ms)},
+            "daemon": _daemon(store, recorded, now_ms)}
+
+
+def _site_entry(site: SiteConfig, found: RecordedStatus | None, now_ms: int) -> dict[str, Any]:
+    """A site's object: its recorded summary judged at ``now_ms`` (``judged_at``), when
+    and at which event time it was recorded, and its storm duty."""
+    if found is None:
+        entry = unknown_site(site)
+    else:
+        summary = SiteSummary.from_json(found.data)
+        event_time = summary.event_time_ms
+        entry = {**status_at(summary, judged_at(summary, now_ms)).to_json(),
+                 "recorded_at": iso(found.updated_ms),
+                 "event_time": iso(event_time) if event_time is not None else None}
+    entry["storm_duty"] = storm_duty(site)
+    return entry
+
+
+def _ingest(store: Store, recorded: dict[str, RecordedStatus],
+            health: dict[str, Any]) -> dict[str, Any]:
+    """What was taken in and refused, how far the engine has applied it, and what the
+    store could not write."""
     lag = store.state.meta_get("lag_ms")
     # The running totals, not the dead-letter table: that is bounded and pruned
     # (dead_letters.max_mb). It also keeps points InfluxDB refused; those are
@@ -108,62 +160,38 @@ def build_status(config: Config, store: Store, now_ms: int) -> dict[str, Any]:
     rejected = {name[len("rejected."):]: n for name, n in counters.items()
                 if name.startswith("rejected.") and name[len("rejected."):] in INGEST_REASONS}
     applied = max([store.events.applied_seq(), *(r.applied_seq for r in recorded.values())])
-    # What the daemon could not write to the database (health.py): the store
-    # refusing writes (disk full) and the broker connection.
-    health = read_health(store.path.parent)
-    full_since, broker = health.get("disk_full_since_ms"), health.get("broker") or {}
-    ingest = {"accepted": store.journal.count(), "rejected": rejected,
-              "lag_s": round(int(lag) / 1000, 3) if lag is not None else None,
-              "duplicates": counters.get("duplicates", 0),
-              "journal_seq": store.journal.max_seq(), "applied_seq": applied,
-              "dead_letters_pruned": counters.get(PRUNED_COUNTER, 0),
-              "disk_full_since": iso(int(full_since)) if full_since else None,
-              "store_error": health.get("store_error")}
-    summary = store.outbox.summary()
-    oldest = summary.oldest_pending_ms
-    notify = {"pending": summary.pending, "delivered": summary.delivered,
-              "failed": summary.failed, "withheld": summary.withheld,
-              "oldest_pending_at": iso(oldest) if oldest is not None else None}
-    if config.influx is not None:
-        export = export_status(store, now_ms)
-    else:
-        export = {"behind_rows": 0, "enabled": False}
-    received = newest_received_ms(store)
-    clocks = _node_clocks(store)
-    confirmations = store.state.meta_get(CONFIRM_META)
-    for site in config.sites:
-        found = recorded.get(site.id)
-        if found is None:
-            out["sites"][site.id] = unknown_site(site)
-        else:
-            out["sites"][site.id] = {**at_now(found.data, judged_at(found.data, now_ms)),
-                                     "recorded_at": iso(found.updated_ms),
-                                     "event_time": found.data.get("event_time")}
-        out["sites"][site.id]["storm_duty"] = storm_duty(site)
-        for sid, sensor in out["sites"][site.id]["sensors"].items():
-            sensor["clock"] = clock_of(clocks, site.id, sid)
-            # The node's mode from its newest status, and the mark the daemon confirms.
-            sensor["confirm"], sensor["journaled_seq"] = confirm_of(confirmations, site.id, sid)
-    out["ingest"] = ingest
-    since = broker.get("since_ms")
-    out["broker"] = {"state": broker.get("state", "unknown"),
-                     "since": iso(int(since)) if since else None}
-    out["export"] = export
-    out["notify"] = notify
-    out["journal"] = {"newest_received_at": iso(received) if received is not None else None,
-                      "age_s": _age_s(received, now_ms)}
+    full_since = health.get("disk_full_since_ms")
+    return {"accepted": store.journal.count(), "rejected": rejected,
+            "lag_s": round(int(lag) / 1000, 3) if lag is not None else None,
+            "duplicates": counters.get("duplicates", 0),
+            "journal_seq": store.journal.max_seq(), "applied_seq": applied,
+            "dead_letters_pruned": counters.get(PRUNED_COUNTER, 0),
+            "disk_full_since": iso(int(full_since)) if full_since else None,
+            "store_error": health.get("store_error")}
+
+
+def _notify(store: Store) -> dict[str, Any]:
+    """The alert outbox: pending, delivered, failed, withheld, the oldest pending."""
+    outbox = store.outbox.summary()
+    oldest = outbox.oldest_pending_ms
+    return {"pending": outbox.pending, "delivered": outbox.delivered,
+            "failed": outbox.failed, "withheld": outbox.withheld,
+            "oldest_pending_at": iso(oldest) if oldest is not None else None}
+
+
+def _daemon(store: Store, recorded: dict[str, RecordedStatus], now_ms: int) -> dict[str, Any]:
+    """When the daemon last recorded the sites and ticked, and whether that is stale."""
     # Every site's status is rewritten at each tick (its event time moves), so
     # the newest row dates the daemon's last write.
     written = max((r.updated_ms for r in recorded.values()), default=None)
     age = _age_s(written, now_ms)
     # The engine's own clock: its last tick (event time passing without readings).
     ticked = store.state.meta_get("tick_ms")
-    out["daemon"] = {"state_written_at": iso(written) if written is not None else None,
-                     "age_s": age, "stale": _state_stale(age),
-                     "stale_after_s": STATE_STALE_AFTER_S,
-                     "ticked_at": iso(int(ticked)) if ticked is not None else None,
-                     "wall_clock_step_s": _step_s(store.state.meta_get("wall_step_ms"))}
-    return out
+    return {"state_written_at": iso(written) if written is not None else None,
+            "age_s": age, "stale": _state_stale(age),
+            "stale_after_s": STATE_STALE_AFTER_S,
+            "ticked_at": iso(int(ticked)) if ticked is not None else None,
+            "wall_clock_step_s": _step_s(store.state.meta_get("wall_step_ms"))}
 
 
 def storm_duty(site: SiteConfig) -> str:
@@ -246,78 +274,94 @@ def freshness_lines(status: dict[str, Any]) -> list[str]:
 
 
 def format_status(config: Config, status: dict[str, Any]) -> str:
-    """The human-readable ``status``."""
+    """The human-readable ``status``: the header, each site, the broker and ingest."""
     lines = [f"stormwatch status at {status['generated_at']}", *freshness_lines(status)]
     generated_ms = parse_iso(status["generated_at"])
     for site in config.sites:
-        s = status["sites"][site.id]
-        zone = site.zone
+        lines += ["", *_site_lines(site, status["sites"][site.id], generated_ms)]
+    lines += _ingest_lines(status)
+    return "\n".join(lines)
 
-        def local(text: str | None, zone: Any = zone) -> str:
-            if not text:
-                return "-"
-            return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(zone).strftime(
-                "%Y-%m-%d %H:%M %Z")
 
-        lines += ["", f"{site.id} — {site.name or ''} (condition {site.condition})"]
-        if storm_duty_unwatched(site):
-            lines.append(f"  {NO_GAUGE}: no storm is seen, no 24-hour inspection is asked for")
-        if s.get("recorded_at") is None:
-            lines.append("  UNKNOWN: no state recorded for this site yet (the daemon records"
-                         " it while it runs)")
-            continue
-        event_time = s.get("event_time")
-        if event_time and parse_iso(event_time) - generated_ms > CLOCK_AHEAD_TOLERANCE_S * 1000:
-            # The clocks were judged at the engine's time, not the wall clock's.
-            lines.append(f"  event time {local(event_time)}, ahead of this machine's clock:"
-                         " clocks and sensors are judged at it, as the engine judged them")
-        if s.get("closed_at"):
-            lines.append(f"  closed (final stabilization) {local(s['closed_at'])}")
-        if s["open_clocks"]:
-            for c in s["open_clocks"]:
-                left = c["hours_left"]
-                when = ("due " + local(c["due"]) + (f", {left:.1f} h left" if left >= 0
-                                                    else f", OVERDUE by {_span(-left * 3600)}")
-                        if left is not None else "due when the storm ends")
-                if c.get("missed_weeks"):
-                    when += f", {c['missed_weeks']} week(s) missed"
-                lines.append(f"  clock {c['clock']:<8} {c['clock_id']:<36} {when}")
+def _site_lines(site: SiteConfig, shown: dict[str, Any], generated_ms: int) -> list[str]:
+    """One site's block, from its ``status --json`` object."""
+    lines = [f"{site.id} — {site.name or ''} (condition {site.condition})"]
+    if storm_duty_unwatched(site):
+        lines.append(f"  {NO_GAUGE}: no storm is seen, no 24-hour inspection is asked for")
+    if shown.get("recorded_at") is None:
+        return lines + ["  UNKNOWN: no state recorded for this site yet (the daemon records"
+                        " it while it runs)"]
+    s = SiteNow.from_json(shown)
+
+    def local(when: int | str | None) -> str:
+        return local_text(when, site.zone)
+
+    event_time = shown.get("event_time")
+    if event_time and parse_iso(event_time) - generated_ms > CLOCK_AHEAD_TOLERANCE_S * 1000:
+        # The clocks were judged at the engine's time, not the wall clock's.
+        lines.append(f"  event time {local(event_time)}, ahead of this machine's clock:"
+                     " clocks and sensors are judged at it, as the engine judged them")
+    if s.closed_ms is not None:
+        lines.append(f"  closed (final stabilization) {local(s.closed_ms)}")
+    for c in s.open_clocks:
+        left = c.hours_left
+        when = ("due " + local(c.due_ms) + (f", OVERDUE by {_span(-left * 3600)}" if c.overdue
+                                            else f", {left:.1f} h left")
+                if left is not None else "due when the storm ends")
+        if c.missed_weeks:
+            when += f", {c.missed_weeks} week(s) missed"
+        lines.append(f"  clock {c.clock:<8} {c.clock_id:<36} {when}")
+    if not s.open_clocks:
+        lines.append("  no open inspection clocks")
+    lines.append(f"  last inspection: {local(s.last_inspection_ms)}")
+    lines.append(f"  weeks without a required inspection (§ 134-12D, each a separate"
+                 f" violation): {s.missed_weeks}")
+    for a in s.corrective_actions:
+        act = a.action
+        due = f"due {local(act.due_ms)}" if act.due_ms is not None else "no due date"
+        lines.append(f"  corrective action {act.id}: {act.text} ({due}"
+                     f"{', OVERDUE' if a.overdue else ''}; asked by {act.inspector}"
+                     f" {local(act.opened_ms)})")
+    lines += _rule_lines(s, local)
+    for sid, h in s.sensors.items():
+        health = {"stale": "STALE", "unknown": UNKNOWN_HEALTH}.get(h.health, "ok")
+        batt = "" if h.battery_v is None else f", battery {h.battery_v:.2f} V"
+        node = "".join(f", {n} {k}" for k, n in (("buffered", h.buffered),
+                                                 ("dropped", h.dropped)) if n)
+        if shown["sensors"][sid].get("confirm") == "puback":
+            node += ", NOT CONFIRMED: its node deletes readings on PUBACK"
+        lines.append(f"  sensor {sid}: {health}, last seen {local(h.last_seen_ms)}{batt}{node}")
+        clock = shown["sensors"][sid].get("clock")
+        if clock:
+            lines.append("  " + _clock_line(site, sid, clock, local))
+    return lines
+
+
+def _rule_lines(s: SiteNow, local: Local) -> list[str]:
+    """The traps' fill and the pairs' contrast."""
+    lines = []
+    for tid, t in s.traps.items():
+        fill = "-" if t.fill_fraction is None else f"{t.fill_fraction:.0%}"
+        fault = t.sensor_fault
+        if fault:
+            # Never a plain level while the sensor reads what cannot be true.
+            lines.append(f"  trap {tid}: SENSOR FAULT ({fault.reason}) since "
+                         f"{local(fault.since_ms)}; last valid fill {fill} of design "
+                         f"volume ({t.level}): check the trap by eye")
         else:
-            lines.append("  no open inspection clocks")
-        lines.append(f"  last inspection: {local(s['last_inspection'])}")
-        lines.append(f"  weeks without a required inspection (§ 134-12D, each a separate"
-                     f" violation): {s.get('missed_weeks', 0)}")
-        for a in s.get("corrective_actions", ()):
-            due = f"due {local(a['due'])}" if a["due"] else "no due date"
-            lines.append(f"  corrective action {a['id']}: {a['text']} ({due}"
-                         f"{', OVERDUE' if a['overdue'] else ''}; asked by {a['inspector']}"
-                         f" {local(a['opened_at'])})")
-        for tid, t in s["traps"].items():
-            fill = "-" if t["fill_fraction"] is None else f"{t['fill_fraction']:.0%}"
-            fault = t.get("sensor_fault")
-            if fault:
-                # Never a plain level while the sensor reads what cannot be true.
-                lines.append(f"  trap {tid}: SENSOR FAULT ({fault['reason']}) since "
-                             f"{local(fault['since'])}; last valid fill {fill} of design "
-                             f"volume ({t.get('level', 'unknown')}): check the trap by eye")
-            else:
-                lines.append(f"  trap {tid}: {fill} of design volume ({t['state']})")
-        for pid, t in s["turbidity"].items():
-            delta = "" if t["delta_ntu"] is None else f", {t['delta_ntu']:+g} NTU over background"
-            lines.append(f"  turbidity {pid}: {t['state']}{delta}")
-        for sid, h in s["sensors"].items():
-            health = {"stale": "STALE", "unknown": UNKNOWN_HEALTH}.get(h["health"], "ok")
-            batt = "" if h["battery_v"] is None else f", battery {h['battery_v']:.2f} V"
-            node = "".join(f", {h[k]} {k}" for k in ("buffered", "dropped") if h.get(k))
-            if h.get("confirm") == "puback":
-                node += ", NOT CONFIRMED: its node deletes readings on PUBACK"
-            lines.append(f"  sensor {sid}: {health}, last seen {local(h['last_seen'])}{batt}{node}")
-            if h.get("clock"):
-                lines.append("  " + _clock_line(site, sid, h["clock"], local))
+            lines.append(f"  trap {tid}: {fill} of design volume ({t.state})")
+    for pid, p in s.turbidity.items():
+        delta = "" if p.delta_ntu is None else f", {p.delta_ntu:+g} NTU over background"
+        lines.append(f"  turbidity {pid}: {p.state}{delta}")
+    return lines
+
+
+def _ingest_lines(status: dict[str, Any]) -> list[str]:
+    """The broker's connection, what was taken in and refused, and what is not applied."""
     ing = status["ingest"]
     broker = status.get("broker") or {}
-    lines += ["", f"broker: {broker.get('state', 'unknown')}"
-              + (f" since {broker['since']}" if broker.get("since") else "")]
+    lines = ["", f"broker: {broker.get('state', 'unknown')}"
+             + (f" since {broker['since']}" if broker.get("since") else "")]
     if ing.get("disk_full_since"):
         lines.append(f"ERROR: the database has refused writes since {ing['disk_full_since']}"
                      f" ({ing.get('store_error') or 'disk full'}): nothing is acknowledged to"
@@ -330,7 +374,7 @@ def format_status(config: Config, status: dict[str, Any]) -> str:
     if behind > 0:
         lines.append(f"  {behind} journal row(s) not applied yet: the state above is from before"
                      " them (the daemon applies them when it runs)")
-    return "\n".join(lines)
+    return lines
 
 
 #: How ``status`` says the health of a gauge whose silence says nothing.
@@ -338,8 +382,7 @@ UNKNOWN_HEALTH = ("health unknown (reporting: on_tip without heartbeat_minutes: 
                   "and a dead one look alike)")
 
 
-def _clock_line(site: SiteConfig, sensor_id: str, clock: dict[str, Any],
-                local: Callable[[str | None], str]) -> str:
+def _clock_line(site: SiteConfig, sensor_id: str, clock: dict[str, Any], local: Local) -> str:
     """A sensor whose newest word came with a timestamp off: its node's clock, or a
     backlog it is sending."""
     node = next((s.node for s in site.sensors if s.id == sensor_id and s.node), None)

@@ -2,8 +2,11 @@
 
 ``make_driver`` picks the module by the sensor's ``driver`` and imports it
 only then: the hardware libraries (gpiozero, the Adafruit ADS1x15 library,
-pyserial, minimalmodbus) are the ``node`` extra, and a node must run with
-only those its own sensors need. Tests pass fakes through ``Hardware``.
+pyserial, minimalmodbus) come with the node's own install (``pip install
+./sensors``) but not with the project's ``pip install .`` (only its ``node``
+extra), whose demo and simulator run the ``sim`` and ``csv`` drivers; and
+Blinka probes the board when imported. So a node imports only what its own
+sensors need. Tests pass fakes through ``Hardware``.
 """
 
 from __future__ import annotations

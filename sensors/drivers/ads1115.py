@@ -13,7 +13,9 @@ episode at the daemon. Such a reading is counted as ``out_of_range`` in status
 and not published.
 
 The Adafruit library is imported when a sensor uses this driver, not before:
-it is in the ``node`` extra only, and a node without an ADC must not need it.
+the project's ``pip install .`` has it only with the ``node`` extra (the
+node's own ``pip install ./sensors`` always), and Blinka probes the board
+when imported.
 It is given an I2C bus object; on a Pi that is Blinka's ``busio.I2C``, in the
 tests a fake bus that answers at the byte level.
 """
@@ -48,7 +50,7 @@ def default_i2c() -> Any:
 
 class Ads1115Turbidity(Driver):
     def __init__(self, config: Ads1115Sensor, i2c: Any) -> None:
-        from adafruit_ads1x15.ads1115 import ADS1115  # the node extra; see the docstring
+        from adafruit_ads1x15.ads1115 import ADS1115  # lazily: see the docstring
         from adafruit_ads1x15.analog_in import AnalogIn
 
         gain = 2 / 3 if config.gain == "2/3" else config.gain

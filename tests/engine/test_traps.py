@@ -248,7 +248,7 @@ def test_median_ignores_small_noise() -> None:
     state = fold.initial()
     for r in readings:
         fold.step(state, r, [])
-    assert fold.summary(state) == {"fill_fraction": 0.25, "depth_in": 12.0, "state": "ok",
+    assert fold.summary(state).to_json() == {"fill_fraction": 0.25, "depth_in": 12.0, "state": "ok",
                                    "level": "ok", "sensor_fault": None}
 
 
@@ -320,7 +320,7 @@ def test_distance_form_needs_the_sensor_height() -> None:
     assert run(fold, [reading]) == []
     state = fold.initial()
     fold.step(state, reading, [])
-    assert fold.summary(state)["state"] == "unknown"
+    assert fold.summary(state).state == "unknown"
 
 
 def test_distance_beyond_the_bottom_is_a_fault_not_an_empty_trap() -> None:
@@ -332,9 +332,9 @@ def test_distance_beyond_the_bottom_is_a_fault_not_an_empty_trap() -> None:
                              distance_in=61.0), out)
     assert [f.type for f in out] == ["sensor_fault"]
     # No valid reading yet: no fill, and the state says fault, not ok or unknown.
-    assert fold.summary(state) == {"fill_fraction": None, "depth_in": None, "state": "fault",
-                                   "level": "unknown", "sensor_fault": {
-                                       "reason": "beyond_bottom", "since": iso(at(0))}}
+    assert fold.summary(state).to_json() == {
+        "fill_fraction": None, "depth_in": None, "state": "fault", "level": "unknown",
+        "sensor_fault": {"reason": "beyond_bottom", "since": iso(at(0))}}
 
 
 def test_blue_book_trap_warns_on_volume_not_depth() -> None:
@@ -383,7 +383,7 @@ def test_state_round_trips_through_json() -> None:
         fold.step(s, nxt, out)
     assert outs[0] == outs[1] == outs[2]
     assert [f.type for f in outs[0]] == []  # the median is still 24 in
-    assert fold.summary(copied)["state"] == "cleanout"
+    assert fold.summary(copied).state == "cleanout"
 
 
 def test_copy_is_independent() -> None:
@@ -392,8 +392,8 @@ def test_copy_is_independent() -> None:
     fold.step(state, depth(0, 12.0), [])
     copied = fold.copy(state)
     fold.step(copied, depth(1, 30.0), [])
-    assert fold.summary(state)["depth_in"] == 12.0
-    assert fold.summary(copied)["depth_in"] == 30.0
+    assert fold.summary(state).depth_in == 12.0
+    assert fold.summary(copied).depth_in == 30.0
 
 
 def test_nothing_happens_with_time_alone() -> None:
@@ -441,12 +441,14 @@ def test_an_echo_as_the_first_reading_is_no_fact() -> None:
     state = fold.initial()
     for r in readings[:5]:
         fold.step(state, r, [])
-    assert fold.summary(state) == {"fill_fraction": None, "depth_in": None, "state": "unknown",
-                                   "level": "unknown", "sensor_fault": None}
+    assert fold.summary(state).to_json() == {
+        "fill_fraction": None, "depth_in": None, "state": "unknown", "level": "unknown",
+        "sensor_fault": None}
     fold.step(state, readings[5], [])
     # 10 in = 0.8333 ft: (166.667 + 41.667 + 3.086) / 2101.333 = 0.1006
-    assert fold.summary(state) == {"fill_fraction": 0.1006, "depth_in": 10.0, "state": "ok",
-                                   "level": "ok", "sensor_fault": None}
+    assert fold.summary(state).to_json() == {
+        "fill_fraction": 0.1006, "depth_in": 10.0, "state": "ok", "level": "ok",
+        "sensor_fault": None}
 
     samples: list[Sample] = []
     tl = Timeline(TrapFold(SITE, BLUE_BOOK_TRAP, TRAP1))
@@ -497,7 +499,7 @@ def test_a_single_reading_beyond_the_design_depth_is_not_a_fill(position: int) -
     state = fold.initial()
     for r in readings:
         fold.step(state, r, [])
-    assert fold.summary(state) == {"fill_fraction": 0.25, "depth_in": 12.0, "state": "ok",
+    assert fold.summary(state).to_json() == {"fill_fraction": 0.25, "depth_in": 12.0, "state": "ok",
                                    "level": "ok", "sensor_fault": None}
 
 
@@ -715,9 +717,9 @@ def test_a_sensor_reading_past_the_bottom_is_a_fault_and_the_demand_keeps_repeat
     state = fold.initial()
     for r in readings[:60]:
         fold.step(state, r, [])
-    assert fold.summary(state) == {"fill_fraction": 0.6, "depth_in": 28.8, "state": "fault",
-                                   "level": "cleanout", "sensor_fault": {
-                                       "reason": "beyond_bottom", "since": iso(at(DAY_MIN))}}
+    assert fold.summary(state).to_json() == {
+        "fill_fraction": 0.6, "depth_in": 28.8, "state": "fault", "level": "cleanout",
+        "sensor_fault": {"reason": "beyond_bottom", "since": iso(at(DAY_MIN))}}
 
 
 def test_distance_and_depth_give_the_same_verdicts_for_the_same_depth() -> None:
@@ -755,10 +757,10 @@ def test_above_max_fill_is_a_fault_however_long_it_lasts() -> None:
     state = fold.initial()
     for r in readings[:9]:
         fold.step(state, r, [])
-    assert fold.summary(state)["state"] == "fault"
+    assert fold.summary(state).state == "fault"
     for r in readings[9:]:
         fold.step(state, r, [])
-    assert fold.summary(state)["state"] == "ok"
+    assert fold.summary(state).state == "ok"
 
 
 @pytest.mark.parametrize("step_in", [28.0, -10.0])

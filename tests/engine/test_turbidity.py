@@ -489,7 +489,7 @@ def test_summary_shows_the_absolute_episode() -> None:
     state = f.initial()
     for r in gross(0, 20, 800.0):
         f.step(state, r, [])
-    assert f.summary(state) == {
+    assert f.summary(state).to_json() == {
         "state": "exceeded", "basis": "absolute", "delta_ntu": None, "limit_ntu": 250.0,
         "upstream_ntu": None, "downstream_ntu": 800.0, "at": iso(at(20)),
         "started_at": iso(at(0))}
@@ -497,7 +497,7 @@ def test_summary_shows_the_absolute_episode() -> None:
     other = g.initial()
     for r in gross(0, 20, 800.0):
         g.step(other, r, [])
-    assert (g.summary(other)["state"], g.summary(other)["basis"]) == ("unknown", None)
+    assert (g.summary(other).state, g.summary(other).basis) == ("unknown", None)
 
 
 def samples(pair: TurbidityPair, readings: list[Reading], now_minutes: float) -> dict[
@@ -564,11 +564,11 @@ def test_pegged_upstream_uses_the_default_full_scale() -> None:
 def test_summary() -> None:
     f = fold()
     state = f.initial()
-    assert f.summary(state)["state"] == "unknown"
+    assert f.summary(state).state == "unknown"
     for r in minutely(0, 10, 10.0, 20.0):
         f.step(state, r, [])
     # 0:00–0:10 are still pending in the state; summary evaluates them on a copy.
-    s = f.summary(state)
+    s = f.summary(state).to_json()
     assert s["state"] == "exceeded"
     assert (s["delta_ntu"], s["limit_ntu"], s["started_at"]) == (10.0, 5.0, iso(at(0)))
     assert len(state.pending) == 11  # the state itself is untouched
@@ -578,7 +578,7 @@ def test_summary_unknown_without_background() -> None:
     f = fold()
     state = f.initial()
     f.step(state, down(0, 12.0), [])
-    s = f.summary(state)
+    s = f.summary(state).to_json()
     assert s["state"] == "unknown"
     assert s["downstream_ntu"] == 12.0
     assert s["delta_ntu"] is None
@@ -632,7 +632,7 @@ def test_a_pegged_background_is_unknown_contrast_not_ok() -> None:
     state = f.initial()
     for r in minutely(0, 15, 400.0, 100.0):
         f.step(state, r, [])
-    s = f.summary(state)
+    s = f.summary(state).to_json()
     assert (s["state"], s["upstream_ntu"], s["delta_ntu"]) == ("unknown", None, None)
     facts = run(fold(upstream=UP_400), minutely(0, 15, 400.0, 100.0), now_minutes=16)
     assert [(f.type, f.at_ms) for f in facts] == [("pegged", at(0))]
@@ -641,7 +641,7 @@ def test_a_pegged_background_is_unknown_contrast_not_ok() -> None:
     other = g.initial()
     for r in minutely(0, 15, 399.0, 100.0):
         g.step(other, r, [])
-    assert g.summary(other)["state"] == "ok"
+    assert g.summary(other).state == "ok"
 
 
 SUSPECT = PAIR.model_copy(update={"suspect_delta_ntu": 10.0})

@@ -326,6 +326,28 @@ def test_minute_points_describe_clocks_sensors_and_the_site() -> None:
     assert health["rg1"]["stale"] is False and health["tb-up"]["stale"] is True
 
 
+def test_a_clock_just_past_due_is_overdue_in_the_export_as_in_the_alert() -> None:
+    """Ten seconds past due the engine has raised ``inspection_overdue`` (at due) and
+    ``status`` says overdue; ``hours_left`` rounds to -0.0 there, which must not make the
+    export say "not overdue" (its clock point, and the site's count of overdue clocks)."""
+    config = site_config()
+    readings = counter_series(T0, 120, {m: 1 for m in range(10, 70)})
+    replica, _ = replay(config, list(readings))
+    due = T0 + 59 * MS_PER_MINUTE + 24 * MS_PER_HOUR  # qualified at minute 59
+    # A second before due: not yet (an inspection at due still meets the clock).
+    (site,) = [p for p in minute_points(replica.engine, config, due - 1000)
+               if p.measurement == "site"]
+    assert site.fields["overdue_clocks"] == Int(0)
+    replica.engine.tick(due + 10_000)
+    (alert,) = [e for e in replica.engine.current_events() if e.type == "inspection_overdue"]
+    assert alert.at_ms == due
+    points = minute_points(replica.engine, config, due + 10_000)
+    storm = next(p for p in points if p.measurement == "clock" and ",clock=storm," in p.series)
+    assert (storm.fields["hours_left"], storm.fields["overdue"]) == (-0.0, True)
+    (site,) = [p for p in points if p.measurement == "site"]
+    assert site.fields["overdue_clocks"] == Int(1)
+
+
 # --------------------------------------------------------------------------- store additions
 
 

@@ -43,10 +43,11 @@ from ...contract.events import (
     TrapCleanoutRequired,
     TurbidityContrast,
 )
-from ...contract.times import MS_PER_MINUTE, parse_iso
+from ...contract.times import MS_PER_MINUTE, iso
 from ...engine.core import Engine
+from ...engine.readout import OpenClock, SensorNow, SiteNow
 from ...engine.series import Sample, StormSample, TrapSample, attach
-from ...engine.summary import site_status
+from ...engine.summary import judged_at, status_at, summarize
 from ...host.rows import apply_row
 from ...host.window import JournalWindow
 from ...store import JournalRow, canonical
@@ -60,8 +61,6 @@ RAW_MEASUREMENTS = {"rain": "rain", "turbidity": "turbidity", "sediment": "sedim
 INT_FIELDS = frozenset({"tips_total", "seq", "buffered", "dropped"})
 #: Reading keys that are tags or the timestamp, not fields.
 _NOT_FIELDS = frozenset({"site", "sensor", "kind", "ts_ms"})
-#: Severity of a pair's state, for the site summary's worst state.
-_TURBIDITY_ORDER = ("unknown", "ok", "pending", "clearing", "exceeded")
 
 _DIGITS = 6
 
@@ -296,66 +295,67 @@ def minute_points(engine: Engine, config: Config, now_ms: int) -> list[Point]:
     What ``stormwatch status`` shows, as points: one per open inspection
     clock (``hours_left`` counting down), one per sensor (stale, last seen,
     battery) and one summary per site for the fleet overview. Stamped on the
-    minute, so writing a minute twice rewrites the same points.
+    minute, so writing a minute twice rewrites the same points. Every number
+    is the engine's (``SiteNow``): which clocks are overdue, the next one due,
+    the traps at clean-out level, the worst turbidity state.
     """
     minute = now_ms // MS_PER_MINUTE * MS_PER_MINUTE
-    # Clocks are judged in event time when that runs ahead (a demo), as status does.
-    judged = max(now_ms, engine.now_ms or now_ms)
     points: list[Point] = []
     for site in config.sites:
-        s = site_status(engine, site.id, judged)
-        hours: list[float] = []
-        next_due = ""
-        storm_clocks = overdue = 0
-        for c in s["open_clocks"]:
-            left = c["hours_left"]
-            points.append(Point.make("clock", {"site": site.id, "clock": c["clock"],
-                                               "clock_id": c["clock_id"]}, {
-                "hours_left": left,
-                "due": c["due"] or "",
-                "started_at": c["started_at"] or "",
-                "event_id": c.get("event_id", ""),
-                "overdue": left is not None and left < 0,
-            }, minute))
-            storm_clocks += c["clock"] == "storm"
-            if left is not None:
-                overdue += left < 0
-                if not hours or left < min(hours):
-                    next_due = c["due"] or ""
-                hours.append(left)
-        stale = 0
-        for sensor_id, h in s["sensors"].items():
-            stale += bool(h["stale"])
-            last_seen = h["last_seen"]
-            points.append(Point.make("health", {"site": site.id, "sensor": sensor_id,
-                                                "kind": h["kind"]}, {
-                "stale": bool(h["stale"]),
-                # ok / stale / unknown (an on_tip gauge without heartbeat_minutes).
-                "health": h["health"],
-                "last_seen": last_seen or "",
-                "minutes_since_seen": (round((now_ms - parse_iso(last_seen)) / MS_PER_MINUTE, 2)
-                                       if last_seen else None),
-                "battery_v": h["battery_v"],
-            }, minute))
-        fills = [t["fill_fraction"] for t in s["traps"].values() if t["fill_fraction"] is not None]
-        states = [t["state"] for t in s["turbidity"].values()]
-        worst = max(states, key=_TURBIDITY_ORDER.index, default="")
-        points.append(Point.make("site", {"site": site.id}, {
-            "open_clocks": Int(len(s["open_clocks"])),
-            "open_storm_clocks": Int(storm_clocks),
-            "overdue_clocks": Int(overdue),
-            "hours_left": min(hours) if hours else None,
-            "next_due": next_due,
-            "last_inspection": s["last_inspection"] or "",
-            "sensors": Int(len(s["sensors"])),
-            "stale_sensors": Int(stale),
-            "trap_fill_max": max(fills) if fills else None,
-            # A faulty trap keeps its last valid level in ``level`` (a summary recorded
-            # before issue 18 has only ``state``).
-            "traps_cleanout": Int(sum(t.get("level", t["state"]) == "cleanout"
-                                      for t in s["traps"].values())),
-            "traps_fault": Int(sum(t["state"] == "fault" for t in s["traps"].values())),
-            "turbidity_state": worst,
-            "turbidity_exceeded": Int(sum(st == "exceeded" for st in states)),
-        }, minute))
+        summary = summarize(engine, site.id)
+        # Clocks are judged in event time when that runs ahead (a demo), as status does.
+        s = status_at(summary, judged_at(summary, now_ms))
+        points += [_clock_point(site.id, c, minute) for c in s.open_clocks]
+        points += [_health_point(site.id, sid, h, now_ms, minute) for sid, h in s.sensors.items()]
+        points.append(_site_point(site.id, s, minute))
     return points
+
+
+def _clock_point(site_id: str, c: OpenClock, minute: int) -> Point:
+    left = c.hours_left
+    return Point.make("clock", {"site": site_id, "clock": c.clock, "clock_id": c.clock_id}, {
+        "hours_left": left,
+        "due": iso(c.due_ms) if c.due_ms is not None else "",
+        "started_at": iso(c.started_ms),
+        "event_id": c.event_id or "",
+        # The engine's rule (``clocks.is_overdue``), not the sign of a rounded hours_left:
+        # a clock 10 s past due is overdue here as in the alert raised at due.
+        "overdue": c.overdue,
+    }, minute)
+
+
+def _health_point(site_id: str, sensor_id: str, h: SensorNow, now_ms: int,
+                  minute: int) -> Point:
+    last_seen = h.last_seen_ms
+    return Point.make("health", {"site": site_id, "sensor": sensor_id, "kind": h.kind}, {
+        "stale": bool(h.stale),
+        # ok / stale / unknown (an on_tip gauge without heartbeat_minutes).
+        "health": h.health,
+        "last_seen": iso(last_seen) if last_seen is not None else "",
+        "minutes_since_seen": (round((now_ms - last_seen) / MS_PER_MINUTE, 2)
+                               if last_seen is not None else None),
+        "battery_v": h.battery_v,
+    }, minute)
+
+
+def _site_point(site_id: str, s: SiteNow, minute: int) -> Point:
+    """The fleet overview's row of a site: its headline numbers, as the engine has them."""
+    first = s.next_clock()
+    fills = [t.fill_fraction for t in s.traps.values() if t.fill_fraction is not None]
+    return Point.make("site", {"site": site_id}, {
+        "open_clocks": Int(len(s.open_clocks)),
+        "open_storm_clocks": Int(sum(c.clock == "storm" for c in s.open_clocks)),
+        "overdue_clocks": Int(len(s.overdue_clocks())),
+        "hours_left": first.hours_left if first is not None else None,
+        "next_due": iso(first.due_ms) if first is not None and first.due_ms is not None else "",
+        "last_inspection": (iso(s.last_inspection_ms) if s.last_inspection_ms is not None
+                            else ""),
+        "sensors": Int(len(s.sensors)),
+        "stale_sensors": Int(sum(bool(h.stale) for h in s.sensors.values())),
+        "trap_fill_max": max(fills) if fills else None,
+        # A faulty trap keeps its last valid level in ``level``.
+        "traps_cleanout": Int(len(s.traps_at("cleanout"))),
+        "traps_fault": Int(sum(t.state == "fault" for t in s.traps.values())),
+        "turbidity_state": s.worst_turbidity(),
+        "turbidity_exceeded": Int(sum(p.state == "exceeded" for p in s.turbidity.values())),
+    }, minute)

@@ -4,28 +4,27 @@ Reads the database read-only, from a store the caller opened (``cli.py``
 refuses a missing or unreadable database: a page saying "no data" would look
 like a report). Events come from the log book (``logbook.current_events``: the
 authoritative set, covered by the hash chain whose head the header prints, so
-an edit of the ``events`` table cannot reach the report). The plots come from
-the site's journal run through an engine with its samplers
-(``engine/series.py``), so a plot shows what the rules saw (the trap's fill
-after the median, the storm's running total), never a recomputation that could
-contradict an alert; the open clocks from the recorded site status. Neither
-is chained. Times are in the site's zone; plots are inline PNG (matplotlib).
+an edit of the ``events`` table cannot reach the report). The storms and their
+outcomes are the engine's (``engine/outcomes.py``), judged at the instant the
+engine judges the clocks (``summary.judged_at``), like the open clocks from the
+recorded site status beside them; the plots (``plots.py``) come from the
+site's journal run through an engine with its samplers (``samples.py``), so a
+plot shows what the rules saw, never a recomputation that could contradict an
+alert. Neither is chained. Each section of the report is one function below,
+in the order they appear. Times are in the site's zone.
 """
 
 from __future__ import annotations
 
-import base64
-import io
-from collections import defaultdict
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from html import escape
-from typing import Any
 
 from ...config import Config, SiteConfig
 from ...config.plausible import NO_GAUGE, storm_duty_unwatched
 from ...contract.events import (
+    Body,
     ClockClosed,
     Event,
     InspectionBackdated,
@@ -37,19 +36,20 @@ from ...contract.events import (
     TrapCleanoutRequired,
     TurbidityContrast,
 )
-from ...contract.times import MS_PER_HOUR, parse_iso
-from ...engine.actions import action_states, record_of_event
-from ...engine.core import Engine
-from ...engine.series import ContrastSample, Sample, StormSample, TrapSample, attach
-from ...engine.sitestorms import MEAN_GAUGE
-from ...engine.summary import at_now, judged_at
-from ...host.rows import apply_row
+from ...contract.times import parse_iso
+from ...engine.actions import ActionState, action_states, record_of_event
+from ...engine.outcomes import StormRecord, storm_records
+from ...engine.readout import SiteNow, SiteSummary
+from ...engine.series import running_totals
+from ...engine.summary import judged_at, status_at
 from ...store import Store
-from ..logbook import current_events, verify_logbook
-from .rows import revealed_note, sensor_rows, storm_rows
-from .tables import outcome as _outcome
-from .tables import table as _table
-from .tables import trap_section, turbidity_section
+from ..logbook import Recorded, current_events, verify_logbook
+from .plots import plots_section
+from .rows import revealed_note, sensor_rows
+from .samples import Series, engine_series
+from .tables import LocalTime, outcome, table, trap_section, turbidity_section
+
+__all__ = ["Series", "build_report", "engine_series", "parse_bound"]
 
 LAW = [
     ("§ 134-9A(2)", "… a qualified professional conduct site inspections and document the "
@@ -87,186 +87,173 @@ def parse_bound(text: str, site: SiteConfig, *, end: bool) -> int:
     return parse_iso(text)
 
 
-def _ms(text: str | None) -> int | None:
-    return parse_iso(text) if text else None
+def build_report(config: Config, store: Store, site_id: str, from_ms: int, to_ms: int,
+                 now_ms: int) -> str:
+    """The report for ``[from_ms, to_ms)`` as one HTML document, from an open (read-only)
+    store."""
+    site = config.site(site_id)
+    if site is None:
+        raise ValueError(f"unknown site {site_id!r}")
+    p = _Period(site, LocalTime(site), from_ms, to_ms, now_ms)
+    book = current_events(store, site.id)
+    series = engine_series(config, store, site.id, from_ms, to_ms)
+    state, judged = _recorded_state(store, site.id, now_ms)
+    # An open storm's total is its running total so far (the plot's last point).
+    running = running_totals(x for xs in series.storms.values() for x in xs)
+    storms = [s for s in storm_records(site, book.events, judged, running)
+              if s.started_ms < to_ms and (s.ended_ms is None or s.ended_ms >= from_ms)]
+    events = [e for e in book.events if from_ms <= e.at_ms < to_ms]
+    closed = {e.body.clock_id: e.body for e in book.events if isinstance(e.body, ClockClosed)}
+    title = f"Stormwater compliance report — {site.name or site.id}"
+    return "".join([
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{escape(title)}</title>"
+        f"<style>{CSS}</style></head><body><h1>{escape(title)}</h1>",
+        _header(p, store, book),
+        "<h2>The law</h2>" + "".join(
+            f"<blockquote><strong>{escape(ref)}</strong> {escape(text)}</blockquote>"
+            for ref, text in LAW),
+        _summary(p, book.events, events, storms, state),
+        _storms(p, storms),
+        _open_clocks(state, p.local),
+        "<h2>Sensors (at the time of this report)</h2>" + table(
+            ["Sensor", "Kind", "Reporting", "Health", "Last seen"],
+            [[escape(c) for c in r] for r in sensor_rows(site, state, p.local)], "No sensors."),
+        _inspections(p, events, closed),
+        _actions_table(book.events, from_ms, to_ms, now_ms, p.local),
+        trap_section(events, p.local),
+        turbidity_section(events, p.local),
+        plots_section(site, series, p.local),
+        "</body></html>"])
 
 
-class _Local:
-    def __init__(self, site: SiteConfig) -> None:
-        self.zone = site.zone
+@dataclass(frozen=True, slots=True)
+class _Period:
+    """What every section is about: the site, its local time, ``[from_ms, to_ms)`` and
+    when the report is made."""
 
-    def dt(self, ms: int) -> datetime:
-        return datetime.fromtimestamp(ms / 1000, tz=self.zone)
-
-    def __call__(self, value: int | str | None) -> str:
-        if value is None or value == "":
-            return "—"
-        ms = value if isinstance(value, int) else parse_iso(value)
-        return self.dt(ms).strftime("%Y-%m-%d %H:%M %Z")
+    site: SiteConfig
+    local: LocalTime
+    from_ms: int
+    to_ms: int
+    now_ms: int
 
 
-def _in(value: Any) -> str:
+def _recorded_state(store: Store, site_id: str, now_ms: int) -> tuple[SiteNow | None, int]:
+    """The site's recorded status judged where the engine judged it (``judged_at``),
+    and that instant; (None, ``now_ms``) when the daemon has recorded none."""
+    recorded = store.state.site_statuses().get(site_id)
+    if recorded is None:
+        return None, now_ms
+    kept = SiteSummary.from_json(recorded.data)
+    judged = judged_at(kept, now_ms)
+    return status_at(kept, judged), judged
+
+
+def _header(p: _Period, store: Store, book: Recorded) -> str:
+    """The site, the period, and the log book head the events are read up to."""
+    site, local = p.site, p.local
+    problems = verify_logbook(store).problems
+    header = [("Site", f"{site.name or ''} ({site.id})"), ("Address", site.address or "—"),
+              ("Condition", site.condition),
+              ("Period", f"{local(p.from_ms)} to {local(p.to_ms)} (end exclusive)"),
+              ("Time zone", site.timezone), ("Generated at", local(p.now_ms)),
+              # The head a later `logbook verify --anchor SEQ:HASH` checks this report against.
+              ("Log book head", book.head.describe(site.zone) + "; the events below are read "
+               f"from the log book up to this row (anchor {book.head.anchor})"),
+              ("Log book check", "hash chain intact" if not problems else
+               f"FAILED: {len(problems)} problem(s); run `stormwatch logbook verify`")]
+    if book.pending:
+        header.append(("Not yet in the log book", f"{book.pending} event(s) of a backlog still "
+                       "being applied, shown from the events table"))
+    return table(["", ""], [[escape(k), escape(v)] for k, v in header], "")
+
+
+def _summary(p: _Period, all_events: Sequence[Event], events: Sequence[Event],
+             storms: Sequence[StormRecord], state: SiteNow | None) -> str:
+    """The counts of the period, each as the engine concluded it."""
+    site = p.site
+    mine = [e.body for e in events]
+    outcomes = [s.outcome for s in storms]
+    open_routine = [c for c in (state.open_clocks if state else ()) if c.clock == "routine"]
+    missed = [b for b in mine if isinstance(b, InspectionMissed)]
+    routine = [b.outcome for b in mine if isinstance(b, ClockClosed) and b.clock == "routine"]
+    unwatched = storm_duty_unwatched(site)  # never "0 storms": nothing could see one
+    rows = [
+        ("Storms", NO_GAUGE if unwatched else f"{len(storms)} ({sum(s.qualified for s in storms)}"
+                   f" qualified, ≥ {site.rain.threshold_in:g} in)"),
+        ("Storm inspections", NO_GAUGE if unwatched else f"{outcomes.count('met')} met, "
+         f"{outcomes.count('late')} late, {outcomes.count('open') + outcomes.count('overdue')}"
+         f" open ({outcomes.count('overdue')} overdue)"),
+        ("Routine inspections", f"{routine.count('met')} met, {routine.count('late')} late, "
+         + (f"{len(open_routine)} open ({sum(c.overdue for c in open_routine)} overdue)"
+            if state is not None else "open: unknown (no recorded state)")),
+        ("Weeks without a required inspection (§ 134-12D)",
+         f"{len(missed)} ({len({b.clock_id for b in missed})} clock(s))"),
+        ("Backdated inspections", _count(mine, InspectionBackdated)),
+        ("Corrective actions", _action_counts(all_events, p.from_ms, p.to_ms)),
+        ("Trap clean-out demands", _count(mine, TrapCleanoutRequired)),
+        ("Turbidity exceedances", str(sum(1 for b in mine if isinstance(b, TurbidityContrast)
+                                          and b.state == "exceeded"))),
+        ("Stale-sensor episodes", _count(mine, SensorStale)),
+        ("Trap sensor faults (fill not measured meanwhile)", _count(mine, SensorFault)),
+        ("Suspect turbidity probes", _count(mine, ProbesSuspect)),
+    ]
+    return "<h2>Summary</h2>" + table(
+        ["Item", "Count"], [[escape(k), escape(v)] for k, v in rows], "")
+
+
+def _count(bodies: Iterable[Body], kind: type[Body]) -> str:
+    return str(sum(1 for b in bodies if isinstance(b, kind)))
+
+
+def _in(value: float | None) -> str:
     return "—" if value is None else f"{float(value):.2f} in"
 
 
-# --------------------------------------------------------------------------- data
+def _storms(p: _Period, storms: Sequence[StormRecord]) -> str:
+    """One row per storm of the judged gauges, with its outcome."""
+    local = p.local
+    rows = []
+    for s in storms:
+        total = _in(s.total_in) + (" (running)" if s.running else "")
+        rows.append([escape(local(s.started_ms)), escape(local(s.ended_ms)),
+                     escape(total), escape(_in(s.max_24h_in)),
+                     escape(local(s.qualified_ms) + revealed_note(s, local)),
+                     escape(local(s.due_ms)),
+                     escape(local(s.inspected_ms)), outcome(s.outcome)])
+    return "<h2>Storms</h2>" + table(
+        ["Start", "End", "Total", "Max 24 h", "Qualified at", "Inspection due", "Inspected at",
+         "Outcome"], rows,
+        NO_GAUGE if storm_duty_unwatched(p.site) else "No storms in the period.")
 
 
-@dataclass
-class Series:
-    """What the engine saw of one site after each reading (``engine/series.py``): the
-    report plots these, so a plot shows exactly what the alerts were decided on."""
-
-    storms: dict[str, list[StormSample]] = field(default_factory=dict)
-    traps: dict[str, list[TrapSample]] = field(default_factory=dict)
-    contrast: dict[str, list[ContrastSample]] = field(default_factory=dict)
-
-
-def engine_series(config: Config, store: Store, site_id: str, lo: int, hi: int) -> Series:
-    """The site's samples with event time in ``[lo, hi)``.
-
-    The site's journal is run through an engine of its own from the start (the
-    rules carry state: a storm's running total, the median of a trap, the
-    last background), the same way the daemon ran it; the last sample of each
-    series and instant wins (a late reading corrects what came before it).
-    """
-    engine = Engine(config)
-    found: dict[tuple[str, str, int], Sample] = {}
-
-    def keep(sample: Sample) -> None:
-        if sample.site == site_id and lo <= sample.ts_ms < hi:
-            name = (sample.gauge if isinstance(sample, StormSample) else
-                    sample.trap if isinstance(sample, TrapSample) else sample.pair)
-            found[(type(sample).__name__, name, sample.ts_ms)] = sample
-
-    attach(engine, keep)
-    seq = 0
-    while rows := store.journal.after(seq, limit=5000):
-        seq = rows[-1].seq
-        for row in rows:
-            if row.body.get("site") == site_id:
-                apply_row(engine, row)
-        engine.drain_settled()
-    out = Series()
-    for sample in sorted(found.values(), key=lambda s: s.ts_ms):
-        if isinstance(sample, StormSample):
-            if sample.gauge != MEAN_GAUGE:
-                out.storms.setdefault(sample.gauge, []).append(sample)
-        elif isinstance(sample, TrapSample):
-            out.traps.setdefault(sample.trap, []).append(sample)
-        else:
-            out.contrast.setdefault(sample.pair, []).append(sample)
-    return out
+def _inspections(p: _Period, events: Sequence[Event],
+                 closed: dict[str, ClockClosed]) -> str:
+    """The inspections of the period: who (with credentials), when entered, what they
+    found and asked for, and the clocks each closed."""
+    local = p.local
+    rows = []
+    for e in events:
+        b = e.body
+        if not isinstance(b, InspectionRecorded):
+            continue
+        clocks = [f"{c} ({closed[c].outcome})" if c in closed else c for c in b.closes]
+        who = "; ".join(f"{n} ({c})" if c else n for n, c in
+                        zip(b.inspectors, b.credentials or [""] * len(b.inspectors),
+                            strict=False))
+        entered = local(b.entered_at) + (" BACKDATED" if b.backdated else "")
+        found = [f"{f['practice']}: {f['condition']}" for f in b.findings]
+        found += [f"asks {a['id']}: {a['text']}" for a in b.corrective_actions]
+        found += [f"resolves {r}" for r in b.resolves]
+        rows.append([escape(local(b.inspected_at)), escape(entered), escape(who or b.inspector),
+                     escape(b.kind), escape("; ".join(found) or "—"), escape(b.notes or ""),
+                     escape(", ".join(clocks) or "—")])
+    return "<h2>Inspections</h2>" + table(
+        ["Inspected", "Entered", "Inspector (credential)", "Kind", "Findings and actions",
+         "Notes", "Clocks closed"], rows, "No inspections recorded in the period.")
 
 
-# --------------------------------------------------------------------------- plots
-
-
-def _png(fig: Any) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
-    data = base64.b64encode(buf.getvalue()).decode("ascii")
-    return f'<img alt="plot" src="data:image/png;base64,{data}">'
-
-
-def _axes(title: str, local: _Local) -> tuple[Any, Any]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.dates as mdates
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(10, 3.6))
-    ax.set_title(title)
-    formatter = mdates.DateFormatter("%m-%d %H:%M", tz=local.zone)  # type: ignore[no-untyped-call]
-    ax.xaxis.set_major_formatter(formatter)
-    fig.autofmt_xdate()
-    ax.grid(alpha=0.3)
-    return fig, ax
-
-
-def _rain_plot(site: SiteConfig, storms: dict[str, list[StormSample]], local: _Local) -> str:
-    """Hourly rain (mean over the gauges) and each gauge's storm running total, as the
-    storm rule counted it."""
-    hourly: dict[int, list[float]] = defaultdict(list)
-    for samples in storms.values():
-        per: dict[int, float] = defaultdict(float)
-        for s in samples:
-            per[s.ts_ms // MS_PER_HOUR * MS_PER_HOUR] += s.depth_in
-        for hour, inch in per.items():
-            hourly[hour].append(inch)
-    label = "hourly rain" + (f" (mean of {len(storms)} gauges)" if len(storms) > 1 else "")
-    fig, ax = _axes(f"{site.name or site.id}: rainfall (in)", local)
-    hours = sorted(hourly)
-    ax.bar([local.dt(h + MS_PER_HOUR // 2) for h in hours],
-           [sum(hourly[h]) / len(hourly[h]) for h in hours],
-           width=1 / 24 * 0.9, color="#4a90d9", label=label)
-    first = True
-    for gauge, samples in storms.items():
-        xs = [local.dt(s.ts_ms) for s in samples]
-        ys = [s.total_in if s.in_event else float("nan") for s in samples]
-        if any(s.in_event for s in samples):
-            ax.step(xs, ys, where="post", color="#d9534f",
-                    label="storm running total" + (f" ({gauge})" if len(storms) > 1 else "")
-                    if first or len(storms) > 1 else None)
-            first = False
-    ax.axhline(site.rain.threshold_in, color="#d9534f", linestyle="--",
-               label=f"{site.rain.threshold_in:g} in (§ 134-9A(2))")
-    ax.set_ylabel("inches")
-    ax.legend(loc="best")
-    return _png(fig)
-
-
-def _trap_plot(site: SiteConfig, traps: dict[str, list[TrapSample]],
-               local: _Local) -> str | None:
-    """Each trap's fill of design volume after the median, as the trap alerts see it."""
-    if not traps:
-        return None
-    fig, ax = _axes(f"{site.name or site.id}: sediment trap fill (% of design volume)", local)
-    for tid, samples in traps.items():
-        ax.plot([local.dt(s.ts_ms) for s in samples], [s.fill_fraction * 100 for s in samples],
-                marker=".", label=tid)
-    trap0 = site.traps[0]
-    ax.axhline(trap0.warn_fraction * 100, color="orange", linestyle="--",
-               label=f"{trap0.warn_fraction:.0%} warning")
-    ax.axhline(trap0.cleanout_fraction * 100, color="#d9534f", linestyle="--",
-               label=f"{trap0.cleanout_fraction:.0%} clean-out (§ 134-9A(1))")
-    ax.set_ylabel("% full")
-    ax.legend(loc="best")
-    return _png(fig)
-
-
-def _turbidity_plot(site: SiteConfig, contrast: dict[str, list[ContrastSample]],
-                    local: _Local) -> str | None:
-    """Downstream minus its background, and the allowed increase, per pair; a reading
-    without a usable background is a gap (the contrast is unknown there)."""
-    if not contrast:
-        return None
-    fig, ax = _axes(f"{site.name or site.id}: downstream − upstream turbidity (NTU)", local)
-    for pid, samples in contrast.items():
-        xs = [local.dt(s.ts_ms) for s in samples]
-        nan = float("nan")
-        ax.plot(xs, [s.delta_ntu if s.delta_ntu is not None else nan for s in samples],
-                marker=".", label=pid)
-        ax.plot(xs, [s.limit_ntu if s.limit_ntu is not None else nan for s in samples],
-                linestyle="--", color="#d9534f", label=f"{pid} allowed increase (§ 134-8C)")
-        unknown = [x for x, s in zip(xs, samples, strict=True) if not s.background]
-        if unknown:
-            ax.plot(unknown, [0.0] * len(unknown), "x", color="#888",
-                    label=f"{pid}: no background")
-    ax.axhline(0, color="#888", linewidth=0.8)
-    ax.set_ylabel("NTU")
-    ax.legend(loc="best")
-    return _png(fig)
-
-
-# --------------------------------------------------------------------------- report
-
-
-def _actions_in(events: Iterable[Event], from_ms: int, to_ms: int) -> list[Any]:
+def _actions_in(events: Iterable[Event], from_ms: int, to_ms: int) -> list[ActionState]:
     """The corrective actions that were open at some time in ``[from_ms, to_ms)``."""
     states = action_states(record_of_event(e.body) for e in events
                            if isinstance(e.body, InspectionRecorded))
@@ -282,179 +269,29 @@ def _action_counts(events: Iterable[Event], from_ms: int, to_ms: int) -> str:
 
 
 def _actions_table(events: Iterable[Event], from_ms: int, to_ms: int, now_ms: int,
-                   local: _Local) -> str:
+                   local: LocalTime) -> str:
     rows = []
     for a in _actions_in(events, from_ms, to_ms):
-        done = a.resolved_ms is not None and a.resolved_ms < to_ms
-        late = a.due_ms is not None and (a.resolved_ms if done else min(to_ms, now_ms)) > a.due_ms
-        status = ("resolved" if done else "open") + (" late" if late else "")
+        resolved = a.resolved_ms if a.resolved_ms is not None and a.resolved_ms < to_ms else None
+        until = resolved if resolved is not None else min(to_ms, now_ms)
+        late = a.due_ms is not None and until > a.due_ms
+        status = ("resolved" if resolved is not None else "open") + (" late" if late else "")
         rows.append([escape(a.id), escape(a.text), escape(f"{local(a.opened_ms)}, {a.inspector}"),
-                     escape(local(a.due_ms)), escape(local(a.resolved_ms) if done else "—"),
-                     _outcome(status)])
-    return "<h2>Corrective actions</h2>" + _table(
+                     escape(local(a.due_ms)), escape(local(resolved)), outcome(status)])
+    return "<h2>Corrective actions</h2>" + table(
         ["Id", "Action", "Asked (when, by)", "Due", "Resolved", "Status"], rows,
         "No corrective actions open in the period.")
 
 
-def _open_clocks(state: dict[str, Any] | None, local: _Local) -> str:
+def _open_clocks(state: SiteNow | None, local: LocalTime) -> str:
     if state is None:
         return ("<h2>Open inspection clocks</h2><p><em>Unknown: the daemon has recorded no "
                 "state for this site.</em></p>")
-    rows = [[escape(c["clock"]), escape(c["clock_id"]), escape(local(c["due"])),
-             _outcome("overdue") + escape(f" by {-c['hours_left']:.1f} h")
-             if c["overdue"] else escape(f"{c['hours_left']:.1f} h left")
-             if c["hours_left"] is not None else "—", escape(str(c.get("missed_weeks", "—")))]
-            for c in state["open_clocks"]]
-    return "<h2>Open inspection clocks (at the time of this report)</h2>" + _table(
+    rows = [[escape(c.clock), escape(c.clock_id), escape(local(c.due_ms)),
+             outcome("overdue") + escape(f" by {-c.hours_left:.1f} h")
+             if c.overdue and c.hours_left is not None
+             else escape(f"{c.hours_left:.1f} h left") if c.hours_left is not None else "—",
+             escape(str(c.missed_weeks) if c.missed_weeks is not None else "—")]
+            for c in state.open_clocks]
+    return "<h2>Open inspection clocks (at the time of this report)</h2>" + table(
         ["Clock", "Id", "Due", "State", "Weeks missed"], rows, "No open inspection clocks.")
-
-
-def build_report(config: Config, store: Store, site_id: str, from_ms: int, to_ms: int,
-                 now_ms: int) -> str:
-    """The report for ``[from_ms, to_ms)`` as one HTML document, from an open (read-only)
-    store."""
-    site = config.site(site_id)
-    if site is None:
-        raise ValueError(f"unknown site {site_id!r}")
-    local = _Local(site)
-    title = f"Stormwater compliance report — {site.name or site.id}"
-    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{escape(title)}</title>"
-             f"<style>{CSS}</style></head><body><h1>{escape(title)}</h1>"]
-    book = current_events(store, site.id)
-    problems = verify_logbook(store).problems
-    header = [("Site", f"{site.name or ''} ({site.id})"), ("Address", site.address or "—"),
-              ("Condition", site.condition),
-              ("Period", f"{local(from_ms)} to {local(to_ms)} (end exclusive)"),
-              ("Time zone", site.timezone), ("Generated at", local(now_ms)),
-              # The head a later `logbook verify --anchor SEQ:HASH` checks this report against.
-              ("Log book head", book.head.describe(site.zone) + "; the events below are read "
-               f"from the log book up to this row (anchor {book.head.anchor})"),
-              ("Log book check", "hash chain intact" if not problems else
-               f"FAILED: {len(problems)} problem(s); run `stormwatch logbook verify`")]
-    if book.pending:
-        header.append(("Not yet in the log book", f"{book.pending} event(s) of a backlog still "
-                       "being applied, shown from the events table"))
-    parts.append(_table(["", ""], [[escape(k), escape(v)] for k, v in header], ""))
-    parts.append("<h2>The law</h2>" + "".join(
-        f"<blockquote><strong>{escape(ref)}</strong> {escape(text)}</blockquote>"
-        for ref, text in LAW))
-
-    all_events = book.events
-    series = engine_series(config, store, site.id, from_ms, to_ms)
-
-    def in_period(e: Event) -> bool:
-        return from_ms <= e.at_ms < to_ms
-
-    events = [e for e in all_events if in_period(e)]
-    storms = []
-    for s in storm_rows(all_events):
-        start, end = _ms(s.started_at), _ms(s.ended_at)
-        if start is not None and start < to_ms and (end is None or end >= from_ms):
-            storms.append(s)
-    closed = {e.body.clock_id: e.body for e in all_events if isinstance(e.body, ClockClosed)}
-    mine = [e.body for e in events]
-    running: set[str] = set()
-    for s in storms:
-        # An open storm's total is its running total so far (the plot's last point),
-        # not the depth at which it qualified.
-        samples = [x for xs in series.storms.values() for x in xs
-                   if x.event_id == s.event_id and x.in_event]
-        if s.ended_at is None and samples:
-            s.total_in = max(x.total_in for x in samples)
-            running.add(s.event_id)
-    recorded = store.state.site_statuses().get(site.id)
-    state = at_now(recorded.data, judged_at(recorded.data, now_ms)) if recorded else None
-    open_routine = [c for c in (state or {}).get("open_clocks", ()) if c["clock"] == "routine"]
-    missed = [b for b in mine if isinstance(b, InspectionMissed)]
-
-    storm_out: list[str] = []
-    for s in storms:
-        if not s.qualified:
-            storm_out.append("not qualified")
-        elif s.informational or not s.clock_id:
-            storm_out.append("informational")
-        elif s.clock_id in closed:
-            storm_out.append(closed[s.clock_id].outcome)
-        else:
-            due = _ms(s.due)
-            storm_out.append("overdue" if due is not None and now_ms >= due else "open")
-    routine = [b.outcome for b in mine if isinstance(b, ClockClosed) and b.clock == "routine"]
-    contrasts = [(e.at_ms, e.body) for e in events if isinstance(e.body, TurbidityContrast)]
-    unwatched = storm_duty_unwatched(site)  # never "0 storms": nothing could see one
-    summary = [
-        ("Storms", NO_GAUGE if unwatched else f"{len(storms)} ({sum(s.qualified for s in storms)}"
-                   f" qualified, ≥ {site.rain.threshold_in:g} in)"),
-        ("Storm inspections", NO_GAUGE if unwatched else f"{storm_out.count('met')} met, "
-         f"{storm_out.count('late')} late, {storm_out.count('open') + storm_out.count('overdue')}"
-         f" open ({storm_out.count('overdue')} overdue)"),
-        ("Routine inspections", f"{routine.count('met')} met, {routine.count('late')} late, "
-         + (f"{len(open_routine)} open ({sum(c['overdue'] for c in open_routine)} overdue)"
-            if state is not None else "open: unknown (no recorded state)")),
-        ("Weeks without a required inspection (§ 134-12D)",
-         f"{len(missed)} ({len({b.clock_id for b in missed})} clock(s))"),
-        ("Backdated inspections", str(sum(1 for b in mine if isinstance(b, InspectionBackdated)))),
-        ("Corrective actions", _action_counts(all_events, from_ms, to_ms)),
-        ("Trap clean-out demands",
-         str(sum(1 for b in mine if isinstance(b, TrapCleanoutRequired)))),
-        ("Turbidity exceedances",
-         str(sum(1 for _, t in contrasts if t.state == "exceeded"))),
-        ("Stale-sensor episodes", str(sum(1 for b in mine if isinstance(b, SensorStale)))),
-        ("Trap sensor faults (fill not measured meanwhile)",
-         str(sum(1 for b in mine if isinstance(b, SensorFault)))),
-        ("Suspect turbidity probes", str(sum(1 for b in mine if isinstance(b, ProbesSuspect)))),
-    ]
-    parts.append("<h2>Summary</h2>" + _table(
-        ["Item", "Count"], [[escape(k), escape(v)] for k, v in summary], ""))
-
-    rows = []
-    for s, outcome in zip(storms, storm_out, strict=True):
-        closing = closed.get(s.clock_id or "")
-        inspected = closing.inspected_at if closing is not None else None
-        total = _in(s.total_in) + (" (running)" if s.event_id in running else "")
-        rows.append([escape(local(s.started_at)), escape(local(s.ended_at)),
-                     escape(total), escape(_in(s.max_24h_in)),
-                     escape(local(s.qualified_at) + revealed_note(s, local)),
-                     escape(local(s.due)),
-                     escape(local(inspected)), _outcome(outcome)])
-    parts.append("<h2>Storms</h2>" + _table(
-        ["Start", "End", "Total", "Max 24 h", "Qualified at", "Inspection due", "Inspected at",
-         "Outcome"], rows, NO_GAUGE if unwatched else "No storms in the period."))
-
-    parts.append(_open_clocks(state, local))
-    parts.append("<h2>Sensors (at the time of this report)</h2>" + _table(
-        ["Sensor", "Kind", "Reporting", "Health", "Last seen"],
-        [[escape(c) for c in r] for r in sensor_rows(site, state, local)], "No sensors."))
-    rows = []
-    for b in mine:
-        if isinstance(b, InspectionRecorded):
-            clocks = [f"{c} ({closed[c].outcome})" if c in closed else c for c in b.closes]
-            who = "; ".join(f"{n} ({c})" if c else n for n, c in
-                            zip(b.inspectors, b.credentials or [""] * len(b.inspectors),
-                                strict=False))
-            entered = local(b.entered_at) + (" BACKDATED" if b.backdated else "")
-            found = [f"{f['practice']}: {f['condition']}" for f in b.findings]
-            found += [f"asks {a['id']}: {a['text']}" for a in b.corrective_actions]
-            found += [f"resolves {r}" for r in b.resolves]
-            rows.append([escape(local(b.inspected_at)), escape(entered), escape(who or
-                                                                                b.inspector),
-                         escape(b.kind), escape("; ".join(found) or "—"), escape(b.notes or ""),
-                         escape(", ".join(clocks) or "—")])
-    parts.append("<h2>Inspections</h2>" + _table(
-        ["Inspected", "Entered", "Inspector (credential)", "Kind", "Findings and actions",
-         "Notes", "Clocks closed"], rows, "No inspections recorded in the period."))
-    parts.append(_actions_table(all_events, from_ms, to_ms, now_ms, local))
-
-    parts.append(trap_section(events, local))
-    parts.append(turbidity_section(events, local))
-
-    parts.append("<h2>Plots</h2>")
-    if series.storms:
-        parts.append(_rain_plot(site, series.storms, local))
-    else:
-        parts.append("<p><em>No rain gauge readings in the period.</em></p>")
-    for plot in (_trap_plot(site, series.traps, local),
-                 _turbidity_plot(site, series.contrast, local)):
-        if plot is not None:
-            parts.append(plot)
-    parts.append("</body></html>")
-    return "".join(parts)

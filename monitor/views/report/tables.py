@@ -1,7 +1,7 @@
 """The report's tables of what the rules concluded: HTML cells from § 5 events.
 
-``report.py`` assembles the compliance report; the tables of trap and turbidity
-facts (and the table helpers every section uses) live here, each row read off
+``build.py`` assembles the compliance report; the tables of trap and turbidity
+facts (and the table helpers every section uses, and ``LocalTime``) live here, each row read off
 a typed event body, so a field the engine adds or a new event type of these
 rules shows up in one place. Cells are escaped here; ``table`` takes them as
 they are.
@@ -10,8 +10,10 @@ they are.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from datetime import datetime
 from html import escape
 
+from ...config import SiteConfig
 from ...contract.events import (
     Event,
     ProbesSuspect,
@@ -21,9 +23,24 @@ from ...contract.events import (
     TrapFill,
     TurbidityContrast,
 )
+from ...contract.localtime import local_text
 
 #: Local time of an instant (ms or ISO text) as the report prints it.
 Local = Callable[[int | str | None], str]
+
+
+class LocalTime:
+    """Instants in the site's zone, as the report prints them (``2026-05-14 08:00 EDT``,
+    a dash for none) and as plots place them (``dt``)."""
+
+    def __init__(self, site: SiteConfig) -> None:
+        self.zone = site.zone
+
+    def dt(self, ms: int) -> datetime:
+        return datetime.fromtimestamp(ms / 1000, tz=self.zone)
+
+    def __call__(self, value: int | str | None) -> str:
+        return local_text(value, self.zone, empty="—")
 
 
 def table(headers: list[str], rows: list[list[str]], empty: str) -> str:
