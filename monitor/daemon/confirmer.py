@@ -24,7 +24,8 @@ around it, and keeps to DESIGN § 3:
   between commit and publication goes out after the restart.
 * ``broker.confirm: false`` turns it all off: the daemon then publishes
   nothing, as one without the feature, and nodes fall back to deleting on
-  PUBACK (``sensors/README.md``).
+  PUBACK (``sensors/README.md``); their mode is still noted from their
+  statuses, so ``status --json`` shows ``confirm: puback``.
 """
 
 from __future__ import annotations
@@ -101,20 +102,23 @@ class Confirmer:
     def committed(self, store: Store, batch: Sequence[Received],
                   parsed: Sequence[Parsed]) -> None:
         """A batch whose journal commit returned: its readings with ``seq`` (journaled
-        now, before, or refused for good) and its nodes' statuses."""
-        if not self.enabled:
-            return
+        now, before, or refused for good) and its nodes' statuses. Disabled, only the
+        nodes' modes are noted (``status --json`` shows a node that fell back to PUBACK
+        whatever this daemon does), never a mark."""
         seqs: dict[Key, list[int]] = {}
         for m, item in zip(batch, parsed, strict=True):
             if isinstance(item, Reading):
                 key = (item.site, item.sensor)
                 if item.kind == "status":
                     oldest, mode = status_fields(m.payload)
-                    if self.book.status(key, item.ts_ms, oldest, mode):
+                    if self.book.status(key, item.ts_ms, oldest if self.enabled else None,
+                                        mode) and self.enabled:
                         self._walks.add(key)
+                elif not self.enabled:
+                    continue
                 elif item.seq is not None:
                     seqs.setdefault(key, []).append(item.seq)
-            elif isinstance(item, Rejection) and m.topic.endswith("/reading"):
+            elif self.enabled and isinstance(item, Rejection) and m.topic.endswith("/reading"):
                 seq = rejected_seq(item.reason, m.payload)
                 parts = m.topic[self.cut:].split("/")
                 if seq is not None and len(parts) == 3 and (parts[0], parts[1]) in self.known:

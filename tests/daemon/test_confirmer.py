@@ -228,7 +228,10 @@ def test_off_in_the_configuration_publishes_nothing(tmp_path: Path) -> None:
         link = FakeLink()
         link.connected.set()
         off = Rig(config, store, link, Mono())
-        off.send(status(1), reading(1))
+        off.send(status(1, confirm="puback"), reading(1))
         assert off.publish() == []
-        assert off.daemon.confirmer.book.marks == {}
+        # No mark, but the node's mode is noted: status --json shows its fallback.
+        marks = off.daemon.confirmer.book.marks
+        assert {k: (m.seq, m.mode) for k, m in marks.items()} == {
+            ("branch-meadows", "tb-up"): (None, "puback")}
 
