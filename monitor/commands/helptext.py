@@ -248,22 +248,31 @@ HELP: dict[str, tuple[str, str, str]] = {
 
         """ + EXIT_CODES),
 
-    "report": ("compliance report with plots (HTML)", """
+    "report": ("compliance report with plots (HTML or PDF)", """
         A compliance report for a period, as one HTML file with rainfall,
-        trap-fill and turbidity plots inline. Its header carries the log book
-        head (row and full hash) that the report's events are read from, and
-        whether the chain verifies. Then: storms with their full total (the
-        running total while one is still open) and their 24-hour inspections
-        (met, late, open); routine inspections (met, late, open, overdue); the
-        weeks without a required inspection (§ 134-12D); backdated inspections;
+        trap-fill and turbidity plots inline (every time in the site's zone).
+        Its header carries the log book head (row and full hash) that the
+        report's events are read from, and whether the chain verifies. Then:
+        storms with their full total (the running total while one is still
+        open) and their 24-hour inspections (met, late, open); routine
+        inspections (met, late, open, overdue); the weeks without a required
+        inspection (§ 134-12D); backdated inspections; every duty still
+        outstanding at the end of the period (open and overdue inspection
+        clocks, a clean-out demanded and not done, open corrective actions, a
+        turbidity exceedance not cleared) with since when and its section;
         inspections with both times (inspected, entered), each inspector's
-        credential, findings and corrective actions; a corrective-action table
-        (asked, due, resolved, late); the clocks open when it is generated and
-        how long overdue; trap clean-out demands; turbidity episodes; stale
-        sensors.
+        credential, findings and corrective actions, and their photos
+        (thumbnails, SHA-256, EXIF time and position; a missing or altered
+        file is shown as such); a corrective-action table (asked, due,
+        resolved, late); the clocks open when it is generated and how long
+        overdue; trap clean-out demands; turbidity episodes with their peak;
+        stale sensors. A report generated before the events it shows (a
+        demo's clock) says so.
 
         --from and --to are dates YYYY-MM-DD, inclusive, in the site's time
-        zone, or ISO times with offset.""", """
+        zone, or ISO times with offset. --format pdf (or an --out ending in
+        .pdf) writes the same report as PDF, laid out for paper with page
+        numbers; nothing is fetched from the network for either form.""", """
         Exit 2, and no file written, on a missing or unreadable database, an
         unknown site, bad or reversed dates, or an unwritable file; exit 1, and
         no file, when a log book row cannot be read (it was edited).

@@ -87,6 +87,8 @@ class BrokerConfig(Model):
     keepalive_s: int = Field(default=60, ge=5)
     session_expiry_hours: float = Field(default=168.0, ge=0)
     subscribe: Literal["all", "sites"] = "all"
+    #: Publish the end-to-end confirmations (``{prefix}/{site}/{sensor}/journaled``).
+    confirm: bool = True
 
 
 class InfluxConfig(Model):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import os
 import re
 import shutil
 import subprocess
@@ -114,7 +115,11 @@ def test_the_runner_gathers_ratio_lines_and_goes_on_after_a_failure(
 @pytest.mark.parametrize(("target", "command"), [("bench", "bench/run.py"),
                                                  ("bench-quick", "bench/run.py --quick")])
 def test_the_make_targets_run_the_runner(target: str, command: str) -> None:
-    dry = subprocess.run(["make", "-n", target, "VENV=/nonexistent/venv"], cwd=ROOT,
+    # Under `make test` this runs inside make: a sub-make inherits MAKEFLAGS and
+    # MAKELEVEL and prints "Entering/Leaving directory" around its commands.
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    dry = subprocess.run(["make", "--no-print-directory", "-n", target,
+                          "VENV=/nonexistent/venv"], cwd=ROOT, env=env,
                          capture_output=True, text=True, timeout=60)
     assert dry.returncode == 0, dry.stderr
     assert dry.stdout.splitlines()[-1].endswith(command), dry.stdout
