@@ -30,8 +30,7 @@ def test_web_serves_and_stops_cleanly(tmp_path: Path, sig: signal.Signals) -> No
             assert client.post(f"/signin/{token}").status_code == 303
             assert client.get(f"/sites/{SITE}/inspect").status_code == 200
     finally:
-        web.proc.send_signal(sig)
-        code = web.stop()
+        code = web.stop(sig)
     assert code == 0, web.log()
     assert "Traceback" not in web.log()
     assert token not in web.log()  # no token in any log line

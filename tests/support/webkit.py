@@ -113,10 +113,11 @@ class WebProcess:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
-    def stop(self) -> int:
+    def stop(self, sig: int | None = None) -> int:
+        """One stop signal (SIGTERM unless given; a second SIGINT would force the exit)."""
         import signal
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+            self.proc.send_signal(signal.SIGTERM if sig is None else sig)
         code = self.proc.wait(timeout=30)
         self._log.close()
         return code

@@ -153,3 +153,6 @@ def test_the_officer_sees_every_site_and_records_nothing(app_env: dict[str, Any]
     assert got.status_code == 403 and json.loads(got.text)["error"].startswith("site: ")
     report = client.get(f"/sites/{SITE}/report?from=2026-11-01&to=2026-11-30")
     assert report.status_code == 200 and "<html" in report.text.lower()
+    pdf = client.get(f"/sites/{SITE}/report?from=2026-11-01&to=2026-11-30&format=pdf")
+    assert pdf.status_code == 200 and pdf.headers["content-type"] == "application/pdf"
+    assert pdf.content.startswith(b"%PDF")
