@@ -9,11 +9,10 @@ import io
 import re
 from pathlib import Path
 
-import pytest
 from PIL import Image
 
 from monitor.config import SiteConfig
-from monitor.contract.events import EVENT_FIELDS, Event, Fact, InspectionRecorded
+from monitor.contract.events import Event, Fact, InspectionRecorded
 from monitor.store.photos import photo_path, store_photo
 from monitor.views.report.photos import THUMB_PX, photo_grid, photos_section
 from monitor.views.report.tables import LocalTime
@@ -88,8 +87,6 @@ def test_inspections_recorded_before_photos_have_no_photo_section(tmp_path: Path
     assert photos_section([_inspection()], tmp_path, LOCAL) == ""
 
 
-@pytest.mark.skipif("photos" not in EVENT_FIELDS["inspection_recorded"],
-                    reason="the inspection_recorded photos field comes with the field app")
 def test_an_inspections_photos_from_its_event(tmp_path: Path) -> None:
     sha = _stored(tmp_path, jpeg_with_gps())
     html = photos_section([_inspection(photos=[{"sha256": sha, "taken_at": None, "lat": None,

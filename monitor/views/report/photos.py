@@ -38,7 +38,7 @@ THUMB_QUALITY = 70
 
 def photos_of(body: InspectionRecorded) -> list[Mapping[str, Any]]:
     """The photos an inspection's event carries (none on rows recorded before photos)."""
-    return [p for p in (getattr(body, "photos", None) or ()) if isinstance(p, Mapping)]
+    return list(body.photos or ())
 
 
 def photos_section(events: Iterable[Event], photos_dir: Path, local: LocalTime) -> str:
