@@ -39,7 +39,7 @@ from .context import HERE, MAX_FORM_PHOTOS, Web, is_loopback, wall_ms
 
 
 class BodyTooLarge(Exception):
-    pass
+    """A request body past its bound, raised while it streams in (answered 413)."""
 
 
 class BodyLimit:

@@ -19,6 +19,8 @@ INTERNAL = {
     "monitor.sinks.influx.writers.Unavailable": "InfluxDB down: the exporter retries",
     "monitor.sinks.influx.writers.Rejected": "a batch InfluxDB refused: bisected, dead-lettered",
     "monitor.sources.parse._DuplicateKeyError": "inside JSON parsing: becomes invalid_json",
+    "monitor.web.app.BodyTooLarge": "a request body past its bound: answered 413 by the app",
+    "monitor.web.auth.Refused": "a refused web request: answered with its 4xx and JSON error",
 }
 
 

@@ -364,8 +364,9 @@ def test_thirty_days_of_the_real_daemon_with_restarts_match_replay(
 
 def _plain(event: dict[str, Any]) -> dict[str, Any]:
     # ``entered_at`` is when an inspection reached the daemon; a replay CSV without an
-    # ``entered_at`` column cannot know it (``backdated`` is still compared).
-    return {k: v for k, v in event.items() if k not in ("revision", "entered_at")}
+    # ``entered_at`` column cannot know it (``backdated`` is still compared). ``via``
+    # says how the inspection came in: ``mqtt`` to the daemon, ``replay`` from the CSV.
+    return {k: v for k, v in event.items() if k not in ("revision", "entered_at", "via")}
 
 
 def _order(event: dict[str, Any]) -> tuple[str, str, str]:
