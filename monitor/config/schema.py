@@ -45,6 +45,7 @@ from .siterules import (
     TrapConfig,
     TurbidityPair,
 )
+from .weather import Location, WeatherConfig, weather_problems
 
 __all__ = [
     "CLOCK_CONDITIONS", "DEFAULT_ABSOLUTE_NTU", "ENV_PREFIX", "ID_PATTERN", "SENSOR_KINDS",
@@ -53,7 +54,7 @@ __all__ = [
     "NotifyTarget", "Pause",
     "QualifiedProfessional",
     "RainRules", "SensorConfig", "SiteConfig", "SiteNotify", "TlsConfig", "TrapConfig",
-    "TurbidityPair",
+    "TurbidityPair", "WeatherConfig",
 ]
 
 #: Conditions of § 134-7B(2) under which § 134-9A(2) inspections are required.
@@ -204,6 +205,8 @@ class SiteConfig(Model):
     turbidity_pairs: list[TurbidityPair] = Field(default_factory=list)
     traps: list[TrapConfig] = Field(default_factory=list)
     notify: SiteNotify = Field(default_factory=SiteNotify)
+    #: The point the weather forecast is for (required with top-level ``weather:``).
+    location: Location | None = None
 
     @field_validator("timezone")
     @classmethod
@@ -355,12 +358,17 @@ class Config(Model):
     #: Who may inspect (§ 134-9A(2)); empty: anyone named closes clocks.
     qualified_professionals: list[QualifiedProfessional] = Field(default_factory=list)
     sites: list[SiteConfig] = Field(min_length=1)
+    #: Forecasts and reference observations (``weather.py``); none: off.
+    weather: WeatherConfig | None = None
 
     @model_validator(mode="wrap")
     @classmethod
     def _unique_sites(cls, data: Any, handler: ModelWrapValidatorHandler[Config]) -> Config:
+        raw = as_mapping(data)
+        sites = _entries(raw.get("sites"))
         config: Config = validate_reporting(
-            cls, data, handler, _duplicate_ids("sites", _entries(as_mapping(data).get("sites"))))
+            cls, data, handler,
+            _duplicate_ids("sites", sites) + weather_problems(raw, sites))
         return config
 
     def site(self, site_id: str) -> SiteConfig | None:
