@@ -31,6 +31,7 @@ from .schema import (
     TlsConfig,
     TrapConfig,
     TurbidityPair,
+    WeatherConfig,
 )
 
 __all__ = [
@@ -38,4 +39,5 @@ __all__ = [
     "BrokerConfig", "Config", "DaemonConfig", "DeadLettersConfig", "InfluxConfig", "Model",
     "NotifyConfig", "NotifyTarget", "Pause", "QualifiedProfessional", "RainRules",
     "SensorConfig", "SiteConfig", "SiteNotify", "TlsConfig", "TrapConfig", "TurbidityPair",
+    "WeatherConfig",
 ]
