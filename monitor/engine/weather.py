@@ -238,6 +238,15 @@ def reference_mm(book: WeatherBook, stations: Sequence[str], from_ms: int, to_ms
     return best
 
 
+def reference_start_ms(site: SiteConfig, weather: WeatherConfig, book: WeatherBook
+                       ) -> int | None:
+    """The start of the earliest window rule 3 may look at (24 hours before the end of
+    the first hour a station saw rain in); None when no station of the site saw any."""
+    stations = weather.stations_of(site.id)
+    rainy = [hour for (station, hour), mm in book.hours.items() if station in stations and mm]
+    return min(rainy) + MS_PER_HOUR - WINDOW_MS if rainy else None
+
+
 def disagreement_truth(site: SiteConfig, weather: WeatherConfig, book: WeatherBook,
                        gauges: Sequence[GaugeRecord]) -> dict[str, Fact]:
     """Every ``gauge_disagrees`` that holds (rule 3), by id."""
