@@ -248,6 +248,27 @@ HELP: dict[str, tuple[str, str, str]] = {
 
         """ + EXIT_CODES),
 
+    "weather": ("fetch the forecast and the reference once, and say what follows", """
+        Fetches, once, what the daemon fetches every weather.poll_minutes from
+        the National Weather Service API: the gridpoint forecast of each site's
+        location and the observations of its reference stations. Prints per
+        site the forecast rain per local day (each forecast interval spread
+        evenly over its hours), each reference station's rain of the last 24
+        hours (hours it left unreported are unknown, never dry), and what the
+        daemon would conclude from these inputs (the engine's own rule: a
+        storm_forecast when any 24 hours of the next forecast_hours reach the
+        site's threshold). The gauges' side of the comparison with the
+        reference (gauge_disagrees) needs their readings, which are in the
+        daemon's journal: this command reads no state.""", """
+        example:
+          stormwatch weather --config /etc/stormwatch/stormwatch.yaml --site branch-meadows
+
+        A source that cannot be reached (after retries; a Retry-After longer
+        than two minutes is not waited out) is one line with the reason, exit 1:
+        no answer is better than "no storm forecast" made from no data.
+
+        """ + EXIT_CODES),
+
     "report": ("compliance report with plots (HTML)", """
         A compliance report for a period, as one HTML file with rainfall,
         trap-fill and turbidity plots inline. Its header carries the log book
