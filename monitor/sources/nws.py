@@ -26,6 +26,7 @@ What can go wrong, and what this does about it:
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 import threading
@@ -40,6 +41,7 @@ import httpx
 from ..config.weather import Location, NwsConfig
 from ..contract.inputs import Forecast, ReferenceObservation
 from ..contract.times import iso, parse_interval, parse_iso
+from ..store import Store
 
 log = logging.getLogger("stormwatch.weather")
 
@@ -223,3 +225,28 @@ def _layer(layer: dict[str, Any], factor: float) -> tuple[tuple[int, int, float]
         start, end = parse_interval(str(item["validTime"]))
         out.append((start, end, float(item["value"]) * factor))
     return tuple(out)
+
+
+# --------------------------------------------------------------------------- what status shows
+
+
+def meta_key(site_id: str) -> str:
+    """The store meta key of a site's weather source state (the daemon's poller writes it)."""
+    return f"weather:{site_id}"
+
+
+def source_state(store: Store, site_id: str) -> dict[str, Any]:
+    """The last recorded ``{source, last_ok, last_error}`` of a site's weather."""
+    raw = store.state.meta_get(meta_key(site_id))
+    known: dict[str, Any] = json.loads(raw) if isinstance(raw, str) else {}
+    return {"source": SOURCE, "last_ok": known.get("last_ok"),
+            "last_error": known.get("last_error")}
+
+
+def weather_status(store: Store, site_id: str) -> dict[str, Any]:
+    """What ``status`` shows of a site's weather source: ``{source, last_ok, last_error}``;
+    never fetched: ``last_error`` says so."""
+    state = source_state(store, site_id)
+    if state["last_ok"] is None and state["last_error"] is None:
+        state["last_error"] = {"at": None, "reason": "not fetched yet"}
+    return state

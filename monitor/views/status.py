@@ -32,6 +32,7 @@ from ..engine.summary import judged_at, status_at
 from ..sinks.influx.influx import export_status
 from ..sources.nodeclocks import META_KEY as CLOCKS_META
 from ..sources.nodeclocks import clock_of
+from ..sources.nws import weather_status
 from ..store import Store
 from ..store.deadletters import PRUNED_COUNTER
 from ..store.health import read_health
@@ -117,6 +118,9 @@ def build_status(config: Config, store: Store, now_ms: int) -> dict[str, Any]:
         shown = sites[site.id] = _site_entry(site, recorded.get(site.id), now_ms)
         for sid, sensor in shown["sensors"].items():
             sensor["clock"] = clock_of(clocks, site.id, sid)
+        if config.weather is not None:
+            # The source's own state: unreachable is said, never "no storm forecast".
+            shown["weather"] = weather_status(store, site.id)
     broker = health.get("broker") or {}
     since = broker.get("since_ms")
     return {"generated_at": iso(now_ms // 1000 * 1000), "sites": sites, "ingest": ingest,
