@@ -287,6 +287,8 @@ def _site_lines(site: SiteConfig, shown: dict[str, Any], generated_ms: int) -> l
     lines = [f"{site.id} — {site.name or ''} (condition {site.condition})"]
     if storm_duty_unwatched(site):
         lines.append(f"  {NO_GAUGE}: no storm is seen, no 24-hour inspection is asked for")
+    if "weather" in shown:
+        lines.append("  " + weather_line(shown["weather"], lambda w: local_text(w, site.zone)))
     if shown.get("recorded_at") is None:
         return lines + ["  UNKNOWN: no state recorded for this site yet (the daemon records"
                         " it while it runs)"]
@@ -332,6 +334,17 @@ def _site_lines(site: SiteConfig, shown: dict[str, Any], generated_ms: int) -> l
         if clock:
             lines.append("  " + _clock_line(site, sid, clock, local))
     return lines
+
+
+def weather_line(weather: dict[str, Any], local: Local) -> str:
+    """The weather source's state in words: when it last answered, or why it did not
+    (an unreachable source is said, never read as "no storm forecast")."""
+    ok, error = weather.get("last_ok"), weather.get("last_error")
+    if error is None:
+        return f"weather ({weather['source']}): ok, last fetched {local(ok)}"
+    since = f" since {local(error['at'])}" if error.get("at") else ""
+    return (f"weather ({weather['source']}): UNREACHABLE{since}: {error['reason']}; "
+            f"last fetched {local(ok) if ok else 'never'}; storm forecast unknown")
 
 
 def _rule_lines(s: SiteNow, local: Local) -> list[str]:

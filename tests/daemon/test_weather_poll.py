@@ -13,7 +13,7 @@ from monitor.daemon.weatherpoll import WeatherPoller
 from monitor.host.engine import EngineHost
 from monitor.sources.nws import NwsClient, RateLimit
 from monitor.store.opening import open_store
-from monitor.views.status import build_status
+from monitor.views.status import build_status, format_status
 
 from ..support.nwsserver import NwsServer, gridpoint, observations, point
 
@@ -55,6 +55,8 @@ def test_what_is_fetched_is_journaled_applied_and_shown(tmp_path: Path) -> None:
     assert event.to_json()["forecast_in"] == 0.512
     assert status["sites"]["branch-meadows"]["weather"] == {
         "source": "nws", "last_ok": "2026-05-01T00:30:00Z", "last_error": None}
+    assert ("  weather (nws): ok, last fetched 2026-05-01 00:30 UTC"
+            in format_status(config, status))
 
 
 def test_a_source_down_is_shown_and_concludes_nothing(tmp_path: Path) -> None:
@@ -67,6 +69,10 @@ def test_a_source_down_is_shown_and_concludes_nothing(tmp_path: Path) -> None:
             poller.poll_once(store)
             rows = store.journal.after(0, limit=100)
             status = build_status(config, store, T0 + 3600_000)
+    text = format_status(config, status)
+    assert ("  weather (nws): UNREACHABLE since 2026-05-01 00:30 UTC: /gridpoints/OKX/33,37: "
+            "HTTP 503 (after 2 attempts); last fetched never; storm forecast unknown") in text
+    assert "no storm forecast" not in text
     assert before["sites"]["branch-meadows"]["weather"]["last_error"] == {
         "at": None, "reason": "not fetched yet"}
     assert rows == []
