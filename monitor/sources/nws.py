@@ -41,6 +41,7 @@ import httpx
 from ..config.weather import Location, NwsConfig
 from ..contract.inputs import Forecast, ReferenceObservation
 from ..contract.times import iso, parse_interval, parse_iso
+from ..errors import CheckFailed
 from ..store import Store
 
 log = logging.getLogger("stormwatch.weather")
@@ -51,8 +52,8 @@ _MM_PER = {"mm": 1.0, "m": 1000.0, "in": 25.4, "cm": 10.0}
 _RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 
 
-class NwsError(Exception):
-    """A fetch that failed, with its one-line reason."""
+class NwsError(CheckFailed):
+    """A fetch that failed, with its one-line reason (a command that meets it exits 1)."""
 
 
 @dataclass
