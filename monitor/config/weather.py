@@ -17,8 +17,10 @@ section says how to ask:
   id to its own list; it stays in ``weather:`` so the whole feature is
   configured in one place;
 * ``reference_opens_clock``: whether a storm only the reference saw (the gauge
-  stale or far below it) opens the 24-hour storm clock too. Off by default: a
-  station miles away is a second opinion, not the site's rain.
+  stale or far below it) is to be treated as the site's: the disagreement says
+  so and its alert asks for the inspection within 24 hours (no clock is
+  tracked from a station). Off by default: a station miles away is a second
+  opinion, not the site's rain.
 
 Checks that span the file (a site without ``location`` while ``weather:`` is
 set, a ``reference_stations`` key that names no site) are made by ``Config``

@@ -37,8 +37,9 @@ class GaugeDisagrees(Body):
     ``threshold_in``) over the 24 hours ``window_from`` .. ``window_to`` while the
     site gauge was ``stale`` in them or saw ``gauge_in``, less than a quarter of it:
     the gauge may be clogged or dead. A station miles away is a second opinion, not
-    the site's rain; ``opens_clock`` when ``weather.reference_opens_clock`` makes
-    this storm open the § 134-9A(2) 24-hour clock."""
+    the site's rain; ``opens_clock`` when ``weather.reference_opens_clock`` asks to
+    treat it as the site's storm (the alert asks for the § 134-9A(2) inspection
+    within 24 hours; no clock is tracked from a station)."""
 
     TYPE: ClassVar[str] = "gauge_disagrees"
     gauge: str

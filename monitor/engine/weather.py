@@ -42,8 +42,8 @@ the engine publishes their truth with its usual revision/retraction.
    that window's end (when the reference knew).
 
 Deliberately not handled: a forecast says nothing about the site's rain, so no
-rule here opens a clock unless ``reference_opens_clock`` is set (then the
-disagreement carries ``opens_clock``); a source that could not be fetched gives
+rule here opens a clock (with ``reference_opens_clock`` the disagreement carries
+``opens_clock`` and its alert asks for the inspection); a source that could not be fetched gives
 no input at all, and no input concludes nothing (the shell's ``status`` says
 the source is unreachable).
 """

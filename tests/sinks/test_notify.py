@@ -930,7 +930,8 @@ def test_gauge_disagrees_says_the_gauge_may_be_clogged_or_dead() -> None:
                             opens_clock=True, reference_unknown_hours=2))).text
     assert "saw 0.79 in (2 hours unreported, so at least that)" in stale
     assert "rain gauge rg1 was silent in that time (stale), 0.00 in reported" in stale
-    assert "This storm opens the 24-hour inspection clock" in stale
+    assert ("weather.reference_opens_clock is set: treat this as a storm of the site and "
+            "inspect within 24 hours of it (stormwatch tracks no clock from a station).") in stale
 
 
 def test_probes_suspect_says_why_and_quotes_134_8c() -> None:

@@ -694,7 +694,8 @@ def _gauge_disagrees(c: _Ctx, e: GaugeDisagrees) -> Content:
     gauge = (f"rain gauge {e.gauge} was silent in that time (stale), "
              f"{inches(e.gauge_in)} reported" if e.stale
              else f"rain gauge {e.gauge} saw {inches(e.gauge_in)}")
-    clock = ("This storm opens the 24-hour inspection clock (weather.reference_opens_clock)."
+    clock = ("weather.reference_opens_clock is set: treat this as a storm of the site and "
+             "inspect within 24 hours of it (stormwatch tracks no clock from a station)."
              if e.opens_clock else "It opens no clock: a station miles away is a second "
              "opinion, not the site's rain.")
     return Content(
