@@ -111,7 +111,7 @@ HELP: dict[str, tuple[str, str, str]] = {
         week's continued violation shall constitute a separate additional
         violation"); open corrective actions; final stabilization; the last
         inspection; trap fill; turbidity state; sensor health (and a WARNING
-        for a node whose clock is off).
+        for a node whose clock is off); the weather source's state.
 
         It reads the state the daemon records as it goes (within half a second
         of new input, with every event, and at every tick), so it answers at
@@ -131,7 +131,9 @@ HELP: dict[str, tuple[str, str, str]] = {
         --json prints one object. Besides the sites (open_clocks, missed_weeks,
         corrective_actions: id, text, due, overdue, opened_at, inspector;
         closed_at, last_inspection, traps, turbidity, sensors with readings,
-        buffered, dropped, clock; event_time), it holds:
+        buffered, dropped, clock; event_time; with a weather section, weather:
+        source, last_ok, last_error {at, reason}: a source that does not answer
+        is UNREACHABLE, never "no storm forecast"), it holds:
           ingest    accepted, rejected (by reason), duplicates, lag_s,
                     journal_seq, applied_seq, dead_letters_pruned,
                     disk_full_since, store_error (the disk full)
