@@ -47,6 +47,8 @@ class WeatherPoller:
         return None  # polls on its own schedule
 
     def run(self, stop: threading.Event) -> None:
+        # A Retry-After is waited out on the stop event: SIGTERM does not wait for it.
+        self.client.sleep = lambda seconds: None if stop.wait(seconds) else None
         with open_store(self.config) as store:
             while not stop.is_set():
                 self.poll_once(store)

@@ -288,6 +288,8 @@ class Engine:
         if not se.weather.add(item):
             self.stats.duplicates += 1
             return []
+        if isinstance(item, Forecast):
+            se.forecast_facts = None
         self.stats.accepted += 1
         return _ordered(self._recompute_weather(se))
 

@@ -90,6 +90,9 @@ class SiteEngine:
     weather: WeatherBook = field(default_factory=WeatherBook)
     weather_ids: set[str] = field(default_factory=set)
     weather_dirty: bool = False
+    #: The forecast facts of the current set of issues (None: to be worked out), so a
+    #: tick after gauge readings recomputes only the comparison with the reference.
+    forecast_facts: dict[str, Fact] | None = None
 
     def all_timelines(self) -> Iterable[tuple[str, Timeline[Any]]]:
         for group, tls in (("gauge", self.gauges), ("trap", self.traps), ("pair", self.pairs),
@@ -297,7 +300,9 @@ def weather_facts(se: SiteEngine, weather: WeatherConfig, window: Window | None
                   ) -> dict[str, Fact]:
     """The site's ``storm_forecast`` and ``gauge_disagrees`` facts that hold (``weather.py``),
     the gauges' side read from the window (or, without one, the timelines' memory)."""
-    truth = forecast_truth(se.config, weather, se.weather)
+    if se.forecast_facts is None:
+        se.forecast_facts = forecast_truth(se.config, weather, se.weather)
+    truth = dict(se.forecast_facts)
     start = reference_start_ms(se.config, weather, se.weather)
     if start is None:
         return truth
