@@ -228,8 +228,7 @@ class Engine:
             self.stats.duplicates += 1
             return []
         self.stats.accepted += 1
-        # The reference compares the gauges' readings: the next tick looks again.
-        se.weather_dirty = se.weather_dirty or bool(se.weather.hours)
+        se.note_reading_for_weather(ts)
         if reading.kind != "status":
             se.readings[reading.sensor] = se.readings.get(reading.sensor, 0) + 1
         silence_dirty = False

@@ -94,6 +94,12 @@ class SiteEngine:
     #: tick after gauge readings recomputes only the comparison with the reference.
     forecast_facts: dict[str, Fact] | None = None
 
+    def note_reading_for_weather(self, ts_ms: int) -> None:
+        """The reference compares the gauges' readings within its windows: the next
+        tick looks again when a reading lies in one of them."""
+        until = self.weather.rainy_until
+        self.weather_dirty = self.weather_dirty or (until is not None and ts_ms < until)
+
     def all_timelines(self) -> Iterable[tuple[str, Timeline[Any]]]:
         for group, tls in (("gauge", self.gauges), ("trap", self.traps), ("pair", self.pairs),
                            ("health", self.health)):

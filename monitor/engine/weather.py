@@ -71,10 +71,14 @@ Interval = tuple[int, int, float]
 @dataclass
 class WeatherBook:
     """A site's weather inputs as sets (module docstring): forecasts by (source,
-    issue), and each station's rain per clock hour (None: unknown)."""
+    issue), and each station's rain per clock hour (None: unknown). ``rainy_until``
+    is the end of the newest hour a station saw rain in: a gauge reading at or after
+    it lies beyond every window rule 3 looks at, so it changes nothing."""
 
     forecasts: dict[tuple[str, int], Forecast] = field(default_factory=dict)
     hours: dict[tuple[str, int], float | None] = field(default_factory=dict)
+    #: ``rainy_until_ms``, kept as hours come (a reading asks it each time).
+    rainy_until: int | None = None
 
     def add(self, item: Forecast | ReferenceObservation) -> bool:
         """Take one input; False when it changes nothing (a duplicate)."""
@@ -89,6 +93,9 @@ class WeatherBook:
                                   or (old is not None and old >= item.precip_mm)):
             return False
         self.hours[key] = item.precip_mm
+        if item.precip_mm:
+            end = key[1] + MS_PER_HOUR
+            self.rainy_until = end if self.rainy_until is None else max(self.rainy_until, end)
         return True
 
     def dump(self) -> dict[str, Any]:
@@ -102,6 +109,8 @@ class WeatherBook:
             forecast = Forecast.from_json(raw)
             book.forecasts[forecast.key] = forecast
         book.hours = {(str(s), int(h)): v for s, h, v in data.get("hours", ())}
+        rainy = [hour for (_, hour), mm in book.hours.items() if mm]
+        book.rainy_until = max(rainy) + MS_PER_HOUR if rainy else None
         return book
 
 
