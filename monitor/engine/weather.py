@@ -66,6 +66,8 @@ GAUGE_FRACTION = 0.25
 _DIGITS = 3
 
 Interval = tuple[int, int, float]
+#: A forecast storm followed from issue to issue: its fact and its window (ms).
+Track = tuple[Fact, tuple[int, int]]
 
 
 @dataclass
@@ -79,6 +81,13 @@ class WeatherBook:
     hours: dict[tuple[str, int], float | None] = field(default_factory=dict)
     #: ``rainy_until_ms``, kept as hours come (a reading asks it each time).
     rainy_until: int | None = None
+    #: ``forecast_truth``'s fold so far (rule 2 reads issues in issue order): the
+    #: rules' parameters, the (issue ms, source) of the last issue folded, and the
+    #: tracks after it. Issues arrive in issue order, so each new one is one more step
+    #: instead of a fold over the season; an issue older than the last one folded
+    #: throws it away. Not dumped: a loaded book folds once.
+    fold: tuple[tuple[str, float, float], tuple[int, str], dict[str, Track]] | None = field(
+        default=None, compare=False, repr=False)
 
     def add(self, item: Forecast | ReferenceObservation) -> bool:
         """Take one input; False when it changes nothing (a duplicate)."""
@@ -86,6 +95,8 @@ class WeatherBook:
             if item.key in self.forecasts:
                 return False
             self.forecasts[item.key] = item
+            if self.fold is not None and (item.ts_ms, item.source) < self.fold[1]:
+                self.fold = None
             return True
         key = (item.station, item.ts_ms // MS_PER_HOUR * MS_PER_HOUR)
         old = self.hours.get(key)
@@ -168,29 +179,41 @@ def forecast_storms(forecast: Forecast, threshold_in: float, forecast_hours: flo
 def forecast_truth(site: SiteConfig, weather: WeatherConfig, book: WeatherBook
                    ) -> dict[str, Fact]:
     """Every ``storm_forecast`` that holds after all issues (rule 2), by id."""
-    # id -> (the fact, its window)
-    tracks: dict[str, tuple[Fact, tuple[int, int]]] = {}
-    threshold = site.rain.threshold_in
-    for forecast in sorted(book.forecasts.values(), key=lambda f: (f.ts_ms, f.source)):
-        issued = forecast.ts_ms
-        in_scope = {fid: t for fid, t in tracks.items() if t[1][0] >= issued}
-        for storm in forecast_storms(forecast, threshold, weather.forecast_hours):
-            fid = next((fid for fid, (_, (a, b)) in in_scope.items()
-                        if a < storm.span[1] and b > storm.span[0]), None)
-            at = tracks[fid][0].at_ms if fid is not None else issued
-            if fid is None:
-                fid = make_id("storm_forecast", site.id, forecast.source, issued, storm.from_ms)
-            else:
-                del in_scope[fid]
-            body = StormForecast(
-                source=forecast.source, forecast_in=round(storm.forecast_mm / MM_PER_IN, _DIGITS),
-                window_from=iso(storm.from_ms), window_to=iso(storm.to_ms),
-                issued_at=iso(issued), probability=storm.probability, grid=forecast.grid,
-                threshold_in=threshold)
-            tracks[fid] = (Fact(site.id, at, fid, body), (storm.from_ms, storm.to_ms))
-        for fid in in_scope:
-            del tracks[fid]  # a later issue no longer forecasts it
+    params = (site.id, site.rain.threshold_in, weather.forecast_hours)
+    if book.fold is None or book.fold[0] != params:
+        book.fold = (params, (-1, ""), {})
+    _, last, tracks = book.fold
+    newer = sorted((f for f in book.forecasts.values() if (f.ts_ms, f.source) > last),
+                   key=lambda f: (f.ts_ms, f.source))
+    for forecast in newer:
+        _fold_issue(tracks, forecast, site, weather)
+    if newer:
+        book.fold = (params, (newer[-1].ts_ms, newer[-1].source), tracks)
     return {fid: fact for fid, (fact, _) in tracks.items()}
+
+
+def _fold_issue(tracks: dict[str, Track], forecast: Forecast, site: SiteConfig,
+                weather: WeatherConfig) -> None:
+    """One step of rule 2: ``tracks`` after ``forecast``, the issues before it folded."""
+    threshold = site.rain.threshold_in
+    issued = forecast.ts_ms
+    in_scope = {fid: t for fid, t in tracks.items() if t[1][0] >= issued}
+    for storm in forecast_storms(forecast, threshold, weather.forecast_hours):
+        fid = next((fid for fid, (_, (a, b)) in in_scope.items()
+                    if a < storm.span[1] and b > storm.span[0]), None)
+        at = tracks[fid][0].at_ms if fid is not None else issued
+        if fid is None:
+            fid = make_id("storm_forecast", site.id, forecast.source, issued, storm.from_ms)
+        else:
+            del in_scope[fid]
+        body = StormForecast(
+            source=forecast.source, forecast_in=round(storm.forecast_mm / MM_PER_IN, _DIGITS),
+            window_from=iso(storm.from_ms), window_to=iso(storm.to_ms),
+            issued_at=iso(issued), probability=storm.probability, grid=forecast.grid,
+            threshold_in=threshold)
+        tracks[fid] = (Fact(site.id, at, fid, body), (storm.from_ms, storm.to_ms))
+    for fid in in_scope:
+        del tracks[fid]  # a later issue no longer forecasts it
 
 
 # --------------------------------------------------------------------------- 3. gauge disagrees

@@ -152,6 +152,26 @@ def test_issue_order_and_duplicates_do_not_matter() -> None:
     assert all(r == results[0] for r in results) and len(results[0]) == 1
 
 
+def test_asking_after_each_issue_gives_what_one_fold_over_all_gives() -> None:
+    """The book folds each new issue onto the last (a season of hourly issues must not
+    be refolded from its first each hour); asked after every issue, in issue order
+    and out of it, the answer is the fold over all of them from scratch."""
+    s, w = configured()
+    revised = [nws_interval(6, "PT6H", 5.0), *STORM[1:]]
+    dry = [nws_interval(30, "PT6H", 1.0)]
+    later = [nws_interval(40, "PT6H", 8.0), nws_interval(46, "PT6H", 6.0)]
+    issues = [issue(0, STORM, CHANCE), issue(1, revised, CHANCE), issue(7, dry),
+              issue(30, later), issue(31, dry)]
+    for order in (issues, [issues[0], issues[2], issues[1], issues[4], issues[3]]):
+        book = WeatherBook()
+        for f in order:
+            book.add(f)
+            forecast_truth(s, w, book)
+        assert book.fold is not None and book.fold[1] == (issues[-1].ts_ms, "nws")
+        assert forecast_truth(s, w, book) == truth_of(*issues)
+    assert len(truth_of(*issues)) == 1  # the storm at 6 h stays; the one at 40 h retracted
+
+
 # --------------------------------------------------------------------------- gauge disagrees
 
 STATION = "KHPN"
