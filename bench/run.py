@@ -59,6 +59,8 @@ BENCHMARKS = (
     Benchmark("latency.py", full=(), quick=("--trials", "10")),
     Benchmark("season.py", full=("--sites", "25", "--days", "180", "--every", "30"),
               quick=("--sites", "4", "--days", "16", "--every", "8", "--base-day", "8")),
+    Benchmark("web.py", full=(), quick=("--sites", "10", "--weeks", "4", "--requests", "20",
+                                        "--photos", "2")),
 )
 
 

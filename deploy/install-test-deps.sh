@@ -7,6 +7,10 @@ command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ] || need+=(mos
 command -v influxd >/dev/null 2>&1 || [ -x /usr/bin/influxd ] || need+=(influxdb)
 # libfaketime: the season test runs the real daemon through weeks of wall-clock time.
 command -v faketime >/dev/null 2>&1 || need+=(faketime)
+# The field app's browser tests drive Debian's Chromium (through Playwright's Python
+# package, pointed at /usr/bin/chromium; chromium-driver for Selenium users).
+command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || need+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || [ -x /usr/bin/chromedriver ] || need+=(chromium-driver)
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
 fi

@@ -7,8 +7,16 @@ Theory of operation
    reading changed: the sensor's next ``seq``, the rain counter ``tips_total``,
    the driver's state (the csv driver's file offset) and the status counts.
    Only committed rows are ever handed to MQTT (``pending``).
-2. **Delete on PUBACK only.** A row leaves the buffer when the broker has
-   acknowledged its publish (``delete``), or when the bound drops it (4).
+2. **Delete on confirmation only.** After its PUBACK a row stays, marked
+   ``published`` (``acknowledged``); it leaves the buffer when the daemon's
+   ``journaled`` confirmation covers its ``seq`` (``confirm``: every row of
+   the sensor up to it), or when the bound drops it (4). In the PUBACK
+   fallback (``confirm.py``) a published row goes at once, but only with every
+   row of its sensor before it (``acknowledged(release=...)``). So each
+   sensor's rows are always one run of ``seq`` from its lowest
+   (``oldest_seq``, which status reports) to its newest: the daemon's
+   contiguous confirmation rule depends on it. ``unpublish`` makes a sensor's
+   published rows go out again (unconfirmed too long).
 3. **SIGKILL or power cut at any moment** loses nothing committed (WAL,
    ``synchronous=FULL``: a commit is on disk when it returns) and can publish a
    row again only with the same bytes, hence the same ``seq`` (the daemon drops
@@ -24,15 +32,15 @@ Theory of operation
    reused, even after deletes), so each sensor's backlog goes out in ``seq``
    order with its original timestamps.
 
-The buffer has one writer, the node's main thread; ``Buffer.transaction`` is
-the one place a write transaction is opened.
+The buffer has one writer, the node's main thread; ``Buffer._write`` is the
+one place a write transaction is opened (``transaction`` for readings).
 """
 
 from __future__ import annotations
 
 import sqlite3
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -42,6 +50,13 @@ from typing import Final
 ROW_OVERHEAD: Final = 64
 #: Rows deleted per statement when the bound is exceeded.
 _DROP_CHUNK: Final = 500
+#: Columns added since the first release, for a buffer written by an older runtime:
+#: its rows were never confirmed (published 0: they go out again at once).
+_ADDED_COLUMNS: Final = (
+    ("readings", "published", "INTEGER NOT NULL DEFAULT 0"),
+    ("sensors", "confirm", "TEXT NOT NULL DEFAULT 'journaled'"),
+    ("sensors", "confirmed_seq", "INTEGER"),
+)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS readings (
@@ -52,6 +67,7 @@ CREATE TABLE IF NOT EXISTS readings (
     topic TEXT NOT NULL,
     payload BLOB NOT NULL,
     size INTEGER NOT NULL,
+    published INTEGER NOT NULL DEFAULT 0,
     UNIQUE (sensor, seq)
 );
 CREATE TABLE IF NOT EXISTS sensors (
@@ -63,7 +79,9 @@ CREATE TABLE IF NOT EXISTS sensors (
     readings INTEGER NOT NULL DEFAULT 0,
     out_of_range INTEGER NOT NULL DEFAULT 0,
     discarded INTEGER NOT NULL DEFAULT 0,
-    dropped INTEGER NOT NULL DEFAULT 0
+    dropped INTEGER NOT NULL DEFAULT 0,
+    confirm TEXT NOT NULL DEFAULT 'journaled',
+    confirmed_seq INTEGER
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 INSERT OR IGNORE INTO meta (key, value) VALUES ('buffered_bytes', 0);
@@ -85,14 +103,21 @@ class SensorState:
     out_of_range: int = 0
     discarded: int = 0
     dropped: int = 0
+    #: ``journaled`` (rows wait for the daemon's confirmation) or ``puback`` (the fallback).
+    confirm: str = "journaled"
+    #: The highest ``seq`` a confirmation named (None: none ever came).
+    confirmed_seq: int | None = None
 
 
 _COLUMNS = tuple(f.name for f in fields(SensorState))
+#: A sensor's published rows below its first unpublished one (parameters: sensor twice).
+_RELEASABLE: Final = ("sensor = ? AND published = 1 AND seq < ifnull((SELECT min(seq) FROM"
+                      " readings WHERE sensor = ? AND published = 0), 9223372036854775807)")
 
 
 @dataclass(frozen=True, slots=True)
 class Pending:
-    """A committed reading waiting for its PUBACK."""
+    """A committed reading waiting to be published."""
 
     id: int
     sensor: str
@@ -167,6 +192,10 @@ class Buffer:
         self._conn.execute("PRAGMA synchronous=FULL")
         self._conn.execute("PRAGMA busy_timeout=5000")
         self._conn.executescript(_SCHEMA)
+        for table, column, decl in _ADDED_COLUMNS:
+            have = {row[1] for row in self._conn.execute(f"PRAGMA table_info({table})")}
+            if column not in have:
+                self._conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
         #: Readings dropped by the bound, by sensor, since the owner last cleared it.
         self.dropped_since: Counter[str] = Counter()
 
@@ -176,9 +205,7 @@ class Buffer:
     @contextmanager
     def transaction(self) -> Iterator[Transaction]:
         """One write transaction: commits (after enforcing the bound) or rolls back."""
-        conn = self._conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with self._write() as conn:
             tx = Transaction(conn, self._first_seq)
             yield tx
             if tx.added_bytes:
@@ -186,10 +213,6 @@ class Buffer:
                 if total > self.max_bytes:
                     self._drop_oldest(tx, total - self.max_bytes)
             tx._save()
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
         self.dropped_since.update(tx.dropped)
 
     def _bump_bytes(self, delta: int) -> int:
@@ -219,42 +242,91 @@ class Buffer:
             tx.sensor(sensor).dropped += n
         tx.dropped.update(dropped)
 
-    def delete(self, ids: Sequence[int]) -> int:
-        """Remove acknowledged rows; how many were still there (a dropped one is not)."""
-        if not ids:
-            return 0
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction without a reading (deletes, marks): commits or rolls back."""
         conn = self._conn
         conn.execute("BEGIN IMMEDIATE")
         try:
-            gone = count = 0
-            for start in range(0, len(ids), _DROP_CHUNK):
-                chunk = ids[start:start + _DROP_CHUNK]
-                marks = ", ".join("?" for _ in chunk)
-                n, size = conn.execute(f"SELECT count(*), ifnull(sum(size), 0) FROM readings"
-                                       f" WHERE id IN ({marks})", chunk).fetchone()
-                conn.execute(f"DELETE FROM readings WHERE id IN ({marks})", chunk)
-                count += n
-                gone += size
-            if gone:
-                self._bump_bytes(-gone)
+            yield conn
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
-        return int(count)
+
+    def _delete(self, conn: sqlite3.Connection, where: str, params: Sequence[object]) -> int:
+        """Delete the rows ``where`` says, keeping ``buffered_bytes``; how many went."""
+        n, size = conn.execute(f"SELECT count(*), ifnull(sum(size), 0) FROM readings"
+                               f" WHERE {where}", params).fetchone()
+        if n:
+            conn.execute(f"DELETE FROM readings WHERE {where}", params)
+            self._bump_bytes(-size)
+        return int(n)
+
+    def acknowledged(self, ids: Sequence[int], release: Collection[str] = ()) -> int:
+        """Mark rows published (their PUBACK came); then, for the sensors in ``release``
+        (the PUBACK fallback), delete their published rows below their first unpublished
+        one. One transaction; how many rows were deleted."""
+        gone = 0
+        with self._write() as conn:
+            for start in range(0, len(ids), _DROP_CHUNK):
+                chunk = ids[start:start + _DROP_CHUNK]
+                marks = ", ".join("?" for _ in chunk)
+                conn.execute(f"UPDATE readings SET published = 1 WHERE id IN ({marks})", chunk)
+            for sensor in release:
+                gone += self._delete(conn, _RELEASABLE, (sensor, sensor))
+        return gone
+
+    def confirm(self, sensor: str, seq: int) -> int:
+        """The daemon journaled every reading of ``sensor`` up to ``seq``: delete them and
+        note ``seq``. One transaction; how many rows were deleted."""
+        with self._write() as conn:
+            gone = self._delete(conn, "sensor = ? AND seq <= ?", (sensor, seq))
+            conn.execute("UPDATE sensors SET confirmed_seq = ? WHERE id = ? AND"
+                         " (confirmed_seq IS NULL OR confirmed_seq < ?)", (seq, sensor, seq))
+        return gone
+
+    def set_mode(self, sensor: str, mode: str) -> int:
+        """Note the sensor's mode (``journaled`` or ``puback``); in ``puback`` its
+        published rows are deleted at once (as ``acknowledged`` would). How many went."""
+        with self._write() as conn:
+            conn.execute("UPDATE sensors SET confirm = ? WHERE id = ?", (mode, sensor))
+            return self._delete(conn, _RELEASABLE, (sensor, sensor)) if mode == "puback" else 0
+
+    def unpublish(self, sensor: str) -> int:
+        """Make the sensor's published rows go out again (``pending`` sees them); how many."""
+        with self._write() as conn:
+            return conn.execute("UPDATE readings SET published = 0 WHERE sensor = ? AND"
+                                " published = 1", (sensor,)).rowcount
+
+    def waiting(self) -> Counter[str]:
+        """Rows published and not yet confirmed, by sensor."""
+        return Counter(dict(self._conn.execute(
+            "SELECT sensor, count(*) FROM readings WHERE published = 1 GROUP BY sensor")))
+
+    def oldest_seq(self, sensor: str) -> int | None:
+        """The sensor's lowest ``seq`` still held; its next ``seq`` when it holds none (all
+        before are confirmed or dropped); None for a sensor this buffer never saw."""
+        (low,) = self._conn.execute("SELECT min(seq) FROM readings WHERE sensor = ?",
+                                    (sensor,)).fetchone()
+        if low is not None:
+            return int(low)
+        state = self.state(sensor)
+        return state.next_seq if state is not None else None
 
     def pending(self, after_id: int, limit: int) -> list[Pending]:
-        """Committed rows after ``after_id`` in commit order, at most ``limit``."""
+        """Committed rows after ``after_id`` not yet published, in commit order, at most
+        ``limit``."""
         return [Pending(*row) for row in self._conn.execute(
-            "SELECT id, sensor, seq, topic, payload FROM readings WHERE id > ? ORDER BY id"
-            " LIMIT ?", (after_id, limit))]
+            "SELECT id, sensor, seq, topic, payload FROM readings WHERE id > ? AND"
+            " published = 0 ORDER BY id LIMIT ?", (after_id, limit))]
 
     def state(self, sensor_id: str) -> SensorState | None:
         """A sensor's committed state (None for a sensor this buffer never saw)."""
         return _load(self._conn, sensor_id)
 
     def buffered(self) -> Counter[str]:
-        """Readings waiting for a PUBACK, by sensor."""
+        """Readings held (not yet confirmed), by sensor."""
         return Counter(dict(self._conn.execute(
             "SELECT sensor, count(*) FROM readings GROUP BY sensor").fetchall()))
 

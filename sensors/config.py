@@ -313,6 +313,12 @@ class NodeConfig(Model):
     sensors: Annotated[list[Sensor], Field(min_length=1)]
     #: Seconds between status messages.
     status_every_s: PositiveFloat = 60.0
+    #: Seconds after its PUBACK (online) before a reading the daemon has not confirmed
+    #: is published again; doubled for each further resend, up to an hour.
+    confirm_after_s: PositiveFloat = 120.0
+    #: Minutes (online) without any confirmation from the daemon before falling back
+    #: to deleting readings on PUBACK; null: never fall back.
+    confirm_fallback_minutes: PositiveFloat | None = 30.0
     health: HealthConfig = Field(default_factory=HealthConfig)
 
     @property

@@ -22,11 +22,18 @@ What can go wrong, and why the code is shaped this way:
   at the price of that silent drop (``stormwatch-node`` itself always uses v5).
 * Reconnects are paho's (``loop_start``; backoff 1 s doubling up to
   ``broker.reconnect_max_s``), also when the first connection fails.
+* **Confirmations** (``{prefix}/{site}/{sensor}/journaled``, the daemon's word
+  that a reading is journaled, ``confirm.py``) are subscribed to at QoS 1 at
+  every connection (the broker hands over the retained one at once); the
+  callback only checks them and puts ``(sensor, seq, retained)`` on a queue
+  for the main thread, like the PUBACKs. One that is not ``{"seq": int}`` on
+  a topic of ours is logged once and ignored: deleting on it could lose data.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import queue
 import threading
@@ -42,12 +49,15 @@ log = logging.getLogger(__name__)
 
 #: (message id, refused by the broker, reason text)
 Ack = tuple[int, bool, str]
+#: (sensor id, the confirmed seq, delivered as the retained message of a subscription)
+Confirmation = tuple[str, int, bool]
 
 
 class Link(Protocol):
     """What the node needs of a broker connection (``MqttLink``; tests may fake it)."""
 
     acks: queue.Queue[Ack]
+    confirmations: queue.Queue[Confirmation]
 
     @property
     def connected(self) -> bool: ...
@@ -74,6 +84,12 @@ class MqttLink:
         self.host, self.port = config.broker.host, config.broker.port
         self.keepalive_s = config.broker.keepalive_s
         self.acks: queue.Queue[Ack] = queue.Queue()
+        self.confirmations: queue.Queue[Confirmation] = queue.Queue()
+        prefix = config.broker.topic_prefix.rstrip("/")
+        #: Each sensor's confirmation topic, and the sensor of each.
+        self.journaled = {f"{prefix}/{config.site}/{s.id}/journaled": s.id
+                          for s in config.sensors}
+        self._bad_logged = False
         self._connected = threading.Event()
         self._closing = False
         client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=config.client_id,
@@ -89,6 +105,7 @@ class MqttLink:
         client.on_connect = self._on_connect
         client.on_disconnect = self._on_disconnect
         client.on_publish = self._on_publish
+        client.on_message = self._on_message
         self._client = client
 
     @property
@@ -123,6 +140,8 @@ class MqttLink:
             log.error("broker %s:%s refused the connection: %s", self.host, self.port, text)
             return
         log.info("connected to %s:%s", self.host, self.port)
+        if self.journaled:
+            client.subscribe([(topic, 1) for topic in sorted(self.journaled)])
         self._connected.set()
 
     def _on_disconnect(self, client: mqtt.Client, userdata: Any, flags: Any, reason: Any,
@@ -138,3 +157,26 @@ class MqttLink:
                     properties: Any) -> None:
         refused, text = _refused(reason)
         self.acks.put((mid, refused, text))
+
+    def _on_message(self, client: mqtt.Client, userdata: Any, msg: mqtt.MQTTMessage) -> None:
+        sensor = self.journaled.get(msg.topic)
+        seq = _confirmed_seq(bytes(msg.payload))
+        if sensor is None or seq is None:
+            if not self._bad_logged:
+                self._bad_logged = True
+                log.warning("ignoring a confirmation that is not {\"seq\": N} on a topic of "
+                            "this node: %r on %s", bytes(msg.payload)[:80], msg.topic)
+            return
+        self.confirmations.put((sensor, seq, bool(msg.retain)))
+
+
+def _confirmed_seq(payload: bytes) -> int | None:
+    """The ``seq`` of a confirmation's payload; None when it is not the contract's."""
+    try:
+        data = json.loads(payload)
+    except ValueError:
+        return None
+    seq = data.get("seq") if isinstance(data, dict) else None
+    if isinstance(seq, int) and not isinstance(seq, bool) and 0 <= seq < 2**63:
+        return seq
+    return None

@@ -4,7 +4,12 @@ Theory of operation
 -------------------
 Each turn of ``Node.step``:
 
-1. PUBACKs that arrived are applied: their rows leave the buffer (``forward.py``).
+1. PUBACKs that arrived are applied: their rows are marked published
+   (``forward.py``), and deleted at once only for sensors in the PUBACK
+   fallback. Confirmations that arrived delete what they cover
+   (``Buffer.confirm``); then what ``confirm.py`` says is due: publishing a
+   sensor's unconfirmed readings again, or its fallback. Its clocks run on
+   online time: the seconds the link was up.
 2. Sensors that are due are read: a periodic driver every ``every_s``, a
    self-paced one (``csv``) when its ``wait_s`` says. All samples of one read
    are committed in one transaction with the sensor's state (``_record``):
@@ -13,9 +18,11 @@ Each turn of ``Node.step``:
    rate. New readings are committed whatever the link does; while it is down
    they simply wait in the buffer.
 4. ``status`` is published every ``status_every_s`` while connected (a status
-   is about now: it is not buffered).
+   is about now: it is not buffered); it carries each sensor's ``oldest_seq``
+   and ``confirm`` mode, which the daemon's confirmations depend on.
 5. The loop sleeps until the next sensor is due, the rate allows another
-   publish, or a PUBACK arrives, whichever is first.
+   publish, or a PUBACK arrives, whichever is first (at most ``MAX_SLEEP_S``:
+   a confirmation is applied within that).
 
 The wall clock is read only for timestamps and checked against the build date
 (``clock.py``): while it is wrong, periodic readings are not taken (a rain
@@ -27,8 +34,10 @@ from __future__ import annotations
 
 import logging
 import math
+import queue
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -37,6 +46,7 @@ from pathlib import Path
 from .buffer import Buffer, SensorState
 from .clock import BUILD_EPOCH_S, clock_valid
 from .config import NodeConfig, SensorBase
+from .confirm import Confirmations, Mode, fallback_message
 from .counter import tips_between
 from .drivers import BOARD, Driver, Hardware, Sample, make_driver
 from .fields import FIELDS_BY_KIND, REQUIRED_ANY
@@ -83,7 +93,11 @@ class Node:
                  wall: Callable[[], float] = time.time,
                  monotonic: Callable[[], float] = time.monotonic,
                  battery_v: Callable[[], float | None] | None = None,
-                 rssi_dbm: Callable[[], float | None] | None = None) -> None:
+                 rssi_dbm: Callable[[], float | None] | None = None,
+                 confirm_clock: Callable[[], float] | None = None) -> None:
+        """``confirm_clock`` runs the confirmation clocks (default ``monotonic``; a
+        simulation whose ``monotonic`` races ahead passes real time: the daemon's
+        answers take real seconds)."""
         self.config = config
         self.prefix = config.broker.topic_prefix
         self._wall = wall
@@ -111,6 +125,21 @@ class Node:
         self.clock_ok = True
         self._status_due_s = self.started_s
         self._dropped_logged_s = -math.inf
+        self._confirm_clock = confirm_clock or monotonic
+        self._online_s = 0.0
+        self._online_at = self._confirm_clock()
+        modes: dict[str, Mode] = {}
+        for sensor_id in self.slots:
+            state = self.buffer.state(sensor_id)
+            modes[sensor_id] = "puback" if state is not None and state.confirm == "puback" \
+                else "journaled"
+        fallback = config.confirm_fallback_minutes
+        self.confirmations = Confirmations(config.confirm_after_s,
+                                           None if fallback is None else fallback * 60, modes)
+        waiting = self.buffer.waiting()
+        for sensor_id in self.confirmations.puback() & set(waiting):
+            self.buffer.set_mode(sensor_id, "puback")  # published before the restart: go now
+        self.confirmations.published([s for s in waiting if s in self.slots], 0.0)
 
     # ------------------------------------------------------------------ the loop
 
@@ -128,7 +157,8 @@ class Node:
 
         With ``wait`` it sleeps that long first, waking early on a PUBACK.
         """
-        self.forwarder.drain_acks()
+        self.wait_for_acks(0.0)
+        self._apply_confirmations()
         now_s = self._monotonic()
         self._check_clock()
         for slot in self.slots.values():
@@ -145,8 +175,68 @@ class Node:
         next_s = min([send_in, status_in, *(slot.due_s - now_s for slot in self.slots.values())])
         delay = min(max(next_s, 0.0), MAX_SLEEP_S)
         if wait and delay > 0:
-            self.forwarder.drain_acks(wait_s=delay)
+            self.wait_for_acks(delay)
         return delay
+
+    # ------------------------------------------------------------------ confirmations
+
+    def online_s(self) -> float:
+        """Seconds the link has been up since the start (the confirmation clocks' time)."""
+        now = self._confirm_clock()
+        if self.link.connected:
+            self._online_s += now - self._online_at
+        self._online_at = now
+        return self._online_s
+
+    def wait_for_acks(self, wait_s: float) -> None:
+        """Apply the PUBACKs that arrive within ``wait_s`` (none: those waiting)."""
+        sensors = self.forwarder.drain_acks(wait_s=wait_s,
+                                            release=self.confirmations.puback())
+        if sensors:
+            self.confirmations.published(sensors, self.online_s())
+
+    def _apply_confirmations(self) -> None:
+        """Delete what the confirmations that arrived cover, then do what is due
+        (``confirm.py``): send a sensor's unconfirmed readings again, or fall back."""
+        newest: dict[str, tuple[int, bool]] = {}
+        while True:
+            try:
+                sensor, seq, retained = self.link.confirmations.get_nowait()
+            except queue.Empty:
+                break
+            seq0, live0 = newest.get(sensor, (-1, False))
+            newest[sensor] = (max(seq, seq0), live0 or not retained)
+        now_s = self.online_s()
+        applied: dict[str, tuple[bool, bool]] = {}
+        for sensor, (seq, live) in newest.items():
+            state = self.buffer.state(sensor)
+            if sensor not in self.slots or state is None:
+                continue
+            if seq >= state.next_seq:
+                log.warning("%s: the daemon confirms seq %d, but this node has numbered only "
+                            "up to %d: ignored (a confirmation retained from another buffer?)",
+                            sensor, seq, state.next_seq - 1)
+                continue
+            self.buffer.confirm(sensor, seq)
+            applied[sensor] = (state.confirmed_seq is None or seq > state.confirmed_seq, live)
+        waiting = self.buffer.waiting() if applied else Counter()
+        for sensor, (moved, live) in applied.items():
+            if self.confirmations.confirmed(sensor, moved=moved, live=live,
+                                            waiting=waiting[sensor] > 0,
+                                            now_s=now_s) == "journaled":
+                self.buffer.set_mode(sensor, "journaled")
+                log.info("%s: confirmations from the daemon again: keeping each reading until "
+                         "it is journaled (confirm: journaled)", sensor)
+        for action, sensor in self.confirmations.due(now_s):
+            if action == "resend":
+                n = self.buffer.unpublish(sensor)
+                self.forwarder.rewind()
+                log.info("%s: %d reading(s) not confirmed by the daemon %g s or more after "
+                         "their PUBACK: publishing them again", sensor, n,
+                         self.config.confirm_after_s)
+            else:
+                self.buffer.set_mode(sensor, "puback")
+                log.warning(fallback_message(sensor, self.config.confirm_fallback_minutes or 0))
 
     def _check_clock(self) -> None:
         ok = clock_valid(self._wall())
@@ -238,10 +328,13 @@ class Node:
         out: dict[str, dict[str, object]] = {}
         for sensor_id, slot in self.slots.items():
             state = self.buffer.state(sensor_id)
+            oldest = self.buffer.oldest_seq(sensor_id)
             out[sensor_id] = {
                 **common,
                 "buffered": buffered.get(sensor_id, 0),
                 "dropped": state.dropped if state else 0,
+                **({"oldest_seq": oldest} if oldest is not None else {}),
+                "confirm": self.confirmations.mode(sensor_id),
                 "out_of_range": state.out_of_range if state else 0,
                 "discarded": state.discarded if state else 0,
                 "read_errors": slot.errors,
@@ -276,7 +369,7 @@ class Node:
                 log.warning("%s: close failed: %s", slot.config.id, exc)
         deadline = self._monotonic() + drain_s
         while self.forwarder.inflight and self._monotonic() < deadline and self.link.connected:
-            self.forwarder.drain_acks(wait_s=0.05)
+            self.wait_for_acks(0.05)
         self.link.close()
         self.buffer.close()
 

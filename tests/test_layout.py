@@ -98,6 +98,7 @@ LAYERS = (
     "monitor.host",       # the engine kept in step with the journal
     "monitor.sinks",      # what goes out: alerts, InfluxDB
     "monitor.views",      # read-only answers: status, report, log book, replay
+    "monitor.web",        # the field app: pages and API over the views and host
     "monitor.daemon",     # the loop, the demo
     "monitor.commands",   # the command families
     "monitor.cli",        # the parser and the exit codes

@@ -9,5 +9,6 @@ directory they read or write.
 * ``files.py``   commands on files: ``check-config``, ``replay``, ``backtest``, ``acl``;
 * ``state.py``   commands on the state database: ``status``, ``inspect``,
                  ``site close``, ``logbook``, ``report``;
+* ``people.py``  the field app's people: ``user add``, ``user link``, ``user token``;
 * ``service.py`` commands that run something: ``run``, ``demo``, ``notify-test``.
 """

@@ -82,11 +82,15 @@ def discard_output() -> None:
         pass
 
 
-def write_file(flag: str, path: str, text: str) -> None:
-    """Write an ``--out`` file, or a usage error that says why it cannot be written."""
+def write_file(flag: str, path: str, text: str | bytes) -> None:
+    """Write an ``--out`` file (text as UTF-8, or bytes), or a usage error that says why it
+    cannot be written."""
     target = Path(path)
     try:
-        target.write_text(text, encoding="utf-8")
+        if isinstance(text, bytes):
+            target.write_bytes(text)
+        else:
+            target.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise UserError(f"{flag}: cannot write {path}: {_why_not(target, exc)}") from None
 

@@ -14,7 +14,9 @@ import sys
 from zoneinfo import ZoneInfo
 
 from ..config import Config
+from ..config.file import ConfigError
 from ..config.plausible import NO_GAUGE, storm_duty_unwatched, warnings
+from ..config.web import secret_file_problem
 from ..contract.localtime import local_text
 from ..errors import EXIT_OK, EXIT_USAGE, UserError
 from .common import CONFIG_HELP, emit, load, write_file
@@ -23,6 +25,12 @@ from .helptext import command_help
 
 def cmd_check_config(args: argparse.Namespace) -> int:
     config = load(args.file)
+    if config.web is not None:
+        # The key must exist where the configuration is checked: alert links
+        # and the web app cannot be made without it.
+        problem = secret_file_problem(config.web.secret_file)
+        if problem is not None:
+            raise ConfigError([problem])
     found = warnings(config)
     for line in found:
         # --strict: the same lines as errors (a deployment check that must fail).

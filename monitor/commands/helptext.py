@@ -271,22 +271,31 @@ HELP: dict[str, tuple[str, str, str]] = {
 
         """ + EXIT_CODES),
 
-    "report": ("compliance report with plots (HTML)", """
+    "report": ("compliance report with plots (HTML or PDF)", """
         A compliance report for a period, as one HTML file with rainfall,
-        trap-fill and turbidity plots inline. Its header carries the log book
-        head (row and full hash) that the report's events are read from, and
-        whether the chain verifies. Then: storms with their full total (the
-        running total while one is still open) and their 24-hour inspections
-        (met, late, open); routine inspections (met, late, open, overdue); the
-        weeks without a required inspection (§ 134-12D); backdated inspections;
+        trap-fill and turbidity plots inline (every time in the site's zone).
+        Its header carries the log book head (row and full hash) that the
+        report's events are read from, and whether the chain verifies. Then:
+        storms with their full total (the running total while one is still
+        open) and their 24-hour inspections (met, late, open); routine
+        inspections (met, late, open, overdue); the weeks without a required
+        inspection (§ 134-12D); backdated inspections; every duty still
+        outstanding at the end of the period (open and overdue inspection
+        clocks, a clean-out demanded and not done, open corrective actions, a
+        turbidity exceedance not cleared) with since when and its section;
         inspections with both times (inspected, entered), each inspector's
-        credential, findings and corrective actions; a corrective-action table
-        (asked, due, resolved, late); the clocks open when it is generated and
-        how long overdue; trap clean-out demands; turbidity episodes; stale
-        sensors.
+        credential, findings and corrective actions, and their photos
+        (thumbnails, SHA-256, EXIF time and position; a missing or altered
+        file is shown as such); a corrective-action table (asked, due,
+        resolved, late); the clocks open when it is generated and how long
+        overdue; trap clean-out demands; turbidity episodes with their peak;
+        stale sensors. A report generated before the events it shows (a
+        demo's clock) says so.
 
         --from and --to are dates YYYY-MM-DD, inclusive, in the site's time
-        zone, or ISO times with offset.""", """
+        zone, or ISO times with offset. --format pdf (or an --out ending in
+        .pdf) writes the same report as PDF, laid out for paper with page
+        numbers; nothing is fetched from the network for either form.""", """
         Exit 2, and no file written, on a missing or unreadable database, an
         unknown site, bad or reversed dates, or an unwritable file; exit 1, and
         no file, when a log book row cannot be read (it was edited).
@@ -323,6 +332,69 @@ HELP: dict[str, tuple[str, str, str]] = {
         on stderr); 2 for a configuration problem or when no target matches.
         """),
 
+    "user": ("the field app's people: `user add`, `user link`, `user token`", """
+        The people who use the field app (`stormwatch web`), kept in
+        state_dir/users.sqlite beside the daemon's database. No passwords: a
+        person signs in with a single-use link (`user link`), a script with a
+        bearer token (`user token`). Tokens are shown once and stored only as
+        their SHA-256.""", EXIT_CODES),
+
+    "user add": ("add a qualified professional or an officer to the field app", """
+        --role qp: a qualified professional, who records inspections (§ 134-9A(2):
+        "a qualified professional conduct site inspections") on the sites
+        given with --site, or on every site without it. The name must be on
+        the qualified_professionals roster of each of those sites that has
+        one, as `stormwatch inspect --inspector` must.
+
+        --role officer: the stormwater management officer, who reads every
+        site and records nothing (--site is refused).
+
+        An unknown site, a name already taken or a name not on the roster is
+        refused with one line naming the flag (exit 2).""", """
+        example:
+          stormwatch user add --config site.yaml --name "J. Rivera" --role qp \\
+              --email jrivera@example.org --site branch-meadows
+
+        """ + EXIT_CODES),
+
+    "user link": ("a single-use sign-in link for a person", """
+        Prints {web.public_url}/signin/TOKEN: opened once, before it expires
+        (15 minutes; --valid-minutes up to 1440), it signs the person in on
+        that phone or browser for web.session_days. Give it to them for a
+        first sign-in; the field app mails later ones itself.
+
+        --send mails it to the person's own address instead of printing it,
+        through the first mail target (mailto:// or mailtos://) of
+        notify.targets that takes it: the same server and login, the person
+        as the only recipient (a sign-in link must not reach a shared
+        channel). Needs web: in the configuration.""", """
+        Exit 0 when printed or sent; 1 when every mail target refused it
+        (each named on stderr); 2 for an unknown person, no web: section, or
+        --send without a mail target or an address."""),
+
+    "user token": ("a bearer token for the field app's API", """
+        Prints a token for `Authorization: Bearer TOKEN` on the API
+        (POST /api/v1/sites/ID/inspections, /api/v1/photos): it acts as the
+        person, with their role and sites. It is shown this once; a new one
+        replaces the previous, which stops working.""", EXIT_CODES),
+
+    "web": ("the field app: the inspection form on the phone, the officer's overview", """
+        Serves the pages and the API of the field app on web.listen (default
+        127.0.0.1:8080), beside the daemon and as its own process (systemd:
+        deploy/systemd/stormwatch-web.service). It reads the state as `status`
+        does and records inspections as `inspect` does; it never runs the
+        engine. People are added with `stormwatch user add` and sign in with
+        `stormwatch user link`.
+
+        Run it behind a TLS reverse proxy (deploy/Caddyfile): the session
+        cookie is marked Secure unless the app listens on loopback only, and
+        sign-in links must not cross the network in the clear. SIGTERM or
+        SIGINT finishes the requests in flight and exits 0.""", """
+        example:
+          stormwatch web --config /etc/stormwatch/stormwatch.yaml
+
+        """ + EXIT_CODES),
+
     "demo": ("a simulated site with an embedded broker, time accelerated", """
         The self-contained demo: an embedded MQTT broker, the real daemon, and
         a simulated site run on the real node runtime as `stormwatch simulate`
@@ -341,7 +413,13 @@ HELP: dict[str, tuple[str, str, str]] = {
         --keep (or --state-dir DIR) keeps the demo's database with a
         configuration beside it (stormwatch-demo.yaml) and prints the status,
         logbook and report commands that look at it, ready to run as printed.
-        An unusable --state-dir is refused at once (exit 2).""", EXIT_CODES),
+        An unusable --state-dir is refused at once (exit 2).
+
+        The field app runs too, on a loopback port: the demo prints a sign-in
+        link, and each alert the link to the inspection form. With
+        --inspect-yourself there is no simulated inspector: when the storm
+        inspection would be made, the demo's clock stands still (up to 15
+        minutes) until you record it in the form.""", EXIT_CODES),
 }
 
 TOP_EPILOG = """\

@@ -42,7 +42,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from ..daemon.demo import run_demo
 
     return run_demo(sys.stdout, speed=args.speed, keep=args.keep,
-                    state_dir=Path(args.state_dir) if args.state_dir else None)
+                    state_dir=Path(args.state_dir) if args.state_dir else None,
+                    inspect_yourself=args.inspect_yourself)
 
 
 def cmd_notify_test(args: argparse.Namespace) -> int:
@@ -91,6 +92,9 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("--keep", action="store_true",
                    help="keep the demo's state directory, with a configuration to look at it")
     p.add_argument("--state-dir", help="use this state directory (kept afterwards)")
+    p.add_argument("--inspect-yourself", action="store_true",
+                   help="no simulated inspector: the clock waits while you record the storm"
+                        " inspection in the field app (the link is printed)")
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("simulate", **command_help("simulate"))

@@ -16,7 +16,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..config import Config
+from ..config import Config, photos_dir_of
 from ..contract.localtime import local_text
 from ..errors import EXIT_CHECK_FAILED, EXIT_OK, UserError
 from ..views.invocation import program
@@ -123,7 +123,7 @@ def _logbook_verify(config: Config, args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise UserError(f"--anchor: {exc}") from None
     with state_store(config) as store:
-        verdict = verify_logbook(store, anchor)
+        verdict = verify_logbook(store, anchor, photos_dir_of(config))
     if verdict.problems:
         for line in verdict.problems:
             print(line, file=sys.stderr)
@@ -142,7 +142,7 @@ def _logbook_anchor(config: Config, args: argparse.Namespace) -> int:
     from ..views.logbook import chain_zone, verify_logbook
 
     with state_store(config) as store:
-        verdict = verify_logbook(store)
+        verdict = verify_logbook(store, photos_dir=photos_dir_of(config))
     head, config_path = verdict.head, os.path.abspath(args.config)
     sent = _send_anchor(config, args, verdict, config_path) if args.send else None
     if args.json:
@@ -226,7 +226,13 @@ def cmd_report(args: argparse.Namespace) -> int:
             # report would silently leave it out.
             print(f"stormwatch report: {exc}; no report written", file=sys.stderr)
             return EXIT_CHECK_FAILED
-    write_file("--out", args.out, html)
+    fmt = args.format or ("pdf" if args.out.lower().endswith(".pdf") else "html")
+    if fmt == "pdf":
+        from ..views.report.pdf import render_pdf
+
+        write_file("--out", args.out, render_pdf(html))
+    else:
+        write_file("--out", args.out, html)
     print(f"wrote {args.out}", file=sys.stderr)
     return EXIT_OK
 
@@ -300,6 +306,11 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
                                  "(default: officer)")
     p.set_defaults(func=cmd_logbook)
 
+    _report_parser(sub)
+
+
+def _report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``report``: the period, the site, and the file (HTML or PDF) to write."""
     p = sub.add_parser("report", **command_help("report"))
     p.add_argument("--config", required=True, metavar="FILE", help=CONFIG_HELP)
     p.add_argument("--site", required=True)
@@ -307,5 +318,9 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
                    help="first day YYYY-MM-DD (site time) or ISO time with offset")
     p.add_argument("--to", required=True, metavar="DATE",
                    help="last day YYYY-MM-DD (inclusive) or ISO time with offset")
-    p.add_argument("--out", required=True, metavar="FILE.html", help="HTML file to write")
+    p.add_argument("--out", required=True, metavar="FILE.html",
+                   help="file to write (HTML, or PDF with --format pdf or a .pdf name)")
+    p.add_argument("--format", choices=("html", "pdf"), default=None,
+                   help="html (one file, plots inline) or pdf (the same report laid out "
+                        "for paper); default: pdf for an --out ending in .pdf, else html")
     p.set_defaults(func=cmd_report)

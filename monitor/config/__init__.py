@@ -23,6 +23,7 @@ from .schema import (
     NotifyConfig,
     NotifyTarget,
     Pause,
+    Practice,
     QualifiedProfessional,
     RainRules,
     SensorConfig,
@@ -32,12 +33,14 @@ from .schema import (
     TrapConfig,
     TurbidityPair,
     WeatherConfig,
+    WebConfig,
+    photos_dir_of,
 )
 
 __all__ = [
     "CLOCK_CONDITIONS", "DEFAULT_ABSOLUTE_NTU", "ENV_PREFIX", "ID_PATTERN", "SENSOR_KINDS",
     "BrokerConfig", "Config", "DaemonConfig", "DeadLettersConfig", "InfluxConfig", "Model",
-    "NotifyConfig", "NotifyTarget", "Pause", "QualifiedProfessional", "RainRules",
+    "NotifyConfig", "NotifyTarget", "Pause", "Practice", "QualifiedProfessional", "RainRules",
     "SensorConfig", "SiteConfig", "SiteNotify", "TlsConfig", "TrapConfig", "TurbidityPair",
-    "WeatherConfig",
+    "WeatherConfig", "WebConfig", "photos_dir_of",
 ]

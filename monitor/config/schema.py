@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import date
+from pathlib import Path
 from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -46,15 +47,16 @@ from .siterules import (
     TurbidityPair,
 )
 from .weather import Location, WeatherConfig, weather_problems
+from .web import Practice, WebConfig
 
 __all__ = [
     "CLOCK_CONDITIONS", "DEFAULT_ABSOLUTE_NTU", "ENV_PREFIX", "ID_PATTERN", "SENSOR_KINDS",
     "BrokerConfig",
     "Config", "DaemonConfig", "DeadLettersConfig", "InfluxConfig", "Model", "NotifyConfig",
-    "NotifyTarget", "Pause",
+    "NotifyTarget", "Pause", "Practice",
     "QualifiedProfessional",
     "RainRules", "SensorConfig", "SiteConfig", "SiteNotify", "TlsConfig", "TrapConfig",
-    "TurbidityPair", "WeatherConfig",
+    "TurbidityPair", "WeatherConfig", "WebConfig", "photos_dir_of",
 ]
 
 #: Conditions of § 134-7B(2) under which § 134-9A(2) inspections are required.
@@ -86,6 +88,8 @@ class BrokerConfig(Model):
     keepalive_s: int = Field(default=60, ge=5)
     session_expiry_hours: float = Field(default=168.0, ge=0)
     subscribe: Literal["all", "sites"] = "all"
+    #: Publish the end-to-end confirmations (``{prefix}/{site}/{sensor}/journaled``).
+    confirm: bool = True
 
 
 class InfluxConfig(Model):
@@ -207,6 +211,8 @@ class SiteConfig(Model):
     notify: SiteNotify = Field(default_factory=SiteNotify)
     #: The point the weather forecast is for (required with top-level ``weather:``).
     location: Location | None = None
+    #: The erosion and sediment controls the inspection form asks about, in order.
+    practices: list[Practice] = Field(default_factory=list)
 
     @field_validator("timezone")
     @classmethod
@@ -294,7 +300,8 @@ def _site_reference_problems(site: Mapping[str, Any]) -> list[Problem]:
     pairs = _entries(site.get("turbidity_pairs"))
     traps = _entries(site.get("traps"))
     problems = (_duplicate_ids("sensors", sensors) + _duplicate_ids("turbidity_pairs", pairs)
-                + _duplicate_ids("traps", traps))
+                + _duplicate_ids("traps", traps)
+                + _duplicate_ids("practices", _entries(site.get("practices"))))
     kinds: dict[str, Any] = {}
     for _, sensor in sensors:
         if isinstance(sensor.get("id"), str):
@@ -354,6 +361,8 @@ class Config(Model):
     dead_letters: DeadLettersConfig = Field(default_factory=DeadLettersConfig)
     influx: InfluxConfig | None = None
     notify: NotifyConfig = Field(default_factory=NotifyConfig)
+    #: The field web app (``stormwatch web``); none: no app, and no form links in alerts.
+    web: WebConfig | None = None
     log_format: Literal["text", "json"] = "text"
     #: Who may inspect (§ 134-9A(2)); empty: anyone named closes clocks.
     qualified_professionals: list[QualifiedProfessional] = Field(default_factory=list)
@@ -382,3 +391,10 @@ class Config(Model):
         if site.qualified_professionals is not None:
             return site.qualified_professionals
         return self.qualified_professionals
+
+
+def photos_dir_of(config: Config) -> Path:
+    """Where the field app keeps photos: ``web.photos_dir``, else ``state_dir/photos``."""
+    if config.web is not None and config.web.photos_dir is not None:
+        return Path(config.web.photos_dir)
+    return Path(config.state_dir) / "photos"

@@ -115,7 +115,10 @@ class InspectionRecorded(Body):
     parallel lists; ``entered_at`` is when it reached stormwatch, ``backdated``
     whether that was more than ``backdate_alert_hours`` after ``inspected_at``.
     ``findings`` are ``{practice, condition}``, ``corrective_actions`` ``{id, text,
-    due}``; ``resolves`` names earlier corrective actions it closes."""
+    due}``; ``resolves`` names earlier corrective actions it closes. From the field
+    app also ``photos`` (``{sha256, taken_at, lat, lon, caption}``), ``location``
+    (``{lat, lon, accuracy_m}``) and ``certified``; ``via`` says how it was entered
+    (``web``/``cli``/``mqtt``/``replay``). These four are left out when not set."""
 
     TYPE: ClassVar[str] = "inspection_recorded"
     inspector: str
@@ -130,6 +133,10 @@ class InspectionRecorded(Body):
     credentials: tuple[str, ...]
     resolves: tuple[str, ...]
     notes: str | None = None
+    photos: tuple[dict[str, Any], ...] | None = None
+    location: dict[str, Any] | None = None
+    certified: bool | None = None
+    via: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

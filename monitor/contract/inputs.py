@@ -3,6 +3,12 @@ what the weather sources fetched (a forecast, reference observations: DESIGN § 
 
 These are already validated by the shell (``monitor.sources.rules``); the engine
 trusts their types and ranges and looks only at event time (``ts_ms``).
+
+Photos of an inspection (the field app) are named by SHA-256 only: the bytes are
+kept under ``photos_dir`` (``monitor/store/photos.py``: ``photo_path``). A photo
+of the fix of a corrective action that the inspection resolves has a caption
+beginning ``resolves <action id>`` (``fix_caption``, ``fixed_action``), e.g.
+``resolves ca-20261130t0915-1: new stakes at 2+40``.
 """
 
 from __future__ import annotations
@@ -75,6 +81,53 @@ class CorrectiveAction:
     due_ms: int | None = None
 
 
+#: The start of the caption of a photo showing the fix of a corrective action.
+FIX_PREFIX = "resolves "
+
+
+def fix_caption(action_id: str, text: str | None = None) -> str:
+    """The caption of the photo of an action's fix: ``resolves <id>[: text]``."""
+    return FIX_PREFIX + action_id + (f": {text}" if text else "")
+
+
+def fixed_action(caption: str | None) -> str | None:
+    """The action id a photo's caption says it shows the fix of, or None."""
+    if not caption or not caption.startswith(FIX_PREFIX):
+        return None
+    return caption[len(FIX_PREFIX):].split(":", 1)[0].strip() or None
+
+
+@dataclass(frozen=True, slots=True)
+class Photo:
+    """A photo of an inspection: its SHA-256, its EXIF time (ISO UTC) and position
+    as read from the stored file, and the inspector's caption."""
+
+    sha256: str
+    taken_at: str | None = None
+    lat: float | None = None
+    lon: float | None = None
+    caption: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {"sha256": self.sha256, "taken_at": self.taken_at, "lat": self.lat,
+                "lon": self.lon, "caption": self.caption}
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """Where the phone was when the inspection was recorded ("Use my location")."""
+
+    lat: float
+    lon: float
+    accuracy_m: float | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {"lat": self.lat, "lon": self.lon, "accuracy_m": self.accuracy_m}
+
+
+Via = Literal["web", "cli", "mqtt", "replay"]
+
+
 @dataclass(frozen=True, slots=True)
 class Inspection:
     """An inspection by the qualified professional (§ 134-9A(2)), at ``ts_ms``.
@@ -98,6 +151,10 @@ class Inspection:
     entered_ms: int | None = None
     corrective_actions: tuple[CorrectiveAction, ...] = ()
     resolves: tuple[str, ...] = ()
+    photos: tuple[Photo, ...] = ()
+    location: Location | None = None
+    certified: bool | None = None
+    via: Via | None = None
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -119,6 +176,13 @@ class Inspection:
         if self.corrective_actions:
             out["corrective_actions"] = [{"id": a.id, "text": a.text, "due_ms": a.due_ms}
                                          for a in self.corrective_actions]
+        if self.photos:
+            out["photos"] = [p.to_json() for p in self.photos]
+        if self.location is not None:
+            out["location"] = self.location.to_json()
+        for name in ("certified", "via"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
         return out
 
     @classmethod
@@ -136,7 +200,10 @@ class Inspection:
             entered_ms=data.get("entered_ms"),
             corrective_actions=tuple(CorrectiveAction(str(a["id"]), str(a["text"]), a.get("due_ms"))
                                      for a in data.get("corrective_actions", ())),
-            resolves=tuple(data.get("resolves", ())))
+            resolves=tuple(data.get("resolves", ())),
+            photos=tuple(Photo(**p) for p in data.get("photos", ())),
+            location=Location(**data["location"]) if data.get("location") else None,
+            certified=data.get("certified"), via=data.get("via"))
 
 
 @dataclass(frozen=True, slots=True)

@@ -70,6 +70,7 @@ from ..errors import EXIT_OK, UserError
 from ..store.opening import open_store
 from ..store.statedir import state_dir_problem
 from ..views.invocation import program
+from .demoweb import DemoWeb, wait_for_you, web_settings
 from .loop import Daemon
 
 SITE = "demo-meadows"
@@ -199,6 +200,10 @@ class DemoClock:
     def __call__(self) -> float:
         return self.start_s + (time.monotonic() - self._m0) * self.speed
 
+    def resume(self, speed: float) -> None:
+        """Let frozen time run on at ``speed``."""
+        self.start_s, self.speed, self._m0 = self(), speed, time.monotonic()
+
     def rate(self) -> float:
         """Simulated seconds per real second (0 once frozen): the node's loop sleeps by it."""
         return self.speed
@@ -212,10 +217,14 @@ def stale_after_minutes(speed: float) -> int:
     return max(15, math.ceil(STALE_MARGIN_S * speed / 60.0) + 1)
 
 
-def demo_settings(port: int, state_dir: Path, speed: float = 1800.0) -> dict[str, object]:
-    """The demo's configuration as the YAML document it would be."""
+def demo_settings(port: int, state_dir: Path, speed: float = 1800.0,
+                  web_port: int | None = None) -> dict[str, object]:
+    """The demo's configuration as the YAML document it would be (with the field app's
+    ``web:`` when ``web_port`` is given; its links last as the demo's clock runs)."""
     stale = stale_after_minutes(speed)
-    return {
+    web = {} if web_port is None else {"web": {
+        **web_settings(state_dir, web_port), "link_hours": 72 * speed, "session_days": speed}}
+    return {**web,
         "broker": {"host": "127.0.0.1", "port": port, "client_id": "stormwatch-demo"},
         "state_dir": str(state_dir),
         "notify": {"targets": [{"url": "console://", "tags": ["qp", "officer", "ops"]}]},
@@ -238,8 +247,9 @@ def demo_settings(port: int, state_dir: Path, speed: float = 1800.0) -> dict[str
     }
 
 
-def demo_config(port: int, state_dir: Path, speed: float = 1800.0) -> Config:
-    return parse_config(demo_settings(port, state_dir, speed), env={})
+def demo_config(port: int, state_dir: Path, speed: float = 1800.0,
+                web_port: int | None = None) -> Config:
+    return parse_config(demo_settings(port, state_dir, speed, web_port), env={})
 
 
 def write_demo_config(port: int, state_dir: Path, speed: float = 1800.0) -> Path:
@@ -325,10 +335,11 @@ def describe(event: Event, zone: ZoneInfo) -> str:
 
 
 def run_demo(out: IO[str] = sys.stdout, *, speed: float = 1800.0, keep: bool = False,
-             state_dir: Path | None = None) -> int:
+             state_dir: Path | None = None, inspect_yourself: bool = False) -> int:
     """Run the demo to the end (about a minute at the default speed): 0, or 1 when the
     simulated site could not deliver its readings; ``DemoError`` before anything
-    starts when it cannot run as asked."""
+    starts when it cannot run as asked. The field app runs too (``demoweb.py``);
+    with ``inspect_yourself`` the storm inspection is yours, from its form."""
     check_demo(speed, state_dir)
     for name in ("amqtt", "transitions", "asyncio", "stormwatch.ingest", "sensors"):
         logging.getLogger(name).setLevel(logging.ERROR)
@@ -340,7 +351,8 @@ def run_demo(out: IO[str] = sys.stdout, *, speed: float = 1800.0, keep: bool = F
     broker = EmbeddedBroker(port).start()
     start_s = (int(time.time()) // 3600 - 2) * 3600  # whole hour, two hours ago
     clock = DemoClock(start_s, speed)
-    config = demo_config(port, state, speed)
+    config = demo_config(port, state, speed, web_port=free_port())
+    web = DemoWeb(config, clock)
     daemon = Daemon(config, clock=clock, tick_every_s=0.3, mqtt_protocol=mqtt.MQTTv311)
     failure: list[BaseException] = []
     worker = threading.Thread(target=_run_daemon, args=(daemon, failure), name="demo-daemon",
@@ -357,13 +369,17 @@ def run_demo(out: IO[str] = sys.stdout, *, speed: float = 1800.0, keep: bool = F
     try:
         worker.start()
         _wait_connected(daemon, worker, failure)
+        print(f"stormwatch demo: the field app is at {web.url}; sign in with {web.start()}",
+              file=out, flush=True)
         clock.restart()  # simulated time starts once the daemon listens
         nodes.start()
-        printed = _follow(out, clock, plan, nodes, state, port, zone, speed)
+        printed = _follow(out, clock, plan, nodes, state, port, zone, speed,
+                          inspect_yourself)
     finally:
         site.stop.set()
         if nodes.ident is not None:  # started
             nodes.join(timeout=20)
+        web.stop()
         daemon.request_stop()
         worker.join(timeout=20)
         broker.stop()
@@ -393,10 +409,11 @@ def _introduce(out: IO[str], plan: Plan, start_s: int, speed: float, port: int,
 
 
 def _follow(out: IO[str], clock: DemoClock, plan: Plan, nodes: threading.Thread,
-            state: Path, port: int, zone: ZoneInfo, speed: float) -> int:
+            state: Path, port: int, zone: ZoneInfo, speed: float,
+            inspect_yourself: bool = False) -> int:
     """Print the timeline as the events come, about once a simulated minute, until the
-    plan ends; the qualified professional inspects two hours before the storm's due.
-    The number of events printed."""
+    plan ends; the qualified professional inspects two hours before the storm's due
+    (or, ``inspect_yourself``, the clock waits there for you). The events printed."""
     pub = mqtt.Client(CallbackAPIVersion.VERSION2, protocol=mqtt.MQTTv311)
     pub.connect("127.0.0.1", port)
     pub.loop_start()
@@ -407,7 +424,11 @@ def _follow(out: IO[str], clock: DemoClock, plan: Plan, nodes: threading.Thread,
         time.sleep(poll_s)
         if not inspected:
             due = _storm_due(state)
-            if due is not None and clock() >= due - 2 * 3600:
+            if due is not None and clock() >= due - 2 * 3600 and inspect_yourself:
+                printed = _print_new(state, printed, zone, out)
+                inspected = wait_for_you(clock, lambda: _inspected(state), lambda line: print(
+                    line, file=out, flush=True), f"the form of {SITE}")
+            elif due is not None and clock() >= due - 2 * 3600:
                 ts = datetime.fromtimestamp(clock(), tz=zone).isoformat(timespec="seconds")
                 pub.publish(f"stormwatch/v1/{SITE}/inspection",
                             ('{"inspector": "J. Rivera, CPESC", "kind": "storm", '
@@ -461,6 +482,11 @@ def _wait_connected(daemon: Daemon, worker: threading.Thread,
         if time.monotonic() > deadline:
             raise DemoError(f"the daemon did not connect to the embedded broker within "
                             f"{CONNECT_TIMEOUT_S:.0f} s")
+
+
+def _inspected(state: Path) -> bool:
+    with open_store(_state_only(state), readonly=True) as store:
+        return any(isinstance(e.body, InspectionRecorded) for e in store.events.current(SITE))
 
 
 def _storm_due(state: Path) -> float | None:

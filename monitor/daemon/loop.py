@@ -41,24 +41,22 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from ..config import Config
-from ..contract.inputs import Inspection, Reading
-from ..contract.rejects import Rejection, RejectReason
 from ..contract.times import WallClock
 from ..host.engine import EngineHost
-from ..host.rows import journal_in
 from ..host.tickclock import TickClock
 from ..sinks.registry import Worker, build_routes, build_workers
 from ..sources.mqtt import SESSION_META, Ingest, Received, session_key
 from ..sources.mqttproc import IngestProcess
 from ..sources.nodeclocks import NodeClocks
-from ..sources.parse import parse_message
-from ..store import DeadLetterIn, JournalIn, Store, is_disk_full
+from ..store import Store, is_disk_full
 from ..store.events import AlertRoutes
 from ..store.health import DaemonHealth
 from ..store.opening import LOCK_NAME, daemon_lock, open_store
+from .batch import Acker, BatchPath
+from .confirmer import Confirmer
 from .heap import keep_heap
 from .rejectlog import RejectLog
 from .sdnotify import SdNotify
@@ -119,12 +117,6 @@ class _Running:
             self.started
 
 
-class Acker(Protocol):
-    """What acknowledges a batch to the broker (``Ingest``)."""
-
-    def ack(self, messages: list[Received]) -> int: ...
-
-
 class Daemon:
     """``stormwatch run``: ingest, journal, engine, events, until told to stop."""
 
@@ -152,6 +144,8 @@ class Daemon:
         self.queue: queue.Queue[Received] = queue.Queue(maxsize=QUEUE_SIZE)
         self.rejects = RejectLog(log)
         self.node_clocks = NodeClocks(config.broker.topic_prefix)
+        self.confirmer = Confirmer(config, clock)
+        self.batches = BatchPath(config, clock, self.rejects, self.node_clocks, self.confirmer)
         self.notify = SdNotify()
         #: The health file, the store refusing writes (``health.trouble``), and the
         #: batch held unacknowledged meanwhile.
@@ -204,6 +198,7 @@ class Daemon:
             self._watch_broker(run.ingest, store)  # a connection made just before the stop
             self.notify.send("STOPPING=1")
             self._drain(store, run.ingest, run.host)
+            self.confirmer.publish_due(run.ingest)  # what the drain journaled
         finally:
             run.ingest.stop()
             run.writer.stop()
@@ -224,6 +219,7 @@ class Daemon:
         try:
             replayed = host.catch_up()
             host.record_status()
+            self.confirmer.restore(store)
         except sqlite3.OperationalError as exc:
             self.health.store_failed(exc)  # the loop goes on from where this stopped
         self.tick_clock.start(host.engine.tick_ms)
@@ -272,6 +268,7 @@ class Daemon:
         except sqlite3.OperationalError as exc:
             self.health.store_failed(exc)
             return
+        self.confirmer.publish_due(ingest)
         self._snapshot_if_due(run, now)
 
     def _tick_or_record(self, run: _Running, now: float, caught_up: bool) -> None:
@@ -281,8 +278,8 @@ class Daemon:
         host = run.host
         if (now - run.last_tick >= self.tick_every_s and caught_up) or \
                 now - run.last_tick >= max(TICK_AT_LEAST_EVERY_S, self.tick_every_s):
-            host.tick(self.node_clocks.meta())
-            self.node_clocks.dirty = False  # written with the tick
+            host.tick({**self.node_clocks.meta(), **self.confirmer.book.meta()})
+            self.node_clocks.dirty = self.confirmer.book.dirty = False  # written with the tick
             run.last_tick = run.last_status = now
         elif host.dirty_sites and now - run.last_status >= (
                 STATUS_EVERY_S if caught_up else STATUS_BACKLOG_S):
@@ -315,6 +312,7 @@ class Daemon:
             host.catch_up()
             host.record_status()
             host.settle_backfill(all_sites=True)
+            host.store.state.meta_update(self.confirmer.book.meta() or {})
         except sqlite3.OperationalError as exc:
             log.error("could not record the final state (%s); the next start replays the"
                       " journal", exc)
@@ -387,6 +385,8 @@ class Daemon:
             return
         self._broker_up = up
         self.health.broker(up)
+        if up:
+            self.confirmer.reconnected()
         key = session_key(self.config.broker)
         if up and key is not None and store.state.meta_get(SESSION_META) != key:
             try:
@@ -449,54 +449,15 @@ class Daemon:
 
     def ingest_batch(self, store: Store, ingest: Acker, host: EngineHost,
                      batch: list[Received]) -> None:
-        """One batch from the queue to the engine: parse, journal (rejects to the dead
-        letters), acknowledge, apply, record. ``bench/season.py`` drives this too.
-
-        When the journal commit fails (``sqlite3.OperationalError``: the disk is
-        full) nothing is acknowledged or applied and the batch is kept in
-        ``held`` for a retry; the error is raised on.
-        """
-        journal: list[JournalIn] = []
-        items: list[tuple[Reading | Inspection, int]] = []
-        sources: list[Received] = []
-        dead: list[DeadLetterIn] = []
-        now = self.clock()
-        ref_ms = round(now * 1000)
-        # The reject log's minute is measured on the monotonic clock: a wall clock
-        # stepped back must not silence it.
-        tick = time.monotonic()
-        for m in batch:
-            item = parse_message(self.config, m.topic, m.payload, ref_ms=ref_ms,
-                                 received_ms=m.received_ms)
-            if isinstance(item, Rejection):
-                dead.append(DeadLetterIn(m.topic, m.payload, item.reason.value, item.detail,
-                                         m.received_ms))
-                self.rejects.note(m.topic, item.reason.value, item.detail, tick)
-                self.node_clocks.rejected(m.topic, item, m.received_ms)
-            else:
-                if isinstance(item, Reading):
-                    self.node_clocks.accepted(item, m.received_ms)
-                journal.append(journal_in(item, topic=m.topic, received_ms=m.received_ms))
-                items.append((item, m.received_ms))
-                sources.append(m)
-
-        def conflict(index: int, detail: str) -> DeadLetterIn:
-            # A seq reused with another body: the raw message is the dead letter.
-            m, reason = sources[index], RejectReason.seq_conflict.value
-            self.rejects.note(m.topic, reason, detail, tick)
-            return DeadLetterIn(m.topic, m.payload, reason, detail, m.received_ms)
-
+        """One batch from the queue to the engine (``batch.py``: parse, journal, acknowledge,
+        confirm, apply). When the journal commit fails (``sqlite3.OperationalError``:
+        the disk is full) nothing is acknowledged or applied and the batch is kept in
+        ``held`` for a retry; the error is raised on."""
         try:
-            seqs = store.journal.commit(journal, dead, conflict=conflict)
+            self.batches.ingest(store, ingest, host, batch)
         except sqlite3.OperationalError:
             self.held = batch  # not on disk: not acknowledged, tried again
             raise
-        # Only now, with the batch on disk, may the broker forget it.
-        ingest.ack(batch)
-        # The engine takes the batch from memory; redeliveries and seq conflicts (no
-        # seq) are not input.
-        host.apply_committed([(seq, item, received) for seq, (item, received)
-                              in zip(seqs, items, strict=True) if seq is not None])
 
 
 def install_signal_handlers(stop: threading.Event) -> None:

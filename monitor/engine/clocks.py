@@ -369,7 +369,13 @@ def inspection_facts(site: SiteConfig, insp: Inspection, closes: tuple[str, ...]
                          "due": iso(a.due_ms) if a.due_ms is not None else None}
                         for a in insp.corrective_actions),
                     inspectors=insp.names, credentials=insp.credentials,
-                    resolves=insp.resolves, notes=insp.notes or None))]
+                    resolves=insp.resolves, notes=insp.notes or None,
+                    # The field app's evidence; a web inspection lists its photos
+                    # even when there are none (§ 5).
+                    photos=tuple(p.to_json() for p in insp.photos)
+                    if insp.photos or insp.via == "web" else None,
+                    location=insp.location.to_json() if insp.location else None,
+                    certified=insp.certified, via=insp.via))]
     if backdated and insp.entered_ms is not None:
         out.append(Fact(site.id, insp.entered_ms, backdated_id,
                         InspectionBackdated(

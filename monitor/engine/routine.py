@@ -34,7 +34,7 @@ from datetime import date, datetime, time, timedelta
 
 from ..config import SiteConfig
 from ..contract.inputs import Inspection
-from ..contract.times import MS_PER_DAY, iso
+from ..contract.times import MS_PER_DAY, iso, parse_iso
 
 #: § 134-12D counts a continuing violation by the week.
 WEEK_MS = 7 * MS_PER_DAY
@@ -156,6 +156,17 @@ def routine_chain(site: SiteConfig, inspections: Sequence[Inspection], first_see
             clock.closed_by, clock.ends_at = nxt, None
             start, strict = nxt.ts_ms, True
     return out
+
+
+def routine_start_ms(clock_id: str) -> int | None:
+    """The start of the routine clock ``clock_id`` (``routine-<start>`` or
+    ``routine-<start>#n``, as ``routine_chain`` names them); None for any other id."""
+    if not clock_id.startswith("routine-"):
+        return None
+    try:
+        return parse_iso(clock_id.removeprefix("routine-").split("#", 1)[0])
+    except ValueError:
+        return None
 
 
 def missed_weeks(due_ms: int, now_ms: int, ended_ms: int | None = None) -> int:

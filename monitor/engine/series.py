@@ -19,7 +19,9 @@ state after each step (DESIGN: domain math lives in the engine only).
                     A faulty reading (``sensor_fault``) is sampled with the
                     last valid fill and depth, state ``fault`` and the
                     ``fault`` reason: the rule holds that fill, and repeats a
-                    clean-out demand on it. A reading held as a possible step
+                    clean-out demand on it. ``demand_since_ms`` is the
+                    standing clean-out demand's start (what ``duties.py``
+                    lists as owed). A reading held as a possible step
                     (``sediment.py``) changes nothing yet and has no sample;
 ``ContrastSample``  each downstream turbidity reading and the background the
                     rule paired it with (nearest within ``max_skew_minutes``,
@@ -88,6 +90,9 @@ class TrapSample:
     cleanout_fraction: float
     #: The open sensor fault's reason at a faulty reading (``state`` is then ``fault``).
     fault: str | None = None
+    #: The standing clean-out demand's first ``trap_cleanout_required`` (§ 134-9A(1)),
+    #: None while none stands (never made, answered by a clean-out, or re-armed).
+    demand_since_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,7 +180,8 @@ class TrapSampler:
                              state=level if fault is None else "fault",
                              warn_fraction=float(trap.warn_fraction),
                              cleanout_fraction=float(trap.cleanout_fraction),
-                             fault=None if fault is None else fault[0]))
+                             fault=None if fault is None else fault[0],
+                             demand_since_ms=state.demand_first_ts))
 
 
 class PairSampler:

@@ -29,7 +29,7 @@ from datetime import datetime
 
 from ..config import Config
 from ..contract.events import ClockClosed, InspectionRecorded, SiteClosed
-from ..contract.inputs import Inspection, SiteClosure
+from ..contract.inputs import Inspection, Location, Photo, SiteClosure, Via
 from ..contract.localtime import local_text
 from ..contract.rejects import Rejection, RejectReason
 from ..contract.times import iso, parse_iso
@@ -80,9 +80,12 @@ def check_not_ahead(flag: str, at_ms: int, now_ms: int) -> None:
 def build_inspection(config: Config, site_id: str, names: Sequence[str], *, at: str | None,
                      kind: str, notes: str | None, findings: Sequence[str],
                      actions: Sequence[ActionArg], resolves: Sequence[str],
-                     now_ms: int) -> Inspection:
-    """The inspection the command line describes, checked as an MQTT inspection is, or
-    ``InspectError`` naming the flag at fault. Corrective actions get ids
+                     now_ms: int, via: Via = "cli", photos: Sequence[Photo] = (),
+                     location: Location | None = None,
+                     certified: bool | None = None) -> Inspection:
+    """The inspection the command line (or the field app, ``via="web"``, with its
+    photos, location and certification) describes, checked as an MQTT inspection
+    is, or ``InspectError`` naming the flag at fault. Corrective actions get ids
     ``ca-<time>-<n>`` (printed, to be named by ``--resolved`` later)."""
     at_ms = now_ms if at is None else parse_time("--at", at, config, site_id)
     check_not_ahead("--at", at_ms, now_ms)
@@ -112,8 +115,14 @@ def build_inspection(config: Config, site_id: str, names: Sequence[str], *, at: 
             # A date is due by the end of that day at the site (models.check_actions).
             {"id": f"ca-{stamp}-{i}", "text": a.text, "due": a.due}
             for i, a in enumerate(actions, 1)]}
+    if photos:
+        payload["photos"] = [p.to_json() for p in photos]
+    if location is not None:
+        payload["location"] = location.to_json()
+    if certified is not None:
+        payload["certified"] = certified
     result = inspection_message(site_index(config)[site_id], payload, now_ms, now_ms, True,
-                                entered_ms=now_ms)
+                                entered_ms=now_ms, via=via)
     if isinstance(result, Rejection):
         detail = result.detail
         if result.reason is RejectReason.too_old:
@@ -128,8 +137,32 @@ def _listed(name: str, credential: str | None) -> str:
     return f"{name} ({credential})" if credential else name
 
 
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What recording an inspection came to: how (``via``, for the report's words),
+    the ``inspection_recorded`` body once the engine has applied it (None: the
+    running daemon has not confirmed it yet), and the ``clock_closed`` of each
+    clock it closed."""
+
+    via: str
+    recorded: InspectionRecorded | None
+    closed: tuple[ClockClosed, ...] = ()
+
+
 def record_inspection(config: Config, insp: Inspection) -> str:
     """Record it; return a one-paragraph report of what it closed."""
+    outcome = commit_inspection(config, insp)
+    if outcome.recorded is None and outcome.via.startswith("written"):
+        return (f"Inspection by {insp.inspector} at {_local(config, insp.site, insp.ts_ms)}"
+                f" {outcome.via}; the daemon has not confirmed it within"
+                f" {WAIT_FOR_DAEMON_S:.0f} s (see `stormwatch status`).")
+    return _report(config, insp, outcome)
+
+
+def commit_inspection(config: Config, insp: Inspection,
+                      wait_s: float = WAIT_FOR_DAEMON_S) -> Outcome:
+    """Journal the inspection (the one path of ``stormwatch inspect`` and the field
+    app) and say what it closed, waiting up to ``wait_s`` for a running daemon."""
     with daemon_lock(config) as held:
         if held is not None:
             with open_store(config) as store:
@@ -139,7 +172,7 @@ def record_inspection(config: Config, insp: Inspection) -> str:
                 host.catch_up()
                 host.record_status()
                 host.snapshot()
-                return _report(config, insp, "recorded in the database (no daemon running)")
+                return _outcome(config, insp, "recorded in the database (no daemon running)")
     # Not through the broker: the shipped broker ties client ids to accounts
     # (use_username_as_clientid), and a client logging in with the daemon's
     # account would take over the daemon's session. The journal is the
@@ -148,14 +181,12 @@ def record_inspection(config: Config, insp: Inspection) -> str:
         store.journal.commit([journal_in(insp, topic=None,
                                        received_ms=round(time.time() * 1000))])
     via = "written to the database for the running daemon"
-    deadline = time.monotonic() + WAIT_FOR_DAEMON_S
+    deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         if _recorded(config, insp) is not None:
-            return _report(config, insp, via)
+            return _outcome(config, insp, via)
         time.sleep(0.2)
-    return (f"Inspection by {insp.inspector} at {_local(config, insp.site, insp.ts_ms)} {via};"
-            f" the daemon has not confirmed it within {WAIT_FOR_DAEMON_S:.0f} s"
-            " (see `stormwatch status`).")
+    return Outcome(via, None)
 
 
 def _local(config: Config, site_id: str, when: int | str | None) -> str:
@@ -196,9 +227,20 @@ def _recorded(config: Config, insp: Inspection) -> InspectionRecorded | None:
     return None
 
 
-def _report(config: Config, insp: Inspection, via: str) -> str:
+def _outcome(config: Config, insp: Inspection, via: str) -> Outcome:
     rec = _recorded(config, insp)
-    head = f"Inspection by {insp.inspector} at {_local(config, insp.site, insp.ts_ms)} {via}."
+    if rec is None or not rec.closes:
+        return Outcome(via, rec)
+    with open_store(config, readonly=True) as store:
+        closed = {e.body.clock_id: e.body for e in store.events.current(insp.site)
+                  if isinstance(e.body, ClockClosed)}
+    return Outcome(via, rec, tuple(closed[c] for c in rec.closes if c in closed))
+
+
+def _report(config: Config, insp: Inspection, outcome: Outcome) -> str:
+    rec = outcome.recorded
+    head = (f"Inspection by {insp.inspector} at {_local(config, insp.site, insp.ts_ms)}"
+            f" {outcome.via}.")
     if insp.corrective_actions:
         head += " Corrective actions: " + "; ".join(
             f"{a.id} ({a.text}"
@@ -208,9 +250,7 @@ def _report(config: Config, insp: Inspection, via: str) -> str:
         return head
     if not rec.closes:
         return head + " It closed no open clock."
-    with open_store(config, readonly=True) as store:
-        closed = {e.body.clock_id: e.body for e in store.events.current(insp.site)
-                  if isinstance(e.body, ClockClosed)}
+    closed = {c.clock_id: c for c in outcome.closed}
     parts = []
     for cid in rec.closes:
         c = closed.get(cid)

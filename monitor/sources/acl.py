@@ -6,25 +6,30 @@ The MQTT topics are a contract (``sensors/README.md``)::
 
     {prefix}/{site}/{sensor}/reading    a sensor node's readings
     {prefix}/{site}/{sensor}/status     a sensor node's health (and its last will)
+    {prefix}/{site}/{sensor}/journaled  the daemon's confirmation of what it journaled
     {prefix}/{site}/inspection          an inspection recorded from the field
 
 Once ``acl_file`` is set, Mosquitto denies every topic that the file does not
 grant, so this module only ever grants. There are three kinds of account:
 
 * the **daemon** (``broker.username``, ``stormwatch`` when unset) reads
-  ``{prefix}/#``; it may also write ``{prefix}/+/inspection`` (an inspection
-  published with its account is recorded like any other), which stormwatch
-  itself does not need: ``stormwatch inspect`` writes the daemon's journal and
-  never logs in to the broker;
+  ``{prefix}/#`` and writes the confirmations ``{prefix}/+/+/journaled``
+  (DESIGN § 3, "End-to-end confirmation"); it may also write
+  ``{prefix}/+/inspection`` (an inspection published with its account is
+  recorded like any other), which stormwatch itself does not need:
+  ``stormwatch inspect`` writes the daemon's journal and never logs in to
+  the broker;
 * one **node** account per node, ``{site}.{node}`` for the sensors that name
   their node (``node`` on the sensor), ``{site}.{sensor}`` for a sensor that
   names none; it writes the reading and status topics of its sensors and
-  nothing else, so a stolen node can neither read the site's data nor speak
+  reads their ``journaled`` confirmations, and nothing else, so a stolen node
+  can neither read the site's data nor learn about another node's, nor speak
   for another node or site;
 * one **qualified-professional** account per site, ``{site}.qp``, which writes
   that site's inspection topic only (field inspections from a phone app).
 
-Nobody but the daemon reads anything, and the file has no lines before its
+Nobody but the daemon reads readings, and nodes read only their own
+confirmations; the file has no lines before its
 first ``user`` line, so anonymous clients (if ``allow_anonymous`` were ever
 turned on) get nothing either.
 
@@ -102,6 +107,10 @@ def status_topic(prefix: str, site: str, sensor: str) -> str:
     return f"{prefix}/{site}/{sensor}/status"
 
 
+def journaled_topic(prefix: str, site: str, sensor: str) -> str:
+    return f"{prefix}/{site}/{sensor}/journaled"
+
+
 def inspection_topic(prefix: str, site: str) -> str:
     return f"{prefix}/{site}/inspection"
 
@@ -135,6 +144,17 @@ def node_accounts(config: Config) -> dict[str, list[str]]:
     return {name: sorted(grants[name]) for name in sorted(grants)}
 
 
+def node_confirmations(config: Config) -> dict[str, list[str]]:
+    """Each sensor-node account and the ``journaled`` topics it may read: its sensors'."""
+    prefix = topic_prefix(config)
+    grants: dict[str, set[str]] = {}
+    for site in _sorted_sites(config):
+        for sensor in site.sensors:
+            grants.setdefault(f"{site.id}.{_node_id(sensor)}", set()).add(
+                journaled_topic(prefix, site.id, sensor.id))
+    return {name: sorted(grants[name]) for name in sorted(grants)}
+
+
 def _sensors_of(config: Config, username: str) -> str:
     """``site rg1 (rain)``: the sensors whose topics a node account writes."""
     site_id, _, node = username.partition(".")
@@ -158,12 +178,13 @@ def accounts(config: Config, *, qualified_professionals: bool = True) -> list[Ac
     """
     prefix = topic_prefix(config)
     daemon = Account(daemon_username(config), "daemon", read=(f"{prefix}/#",),
-                     write=(f"{prefix}/+/inspection",),
-                     note="the stormwatch daemon: reads every topic (and may publish "
-                          "inspections)")
-    nodes = [Account(name, "node", write=tuple(topics),
-                     note=f"sensor node of {_sensors_of(config, name)}: its readings and "
-                          "status only")
+                     write=(f"{prefix}/+/+/journaled", f"{prefix}/+/inspection"),
+                     note="the stormwatch daemon: reads every topic, publishes the "
+                          "confirmations (and may publish inspections)")
+    reads = node_confirmations(config)
+    nodes = [Account(name, "node", read=tuple(reads.get(name, ())), write=tuple(topics),
+                     note=f"sensor node of {_sensors_of(config, name)}: writes its readings "
+                          "and status, reads its confirmations, nothing else")
              for name, topics in node_accounts(config).items()]
     qps = ([Account(name, "qp", write=tuple(topics),
                     note="qualified professional: field inspections of this site only")
@@ -204,10 +225,11 @@ _HEADER = """\
 # Topics (the MQTT contract: sensors/README.md):
 #   {prefix}/SITE/SENSOR/reading
 #   {prefix}/SITE/SENSOR/status
+#   {prefix}/SITE/SENSOR/journaled   (the daemon's confirmations to the node)
 #   {prefix}/SITE/inspection
 # With acl_file set, Mosquitto denies every topic not granted below. There are
 # no lines before the first `user`, so anonymous clients get nothing; only the
-# daemon may read.
+# daemon may read readings, and a node reads only its own confirmations.
 #
 # Every username below needs a password in the password_file:
 #
@@ -222,13 +244,15 @@ _HEADER = """\
 # Each node's account and password go into that node's configuration.
 #
 # Accounts:
-#   {daemon}: the daemon; reads every topic (its grant to publish inspections
-#       is not used by stormwatch itself). No other program needs this account:
+#   {daemon}: the daemon; reads every topic and publishes the `journaled`
+#       confirmations (its grant to publish inspections is not used by
+#       stormwatch itself). No other program needs this account:
 #       `stormwatch inspect` writes the daemon's journal and does not use the
 #       broker. With use_username_as_clientid (deploy/mosquitto/stormwatch.conf)
 #       a second login with this account would take over the daemon's session.
 #   SITE.NODE: a sensor node (a Pi) and the sensors that name it (`node:` in the
-#       configuration): their reading and status topics, nothing else. A sensor
+#       configuration): writes their reading and status topics and reads their
+#       journaled confirmations, nothing else. A sensor
 #       that names no node has an account of its own, SITE.SENSOR.
 #   SITE.qp: the site's qualified professional: its inspection topic only.
 """

@@ -180,7 +180,7 @@ def parse_row(config: Config, row: Mapping[str, str], *, ref_ms: int | None,
         for key, text in row.items():
             if text and (text := text.strip()):
                 fields[key] = _cell_ts(text) if key in ("ts", "entered_at") else text
-        return inspection_message(site, fields, None, ref_ms, check_future)
+        return inspection_message(site, fields, None, ref_ms, check_future, via="replay")
 
     kind = site.kinds.get(sensor_id)
     if kind is None:

@@ -38,6 +38,12 @@ daemon had one before, or this is a reconnect) but finds none is a WARNING:
 whatever the broker had queued for the old session is gone (it expired, the
 broker lost its database, or another client took the client id).
 
+The daemon also publishes, on the same connection: the retained end-to-end
+confirmations (``publish``; DESIGN § 3, ``daemon/confirmer.py``). A broker that
+refuses them (an ACL generated before they existed) answers MQTT v5 with PUBACK
+0x87; that is an ERROR, repeated at most every ``REFUSED_LOG_S``: the nodes
+then get no confirmations and fall back to deleting on PUBACK.
+
 Stopping is two steps, so that a stop ends under any traffic: ``pause()``
 first, and the client takes nothing new (a message that arrives is neither
 queued nor acknowledged: the broker keeps it in the persistent session and
@@ -79,6 +85,8 @@ CONNACK_TIMEOUT_S = 5.0
 #: seconds, then twice as long each time, up to ``CONNECT_LOG_MAX_S``.
 CONNECT_LOG_FIRST_S = 10.0
 CONNECT_LOG_MAX_S = 300.0
+#: A refused confirmation is logged at once, then at most this often.
+REFUSED_LOG_S = 600.0
 
 
 #: Meta key (``store.state``) under which the daemon notes the broker session it
@@ -163,6 +171,8 @@ class Ingest:
         self._log_every = CONNECT_LOG_FIRST_S
         self._swapping = False
         self._lock = threading.Lock()
+        self._refused = 0
+        self._refused_log_at = -REFUSED_LOG_S
         self.client = self._make_client()
 
     # ------------------------------------------------------------------ setup
@@ -188,6 +198,7 @@ class Ingest:
         client.on_connect_fail = self._on_connect_fail
         client.on_disconnect = self._on_disconnect
         client.on_message = self._on_message
+        client.on_publish = self._on_publish
         return client
 
     def start(self) -> None:
@@ -252,7 +263,26 @@ class Ingest:
                     sent += 1
         return sent
 
+    def publish(self, messages: Sequence[tuple[str, bytes]]) -> None:
+        """Publish retained QoS 1 messages (the confirmations) on this connection."""
+        for topic, payload in messages:
+            self.client.publish(topic, payload, qos=1, retain=True)
+
     # ------------------------------------------------------------------ callbacks
+
+    def _on_publish(self, client: mqtt.Client, userdata: Any, mid: int, reason: Any,
+                    properties: Any) -> None:
+        if not getattr(reason, "is_failure", False):
+            return
+        self._refused += 1
+        now = time.monotonic()
+        if now - self._refused_log_at >= REFUSED_LOG_S:
+            self._refused_log_at = now
+            log.error("the broker refused %d confirmation(s) (journaled topics): %s. The nodes"
+                      " get none and fall back to deleting readings on PUBACK: let this account"
+                      " write {prefix}/+/+/journaled (regenerate the ACL with `stormwatch acl`)",
+                      self._refused, reason)
+            self._refused = 0
 
     def _on_connect(self, client: mqtt.Client, userdata: Any, flags: Any, reason: Any,
                     properties: Any) -> None:

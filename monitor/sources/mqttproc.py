@@ -18,7 +18,8 @@ child -> parent  ``("msgs", [(topic, payload, mid, qos, generation), ...])``,
                  comes and goes;
                  ``("paused",)`` once it takes nothing more after a pause;
 parent -> child  ``("ack", [(mid, qos, generation), ...])`` after the journal
-                 commit, ``("pause",)``, ``("stop",)``.
+                 commit, ``("publish", [(topic, payload), ...])`` (the
+                 confirmations, after the commit too), ``("pause",)``, ``("stop",)``.
 
 Stopping (see ``ingest.py``): the parent sends ``pause``; the child's client
 takes nothing new, and what it received but had not sent across yet it drops
@@ -148,6 +149,11 @@ class IngestProcess:
         if acks:
             self._send(("ack", acks))
         return len(acks)
+
+    def publish(self, messages: Sequence[tuple[str, bytes]]) -> None:
+        """Publish retained QoS 1 messages through the child's connection."""
+        if messages:
+            self._send(("publish", list(messages)))
 
     def _send(self, command: tuple[Any, ...]) -> None:
         conn = self._conn
@@ -288,6 +294,8 @@ class ChildSide:
                 break  # the parent is gone
             if kind == "ack":
                 self.ingest.ack_ids(rest[0])
+            elif kind == "publish":
+                self.ingest.publish(rest[0])
             elif kind == "pause":
                 self.ingest.pause()
                 self.pausing.set()

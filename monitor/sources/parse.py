@@ -150,6 +150,7 @@ def parse_message(config: Config, topic: str, payload: bytes, *, ref_ms: int,
     if sensor_id is None:
         default_ts = received_ms if received_ms is not None else ref_ms
         # Entered when it reached us: an inspection dated well before is backdated.
-        return inspection_message(site, data, default_ts, ref_ms, True, entered_ms=default_ts)
+        return inspection_message(site, data, default_ts, ref_ms, True, entered_ms=default_ts,
+                                  via="mqtt")
     kind: MessageKind = "status" if kind_word == "status" else site.kinds[sensor_id]
     return sensor_message(site, sensor_id, kind, data, ref_ms, True)

@@ -55,9 +55,10 @@ from typing import Final, Literal, cast
 from zoneinfo import ZoneInfo
 
 from ..config import ID_PATTERN, Config
-from ..contract.inputs import CorrectiveAction, Finding, Inspection, Reading, SensorKind
+from ..contract.inputs import CorrectiveAction, Finding, Inspection, Reading, SensorKind, Via
 from ..contract.rejects import Rejection, RejectReason
 from ..contract.times import MS_PER_DAY, MS_PER_MINUTE, parse_iso
+from .evidence import check_evidence
 
 MessageKind = Literal["rain", "turbidity", "sediment", "status"]
 InspectionKind = Literal["storm", "routine", "other"]
@@ -423,13 +424,15 @@ def sensor_message(site: SiteIndex, sensor: str, kind: MessageKind, fields: Mapp
 
 
 def inspection_message(site: SiteIndex, fields: Mapping[str, object], default_ts_ms: int | None,
-                       ref_ms: int | None, check_future: bool, entered_ms: int | None = None
-                       ) -> Inspection | Rejection:
+                       ref_ms: int | None, check_future: bool, entered_ms: int | None = None,
+                       via: Via | None = None) -> Inspection | Rejection:
     """An inspection by the qualified professional (§ 134-9A(2); DESIGN § 3 table).
 
     With a roster, an inspection naming nobody on it is recorded as kind ``other``
     (it closes no clock); each name's credential is taken from the roster now,
-    so the log book keeps what it was when the inspection was entered."""
+    so the log book keeps what it was when the inspection was entered. ``via``
+    says how it came (``web``, ``cli``, ``mqtt``, ``replay``); photos, location and
+    certification are checked by ``evidence.check_evidence``."""
     names = check_inspector(fields.get("inspector"))
     if isinstance(names, Rejection):
         return names
@@ -448,6 +451,9 @@ def inspection_message(site: SiteIndex, fields: Mapping[str, object], default_ts
     resolves = check_ids("resolves", fields.get("resolves"))
     if isinstance(resolves, Rejection):
         return resolves
+    evidence = check_evidence(fields)
+    if isinstance(evidence, Rejection):
+        return evidence
     if site.roster and not any(n in site.roster for n in names):
         kind = "other"
     raw_ts = fields.get("ts")
@@ -471,4 +477,6 @@ def inspection_message(site: SiteIndex, fields: Mapping[str, object], default_ts
                       inspectors=names if len(names) > 1 else (),
                       credentials=tuple(site.roster.get(n, "") for n in names)
                       if site.roster else (),
-                      entered_ms=entered_ms, corrective_actions=actions, resolves=resolves)
+                      entered_ms=entered_ms, corrective_actions=actions, resolves=resolves,
+                      photos=evidence.photos, location=evidence.location,
+                      certified=evidence.certified, via=via)

@@ -15,6 +15,8 @@ and ``db.py`` has the connection and its one transaction helper, ``schema.py``
 the migrations. Beside the database, ``health.py`` keeps the one thing the
 daemon must be able to say when the database refuses writes (a full disk, the
 broker connection): a fixed-size file, rewritten in place.
+``users.py`` keeps the field app's people and their tokens in a file of their
+own (``users.sqlite``), so the web app's sessions never take the daemon's lock.
 
 Invariants:
 

@@ -80,19 +80,8 @@ class Db:
         """One write transaction; rolled back if anything in it raises."""
         if self.readonly:
             raise StoreError(f"{self.path}: store opened read-only")
-        conn = self.conn
-        # IMMEDIATE takes the write lock now. A deferred transaction that reads
-        # first and writes later cannot wait for the lock in WAL mode (it gets
-        # SQLITE_BUSY at once, as its snapshot may be stale), so it would fail
-        # instead of waiting busy_timeout behind another writer.
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with immediate(self.conn) as conn:
             yield conn
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
@@ -173,6 +162,26 @@ class Db:
             raise StoreError(
                 f"{self.path}: schema version {version}, this stormwatch needs {SCHEMA_VERSION};"
                 " open it once read-write (start the daemon) to create or migrate it")
+
+
+@contextmanager
+def immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One write transaction on ``conn`` (opened with ``isolation_level=None``),
+    rolled back if anything in it raises.
+
+    IMMEDIATE takes the write lock now. A deferred transaction that reads first
+    and writes later cannot wait for the lock in WAL mode (it gets SQLITE_BUSY
+    at once, as its snapshot may be stale), so it would fail instead of waiting
+    busy_timeout behind another writer.
+    """
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
 
 
 def get_meta(conn: sqlite3.Connection, key: str, default: Any = None) -> Any:

@@ -210,6 +210,19 @@ class Journal:
         return [json.loads(body) for (body,) in self.db.conn.execute(sql + " ORDER BY seq",
                                                                      params)]
 
+    def seq_run(self, site: str, sensor: str, first: int, limit: int = 1_000_000) -> int:
+        """The highest n such that the sensor's readings ``first`` to n (their ``seq``)
+        are all journaled, ``first - 1`` when ``first`` is not; at most ``limit``
+        past ``first``. One point lookup in ``journal_msg_seq`` per reading: the
+        index leads with the seq, so a range scan would walk every sensor's
+        readings of that range (for a restart's confirmations, not per batch)."""
+        sql = ("SELECT 1 FROM journal WHERE msg_seq = ? AND site = ? AND sensor = ?"
+               " AND msg_seq IS NOT NULL")
+        conn, n = self.db.conn, first
+        while n - first < limit and conn.execute(sql, (n, site, sensor)).fetchone():
+            n += 1
+        return n - 1
+
     def max_seq(self) -> int:
         """The newest journal ``seq``; 0 when the journal is empty."""
         return int(self.db.conn.execute("SELECT ifnull(max(seq), 0) FROM journal").fetchone()[0])

@@ -40,6 +40,7 @@ import re
 import socket
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
 from zoneinfo import ZoneInfo
 
@@ -49,6 +50,7 @@ from ..contract.localtime import local_text
 from ..errors import CheckFailed
 from ..sinks.notify.messages import INFO, WARNING, Message, md_escape
 from ..store import GENESIS_HASH, LogbookRow, Store
+from ..store.photos import check_photo
 from .invocation import program
 
 SUMMARY_FIELDS = ("inspector", "credentials", "kind", "inspected_at", "entered_at", "backdated",
@@ -247,9 +249,11 @@ class Verification:
     anchored: str | None = None
 
 
-def verify_logbook(store: Store, anchor: Anchor | None = None) -> Verification:
+def verify_logbook(store: Store, anchor: Anchor | None = None,
+                   photos_dir: Path | None = None) -> Verification:
     """The chain (``EventLog.logbook_verify``), the ``events`` table against the log
-    book, and, when given, an anchor."""
+    book, when given an anchor, and with ``photos_dir`` every photo the log book
+    names (``photo_problems``)."""
     problems: list[str] = []
     rows: list[LogbookRow] | None = None
     # One snapshot for the rows and the events table they are compared with: a
@@ -273,7 +277,29 @@ def verify_logbook(store: Store, anchor: Anchor | None = None) -> Verification:
     if anchor is not None:
         found, anchored = check_anchor(rows, anchor)
         problems += found
+    if photos_dir is not None:
+        problems += photo_problems(rows, photos_dir)
     return Verification(problems, len(rows), head_of(rows), anchored)
+
+
+def photo_problems(rows: Sequence[LogbookRow], photos_dir: Path) -> list[str]:
+    """Each photo an inspection in the log book names (by SHA-256, sealed by the
+    chain) that is missing under ``photos_dir`` or no longer has that hash: the
+    chain proves which photos were taken, the file must still be that photo."""
+    problems, seen = [], set()
+    for row in rows:
+        if row.type != "inspection_recorded":
+            continue
+        for photo in row.body.get("photos") or ():
+            sha = photo.get("sha256") if isinstance(photo, dict) else None
+            if not isinstance(sha, str) or sha in seen:
+                continue
+            seen.add(sha)
+            wrong = check_photo(photos_dir, sha)
+            if wrong is not None:
+                problems.append(f"log book row {row.seq} ({row.site}, inspection at"
+                                f" {row.body.get('inspected_at')}): {wrong}")
+    return problems
 
 
 class LogbookUnreadable(CheckFailed):

@@ -30,6 +30,8 @@ from ..contract.times import iso, parse_iso
 from ..engine.readout import SiteNow, SiteSummary
 from ..engine.summary import judged_at, status_at
 from ..sinks.influx.influx import export_status
+from ..sources.confirm import META_KEY as CONFIRM_META
+from ..sources.confirm import confirm_of
 from ..sources.nodeclocks import META_KEY as CLOCKS_META
 from ..sources.nodeclocks import clock_of
 from ..sources.nws import weather_status
@@ -113,11 +115,14 @@ def build_status(config: Config, store: Store, now_ms: int) -> dict[str, Any]:
         export = {"behind_rows": 0, "enabled": False}
     received = newest_received_ms(store)
     clocks = _node_clocks(store)
+    confirmations = store.state.meta_get(CONFIRM_META)
     sites = {}
     for site in config.sites:
         shown = sites[site.id] = _site_entry(site, recorded.get(site.id), now_ms)
         for sid, sensor in shown["sensors"].items():
             sensor["clock"] = clock_of(clocks, site.id, sid)
+            # The node's mode from its newest status, and the mark the daemon confirms.
+            sensor["confirm"], sensor["journaled_seq"] = confirm_of(confirmations, site.id, sid)
         if config.weather is not None:
             # The source's own state: unreachable is said, never "no storm forecast".
             shown["weather"] = weather_status(store, site.id)
@@ -329,6 +334,8 @@ def _site_lines(site: SiteConfig, shown: dict[str, Any], generated_ms: int) -> l
         batt = "" if h.battery_v is None else f", battery {h.battery_v:.2f} V"
         node = "".join(f", {n} {k}" for k, n in (("buffered", h.buffered),
                                                  ("dropped", h.dropped)) if n)
+        if shown["sensors"][sid].get("confirm") == "puback":
+            node += ", NOT CONFIRMED: its node deletes readings on PUBACK"
         lines.append(f"  sensor {sid}: {health}, last seen {local(h.last_seen_ms)}{batt}{node}")
         clock = shown["sensors"][sid].get("clock")
         if clock:

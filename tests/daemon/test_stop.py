@@ -37,7 +37,7 @@ from monitor.sources.mqttproc import ChildSide
 from monitor.store import Store
 from tests.conftest import MakeMosquitto
 from tests.support.daemonkit import ROOT, DaemonProcess, reading_topic, wait_until, write_config
-from tests.support.nodekit import Subscriber, buffer_counts, write_node_config
+from tests.support.nodekit import Subscriber, buffer_counts, unacknowledged, write_node_config
 
 pytestmark = pytest.mark.integration
 
@@ -308,7 +308,7 @@ def test_the_node_stops_under_traffic_keeps_its_buffer_and_loses_nothing(
         node = _start_node(path, log_path, group)
         sub.wait_for(lambda s: len({json.loads(p)["seq"] for _, p in s.readings()})
                      >= NODE_ROWS, 120, "every row of the card")
-        wait_until(lambda: buffer_counts(config.buffer.path)[0] == 0, 30, "every PUBACK")
+        wait_until(lambda: unacknowledged(config.buffer.path) == 0, 30, "every PUBACK")
         node.send_signal(signal.SIGTERM)
         assert node.wait(STOP_WITHIN_S) == 0
     finally:

@@ -16,7 +16,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from monitor.contract.inputs import CorrectiveAction, Inspection, Reading
+from monitor.contract.inputs import CorrectiveAction, Inspection, Location, Photo, Reading
 from monitor.contract.times import MS_PER_MINUTE
 from monitor.engine.core import Engine
 from monitor.engine.window import MemoryWindow
@@ -114,7 +114,11 @@ def scenario(seed: int, storm_list: list[tuple[int, int, int]], n_insp: int) -> 
             entered_ms=t + rng.choice((0, 30 * 3_600_000)),
             corrective_actions=(
                 CorrectiveAction(f"ca-{i}", "fix", t + rng.randrange(48) * 3_600_000),),
-            resolves=tuple(f"ca-{j}" for j in range(i) if rng.random() < 0.5)))
+            resolves=tuple(f"ca-{j}" for j in range(i) if rng.random() < 0.5),
+            # Issue 20: some from the field app, with a photo, a location and certified.
+            **({"via": "web", "certified": True, "location": Location(40.7, -74.0, 9.0),
+                "photos": (Photo(f"{i:064x}", None, 40.7, -74.0, f"resolves ca-{i - 1}"),)}
+               if rng.random() < 0.4 else {"via": rng.choice(("mqtt", "cli", None))})))
     items.sort(key=lambda i: i.ts_ms)
     return items
 

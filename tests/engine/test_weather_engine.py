@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Mapping
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -49,7 +50,7 @@ def counter(tips_at_h: list[float], *, from_h: float = -20, until_h: float = 12,
     return out
 
 
-def observations(values: dict[int, float | None]) -> list[ReferenceObservation]:
+def observations(values: Mapping[int, float | None]) -> list[ReferenceObservation]:
     return [ReferenceObservation(SITE, "KHPN", T0 + h * H + 51 * MS_PER_MINUTE, mm)
             for h, mm in values.items()]
 

@@ -18,6 +18,7 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ from ..support.nodekit import (
     buffer_counts,
     daemon_config,
     running,
+    unacknowledged,
     wait_until,
     write_node_config,
 )
@@ -60,9 +62,13 @@ def _card(path: Path, rows: int, start_s: int, sensors: tuple[str, ...] = ("rg2"
     path.write_text("\n".join(lines) + "\n")
 
 
-def _at_least(db: Path, column: int, value: int) -> Callable[[], bool]:
-    """Whether ``buffer_counts(db)[column]`` has reached ``value`` (0: rows waiting, 1: ever)."""
-    return lambda: buffer_counts(db)[column] >= value
+def _committed_at_least(db: Path, value: int) -> Callable[[], bool]:
+    """Whether ``value`` readings were ever committed to the buffer."""
+    return lambda: buffer_counts(db)[1] >= value
+
+
+def _unacknowledged_at_least(db: Path, value: int) -> bool:
+    return unacknowledged(db) >= value
 
 
 def _by_seq(daemon: Config, messages: list[tuple[str, bytes]]) -> dict[tuple[str, int], bytes]:
@@ -105,7 +111,9 @@ def test_backlog_after_a_broker_outage_arrives_in_order_with_original_times(
             assert buffer_counts(db)[0] >= 10               # they wait in the buffer
             broker.start()
             sub.wait_for(lambda s: len(_by_seq(daemon, s.readings())) == 80, what="all 80")
-            wait_until(lambda: buffer_counts(db)[0] == 0, what="every PUBACK")
+            wait_until(lambda: unacknowledged(db) == 0, what="every PUBACK")
+            # No daemon confirmed them: acknowledged by the broker, all still held.
+            assert buffer_counts(db)[0] == 80
     finally:
         sub.stop()
     readings = _by_seq(daemon, sub.readings())
@@ -148,7 +156,7 @@ def test_past_the_bound_the_oldest_are_dropped_and_the_newest_all_arrive(
             broker.start()
             sub.wait_for(lambda s: any(b["dropped"] for _, b in s.statuses())
                          and len(_by_seq(daemon, s.readings())) >= kept, what="the backlog")
-            wait_until(lambda: buffer_counts(db)[0] == 0, what="every PUBACK")
+            wait_until(lambda: unacknowledged(db) == 0, what="every PUBACK")
     finally:
         sub.stop()
     seqs = sorted(seq for _, seq in _by_seq(daemon, sub.readings()))
@@ -196,14 +204,16 @@ def test_sigkill_at_any_moment_loses_nothing_and_never_changes_a_seq(
             child = _start_child(path, log_path)
             children.append(child)
             before = buffer_counts(config.buffer.path)[1]
-            wait_until(_at_least(config.buffer.path, 1, before + 1), what="the child to commit")
+            wait_until(_committed_at_least(config.buffer.path, before + 1),
+                       what="the child to commit")
             if kill:  # the first time right after the first commit, then with a backlog
                 waiting = rng.randint(1, 15)
-                wait_until(_at_least(config.buffer.path, 0, waiting), what="a backlog")
+                wait_until(partial(_unacknowledged_at_least, config.buffer.path, waiting),
+                           what="a backlog")
             time.sleep(rng.uniform(0, 0.03))  # a random kill moment, not a wait for anything
             child.send_signal(signal.SIGKILL)
             child.wait(10)
-            unacked_at_kill.append(buffer_counts(config.buffer.path)[0])
+            unacked_at_kill.append(unacknowledged(config.buffer.path))
         # Killed with readings committed and not yet acknowledged, before the card's end.
         assert any(unacked_at_kill), unacked_at_kill
         assert buffer_counts(config.buffer.path)[1] < ROWS, "killed too late to prove anything"
@@ -211,7 +221,7 @@ def test_sigkill_at_any_moment_loses_nothing_and_never_changes_a_seq(
         children.append(child)
         sub.wait_for(lambda s: len({json.loads(p)["seq"] for _, p in s.readings()}) >= ROWS,
                      timeout_s=30, what="every row")
-        wait_until(lambda: buffer_counts(config.buffer.path)[0] == 0, what="every PUBACK")
+        wait_until(lambda: unacknowledged(config.buffer.path) == 0, what="every PUBACK")
         child.send_signal(signal.SIGTERM)
         assert child.wait(10) == 0, log_path.read_text()
     finally:

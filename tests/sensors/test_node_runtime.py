@@ -2,7 +2,9 @@
 
 What is checked here, in the node's own process: each published payload
 passes the daemon's own parser (``monitor.sources.parse.parse_message``); a
-reading is committed before it is published and deleted only on its PUBACK;
+reading is committed before it is published and deleted only when the daemon's
+confirmation covers it (``test_node_confirm.py`` has the resends and the PUBACK
+fallback);
 the window; the drop of the oldest past ``max_mb`` with a persistent count;
 ``tips_total`` and ``seq`` across restarts; the clock sanity rule. The same
 against a real broker, and SIGKILL, are in ``test_node_mqtt.py``.
@@ -143,43 +145,56 @@ def test_every_driver_publishes_what_the_daemon_accepts(tmp_path: Path) -> None:
         assert body["dropped"] == 0 and body["clock_invalid"] is False
 
 
-def test_commit_before_publish_delete_on_puback_only_within_the_window(tmp_path: Path) -> None:
+def _published(db: Path) -> list[bool]:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return [bool(p) for (p,) in conn.execute("SELECT published FROM readings ORDER BY id")]
+    finally:
+        conn.close()
+
+
+def test_commit_before_publish_kept_after_puback_deleted_on_confirmation(tmp_path: Path) -> None:
     card = tmp_path / "card.csv"
     card.write_text("ts,tips_total\n" + "".join(
         f"2026-11-30T05:{m:02d}:00Z,{m}\n" for m in range(30)))
     site = Site(tmp_path, [{"id": "rg2", "kind": "rain", "driver": "csv", "file": str(card),
                             "speed": "max"}],
-                buffer={"max_inflight": 8, "max_rate_per_s": 1000})
+                buffer={"max_inflight": 8, "max_rate_per_s": 1000}, confirm_after_s=100_000)
     site.run(3)  # FakeLink.publish asserts each reading is committed when published
     assert len(_rows(site.db)) == 30
     assert len(site.link.readings()) == 8  # the window: nothing more until PUBACKs
     site.run(3)
     assert len(site.link.readings()) == 8 and len(_rows(site.db)) == 30  # no PUBACK, no delete
-    first_mids = [mid for mid, t, _ in site.link.sent if t.endswith("/reading")][:3]
-    site.link.ack(first_mids)
+    sent = [(mid, json.loads(p)["seq"]) for mid, t, p in site.link.sent if t.endswith("/reading")]
+    site.link.ack([mid for mid, _ in sent[:3]])
+    site.node.step()
+    # Acknowledged by the broker: still held, marked published; three more in the window.
+    assert len(_rows(site.db)) == 30
+    assert _published(site.db)[:4] == [True, True, True, False]
+    assert len(site.link.readings()) == 11
+    # The daemon journaled the first two: they go, and only they.
+    site.link.confirm("rg2", sent[1][1])
     site.node.step()
     left = _rows(site.db)
-    assert len(left) == 27
-    acked = {p for mid, _, p in site.link.sent if mid in first_mids}
-    assert not acked & {p for _, _, p in left}      # exactly those three went
-    assert len(site.link.readings()) == 11           # three more went out into the window
-    # A refused PUBACK (an ACL denial) deletes nothing; the row is tried again later.
-    refused_mid, _, refused_payload = site.link.sent[3]
+    assert len(left) == 28 and left[0][1] == sent[2][1]
+    # A refused PUBACK (an ACL denial) marks nothing; the row is tried again later.
+    refused_mid, refused_seq = sent[3]
     site.link.ack([refused_mid], refused=True)
     site.node.step()
-    assert len(_rows(site.db)) == 27
-    # Everything acknowledged: the buffer empties, in commit (= seq) order.
-    for _ in range(10):
+    assert _published(site.db)[1] is False
+    for _ in range(10):                              # everything else acknowledged ...
         site.link.ack()
         site.run(1)
-    site.link.ack()
+    site.link.confirm("rg2", refused_seq - 1)        # ... and journaled up to the refused one
     site.node.step()
-    assert [p for _, _, p in _rows(site.db)] == [refused_payload]  # only the refused one
+    assert [q for _, q, _ in _rows(site.db)] == list(range(refused_seq, refused_seq + 27))
     site.run(300, step_s=60)                         # after retry_refused_s it goes again
     site.link.ack()
     site.node.step()
-    sent = [json.loads(p) for _, p in site.link.readings()]
-    assert [b["tips_total"] for b in sent] == [*range(30), 3]
+    bodies = [json.loads(p) for _, p in site.link.readings()]
+    assert [b["tips_total"] for b in bodies] == [*range(30), 3]
+    site.link.confirm("rg2", refused_seq + 26)
+    site.node.step()
     assert _rows(site.db) == []
 
 

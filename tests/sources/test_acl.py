@@ -90,19 +90,22 @@ def grants(acl: str) -> dict[str, list[tuple[str, str]]]:
 # --------------------------------------------------------------------------- text
 
 
+def node_grants(site: str, sensor: str) -> list[tuple[str, str]]:
+    """A one-sensor node's grants: it reads its confirmations, writes its readings and status."""
+    return [("read", f"{PREFIX}/{site}/{sensor}/journaled"),
+            ("write", f"{PREFIX}/{site}/{sensor}/reading"),
+            ("write", f"{PREFIX}/{site}/{sensor}/status")]
+
+
 def test_grants_are_exactly_the_contract_topics() -> None:
     assert grants(render_acl(config())) == {
-        DAEMON: [("read", f"{PREFIX}/#"), ("write", f"{PREFIX}/+/inspection")],
-        "branch-meadows.rg1": [("write", f"{PREFIX}/branch-meadows/rg1/reading"),
-                               ("write", f"{PREFIX}/branch-meadows/rg1/status")],
-        "branch-meadows.tb-down": [("write", f"{PREFIX}/branch-meadows/tb-down/reading"),
-                                   ("write", f"{PREFIX}/branch-meadows/tb-down/status")],
-        "branch-meadows.tb-up": [("write", f"{PREFIX}/branch-meadows/tb-up/reading"),
-                                 ("write", f"{PREFIX}/branch-meadows/tb-up/status")],
-        "mill-road-lot.rg1": [("write", f"{PREFIX}/mill-road-lot/rg1/reading"),
-                              ("write", f"{PREFIX}/mill-road-lot/rg1/status")],
-        "mill-road-lot.trap1-depth": [("write", f"{PREFIX}/mill-road-lot/trap1-depth/reading"),
-                                      ("write", f"{PREFIX}/mill-road-lot/trap1-depth/status")],
+        DAEMON: [("read", f"{PREFIX}/#"), ("write", f"{PREFIX}/+/+/journaled"),
+                 ("write", f"{PREFIX}/+/inspection")],
+        "branch-meadows.rg1": node_grants("branch-meadows", "rg1"),
+        "branch-meadows.tb-down": node_grants("branch-meadows", "tb-down"),
+        "branch-meadows.tb-up": node_grants("branch-meadows", "tb-up"),
+        "mill-road-lot.rg1": node_grants("mill-road-lot", "rg1"),
+        "mill-road-lot.trap1-depth": node_grants("mill-road-lot", "trap1-depth"),
         "branch-meadows.qp": [("write", f"{PREFIX}/branch-meadows/inspection")],
         "mill-road-lot.qp": [("write", f"{PREFIX}/mill-road-lot/inspection")],
     }
@@ -133,6 +136,7 @@ def test_default_daemon_account_and_custom_prefix() -> None:
     assert daemon_username(cfg) == "stormwatch"
     daemon = grants(render_acl(cfg))["stormwatch"]
     assert daemon == [("read", "village/stormwater/#"),
+                      ("write", "village/stormwater/+/+/journaled"),
                       ("write", "village/stormwater/+/inspection")]
 
 
@@ -289,6 +293,38 @@ def test_the_qp_records_inspections_of_its_own_site_only(
     assert daemon.wait_for_topic(f"{PREFIX}/branch-meadows/inspection")
     assert not secured.publish(qp, f"{PREFIX}/mill-road-lot/inspection", b'{"inspector": "x"}')
     assert not secured.publish(qp, f"{PREFIX}/branch-meadows/rg1/reading", b'{"ts": 0}')
+
+
+def test_a_node_reads_its_own_confirmations_and_no_other_nodes(
+        secured: SecuredBroker, daemon: Collector) -> None:
+    """The daemon's retained ``journaled`` messages reach the node they are for, and a
+    node subscribed to everything gets no other node's, at its own site or another."""
+    mine = f"{PREFIX}/branch-meadows/rg1/journaled"
+    others = [f"{PREFIX}/branch-meadows/tb-up/journaled", f"{PREFIX}/mill-road-lot/rg1/journaled"]
+    for n, topic in enumerate([mine, *others]):
+        assert publish_reason(secured.broker.host, secured.broker.port, topic,
+                              b'{"seq": %d, "at": "2026-11-30T14:00:00Z"}' % n,
+                              username=DAEMON, password=password(DAEMON),
+                              retain=True) < 0x80, topic
+    spy = secured.collector("branch-meadows.rg1")  # after the publishes: retained only
+    try:
+        assert spy.wait_for(lambda ms: bool(ms)), "its own retained confirmation"
+        # What else the broker would deliver is delivered by now: a marker of the daemon's
+        # on the node's own topic comes after any retained message of the subscription.
+        marker = b'{"seq": 99, "at": "2026-11-30T14:01:00Z"}'
+        assert secured.publish(DAEMON, mine, marker)
+        assert spy.wait_for(lambda ms: any(m.payload == marker for m in ms)), spy.messages
+        assert [(m.topic, m.retain) for m in spy.messages] == [(mine, True), (mine, False)]
+    finally:
+        spy.stop()
+
+
+def test_a_node_cannot_forge_a_confirmation(secured: SecuredBroker) -> None:
+    node = "branch-meadows.rg1"
+    for topic in (f"{PREFIX}/branch-meadows/rg1/journaled",
+                  f"{PREFIX}/branch-meadows/tb-up/journaled"):
+        assert publish_reason(secured.broker.host, secured.broker.port, topic, b'{"seq": 1}',
+                              username=node, password=password(node)) == NOT_AUTHORIZED
 
 
 def test_the_daemon_records_inspections_but_writes_no_readings(

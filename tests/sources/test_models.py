@@ -486,7 +486,7 @@ def test_inspection_with_ts() -> None:
     assert mqtt("site-a/inspection", payload) == Inspection(
         site=SITE, inspector="J. Rivera, CPESC", ts_ms=TS, kind="storm",
         notes="silt fence intact", findings=(Finding("general", "trap 1 at 30%"),),
-        entered_ms=REF)
+        entered_ms=REF, via="mqtt")
 
 
 def test_inspection_structured_fields() -> None:
@@ -515,7 +515,7 @@ def test_inspection_without_ts_is_at_receipt() -> None:
     received = REF - 1234
     result = mqtt("site-a/inspection", {"inspector": "J. Rivera"}, received_ms=received)
     assert result == Inspection(site=SITE, inspector="J. Rivera", ts_ms=received, kind="routine",
-                                entered_ms=received)
+                                entered_ms=received, via="mqtt")
     result = mqtt("site-a/inspection", {"inspector": "J. Rivera", "ts": None})
     assert isinstance(result, Inspection) and result.ts_ms == REF
 
@@ -617,7 +617,7 @@ def test_row_time_window() -> None:
 def test_row_inspection() -> None:
     cells = row("inspection", inspector=" J. Rivera ", kind="storm", notes="ok")
     assert parse_row(CONFIG, cells, ref_ms=REF) == Inspection(
-        site=SITE, inspector="J. Rivera", ts_ms=TS, kind="storm", notes="ok")
+        site=SITE, inspector="J. Rivera", ts_ms=TS, kind="storm", notes="ok", via="replay")
     # The kind column is empty on reading rows and defaults on inspection rows.
     plain = {"ts": ISO, "site": SITE, "sensor": "inspection", "inspector": "J", "kind": ""}
     result = parse_row(CONFIG, plain, ref_ms=None)
@@ -653,7 +653,7 @@ def test_rows_from_a_csv_file() -> None:
         Reading(site=SITE, sensor="rg1", kind="rain", ts_ms=TS, tips_total=100, battery_v=3.9),
         Reading(site=SITE, sensor="tb-up", kind="turbidity", ts_ms=TS, ntu=4.5),
         Reading(site=SITE, sensor="trap1-depth", kind="sediment", ts_ms=TS, distance_in=33.0),
-        Inspection(site=SITE, inspector="A. Chen", ts_ms=TS),
+        Inspection(site=SITE, inspector="A. Chen", ts_ms=TS, via="replay"),
     ]
     assert reason(results[4]) is RejectReason.missing_field
 

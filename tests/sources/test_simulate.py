@@ -111,6 +111,7 @@ def test_the_nodes_publish_what_the_daemon_accepts_on_a_grid_of_readings(
         while clock[0] < plan.end_s + 120:
             node.step()
             link.ack()
+            link.confirm_sent()  # as the daemon would once they are journaled
             clock[0] += 337.0  # wakes late on purpose: the readings it owes are caught up
         node.step()
     finally:

@@ -6,7 +6,9 @@
 * ``write_node_config`` writes a node YAML file and loads it with the node's
   loader.
 * ``FakeLink`` stands in for the MQTT connection where a broker adds nothing
-  (it checks, at each publish, that the row is already committed).
+  (it checks, at each publish, that the row is already committed); the test
+  acknowledges (``ack``) and confirms (``confirm``, as the daemon's
+  ``journaled`` message would) by hand.
 * ``Subscriber`` records what reaches a real broker with a persistent session,
   so messages published while it reconnects (a broker restart) are kept.
 * ``Clock`` is a wall clock and a monotonic clock the test moves by hand.
@@ -38,7 +40,7 @@ from monitor.contract.rejects import Rejection
 from monitor.sources.parse import parse_message
 from sensors.config import NodeConfig
 from sensors.configfile import load_config
-from sensors.link import Ack
+from sensors.link import Ack, Confirmation
 from sensors.node import Node
 
 SITE = "branch-meadows"
@@ -134,6 +136,7 @@ class FakeLink:
     db: Path
     up: bool = True
     acks: queue.Queue[Ack] = field(default_factory=queue.Queue)
+    confirmations: queue.Queue[Confirmation] = field(default_factory=queue.Queue)
     sent: list[tuple[int, str, bytes]] = field(default_factory=list)
     _mid: int = 0
 
@@ -155,6 +158,19 @@ class FakeLink:
         for mid, _, _ in self.sent:
             if mids is None or mid in mids:
                 self.acks.put((mid, refused, "Not authorized" if refused else "Success"))
+
+    def confirm(self, sensor: str, seq: int, retained: bool = False) -> None:
+        """The daemon's ``journaled`` confirmation of ``sensor`` up to ``seq``."""
+        self.confirmations.put((sensor, seq, retained))
+
+    def confirm_sent(self) -> None:
+        """Confirm every reading published so far, as a daemon that journaled them would."""
+        top: dict[str, int] = {}
+        for topic, payload in self.readings():
+            sensor = topic.split("/")[-2]
+            top[sensor] = max(top.get(sensor, -1), json.loads(payload)["seq"])
+        for sensor, seq in top.items():
+            self.confirm(sensor, seq)
 
     def readings(self) -> list[tuple[str, bytes]]:
         return [(t, p) for _, t, p in self.sent if t.endswith("/reading")]
@@ -255,7 +271,9 @@ def wait_until(condition: Callable[[], Any], timeout_s: float = 20, what: str = 
 
 
 def buffer_counts(db: Path) -> tuple[int, int]:
-    """(rows waiting, readings committed ever) as another process sees the buffer."""
+    """(rows held, readings committed ever) as another process sees the buffer; a row
+    is held until the daemon's confirmation covers it (``unacknowledged``: until its
+    PUBACK)."""
     if not db.exists():
         return 0, 0
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
@@ -265,5 +283,19 @@ def buffer_counts(db: Path) -> tuple[int, int]:
         return int(waiting), int(ever)
     except sqlite3.OperationalError:  # the child has not created the tables yet
         return 0, 0
+    finally:
+        conn.close()
+
+
+def unacknowledged(db: Path) -> int:
+    """Rows without their PUBACK yet (published 0), as another process sees the buffer."""
+    if not db.exists():
+        return 0
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+    try:
+        return int(conn.execute("SELECT count(*) FROM readings WHERE published = 0")
+                   .fetchone()[0])
+    except sqlite3.OperationalError:  # the child has not created the tables yet
+        return 0
     finally:
         conn.close()

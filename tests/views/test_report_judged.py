@@ -80,7 +80,8 @@ def test_a_mean_site_reports_the_storm_its_alerts_were_decided_on(tmp_path: Path
     assert [(h, round(inch, 6)) for h, inch in hourly_rain(judged["mean"]) if inch] == [
         (START + MS_PER_HOUR, 0.3)]
     assert 'alt="Hourly rain and storm running total as the storm rule judged it (gauges: ' \
-           'mean); highest storm total: mean of the live gauges 0.30 in; threshold 0.5 in"' \
+           'mean); highest storm total: mean of the live gauges 0.30 in; threshold 0.5 in; ' \
+           'time axis: local date and time, America/New_York (EDT)"' \
            in html
     # One storm of the site, the mean's, not qualified; g1's own 0.60 in is not the site's.
     summary = dict((k, v) for k, v in _cells(html, "Summary"))

@@ -118,7 +118,8 @@ def test_the_tables_show_totals_times_credentials_and_actions(month: str) -> Non
     assert action[0] == "ca-1" and action[3] == "2026-05-07 00:00 EDT"
     assert action[4] == "2026-05-20 10:00 EDT" and action[5] == "resolved late"
     (clock,) = _cells(month, "Open inspection clocks")
-    assert clock[0] == "routine" and clock[1] == "routine-2026-05-20T14:00:00Z"
+    # The clock id in local time, with the zone (its start, 14:00 UTC, is 10:00 EDT).
+    assert clock[0] == "routine" and clock[1] == "routine-2026-05-20 10:00 EDT"
     assert clock[3].startswith("overdue by ")
 
 
@@ -134,3 +135,13 @@ def test_an_open_storm_shows_its_running_total(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     (storm,) = _cells(out.read_text(encoding="utf-8"), "Storms")
     assert storm[2] == "0.61 in (running)"
+
+
+def test_every_time_and_clock_id_is_local_with_its_zone(month: str) -> None:
+    """Storms, inspections, clocks closed and open: no UTC instant left in the text."""
+    text = unescape(re.sub(r"<[^>]+>", " ", month))
+    assert not re.search(r"\d{4}-\d\d-\d\dT\d\d:\d\d|\d{8}T\d{6}Z", text)
+    # The first inspection closed the routine clock begun at active_since (May 1, local
+    # midnight) and the clock of the storm begun May 3 14:00 UTC: both ids local.
+    (first, *_) = _cells(month, "Inspections")
+    assert first[-1] == "routine-2026-05-01 00:00 EDT (met), storm-rg1-2026-05-03 10:00 EDT (met)"

@@ -36,3 +36,20 @@ def test_a_clock_seconds_past_due_is_overdue_in_the_text_as_in_the_json() -> Non
     early = site_now(eng, SITE, due - 60 * MS_PER_MINUTE)
     text = format_status(eng.config, _status(early.to_json(), due - 60 * MS_PER_MINUTE))
     assert "due 2026-05-02 06:50 EDT, 1.0 h left" in text
+
+
+def test_a_node_deleting_on_puback_is_named_in_the_text() -> None:
+    # status --json carries each sensor's node mode (from its newest status); the text
+    # must say when a node no longer waits for the daemon's confirmation.
+    readings = counter_series(ts("10:00"), 30, {})
+    eng, _ = run(readings, ts("10:30"))
+    shown = site_now(eng, SITE, ts("10:30")).to_json()
+    sensor = "rg1"
+    lines: dict[str | None, str] = {}
+    for mode in (None, "journaled", "puback"):
+        shown["sensors"][sensor]["confirm"] = mode
+        text = format_status(eng.config, _status(shown, ts("10:30")))
+        lines[mode] = next(ln for ln in text.splitlines()
+                           if ln.startswith(f"  sensor {sensor}:"))
+    assert lines["puback"].endswith(", NOT CONFIRMED: its node deletes readings on PUBACK")
+    assert "NOT CONFIRMED" not in lines[None] + lines["journaled"]

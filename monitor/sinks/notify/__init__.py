@@ -16,6 +16,8 @@ did not.
 ``console``   the ``console://`` Apprise plugin (alerts in the terminal)
 ``secrets``   masking of every target's secrets in logs and error messages
 ``probe``     ``stormwatch notify-test``
+``links``     the signed, expiring form links alerts to ``qp`` carry (the web app
+              verifies them), pure but for ``read_secret``
 
 ``build``     ``build_router`` and ``build_worker``, what ``monitor.sinks.registry`` calls
 

@@ -16,6 +16,7 @@ from ...contract.times import WallClock
 from .routing import Router
 
 if TYPE_CHECKING:
+    from .links import FormLinks
     from .targets import Target
     from .worker import NotifyWorker
 
@@ -51,6 +52,16 @@ def build_router(config: Config) -> Router | None:
     return router
 
 
+def form_links(config: Config) -> FormLinks | None:
+    """The form links of alerts routed to ``qp``: ``web:`` and its key, read here, once;
+    a key that cannot be read is a ``UserError`` (exit 2, the line ``check-config`` prints)."""
+    if config.web is None:
+        return None
+    from .links import FormLinks, read_secret
+
+    return FormLinks(config.web, read_secret(config.web.secret_file))
+
+
 def build_worker(config: Config, clock: WallClock = time.time) -> NotifyWorker | None:
     """The outbox delivery worker; None (and a warning) when no target is configured."""
     if not configured(config):
@@ -59,7 +70,8 @@ def build_worker(config: Config, clock: WallClock = time.time) -> NotifyWorker |
         return None
     from .worker import NotifyWorker
 
-    worker = NotifyWorker(config, clock, targets=load_or_exit(config))
+    worker = NotifyWorker(config, clock, targets=load_or_exit(config),
+                          links=form_links(config))
     n = config.notify
     log.info("notify: %d target(s): %s", len(worker.targets),
              "; ".join(t.describe() for t in worker.targets))

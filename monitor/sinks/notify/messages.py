@@ -14,8 +14,10 @@ tested without a mail server. Each message says
 * why: the duty of Chapter 134 it concerns, quoted with its section
   (§ 134-9A(2) inspections, § 134-9A(1) sediment traps, § 134-8C turbidity,
   § 134-12D penalties for an overdue inspection);
-* what to do, a Grafana link when ``notify.grafana_url`` is set, and the
-  alert id (``{event id}:{revision}``) by which a repeat is recognised.
+* what to do, the link to the site's inspection form when the field app is
+  configured (``web:``; the worker signs it), a Grafana link when
+  ``notify.grafana_url`` is set, and the alert id (``{event id}:{revision}``)
+  by which a repeat is recognised.
 
 Bodies come in plain text and in Markdown (the two source formats Apprise
 converts from); ``targets.py`` picks the one each service takes best.
@@ -130,6 +132,9 @@ class Alert:
     grafana_url: str | None = None
     previous: Event | None = None
     escalation: Escalation | None = None
+    #: The signed link to the site's inspection form (``links.py``), made by the
+    #: worker for an alert routed to ``qp`` when ``web:`` is configured.
+    form_link: str | None = None
 
 
 @dataclass(slots=True)
@@ -809,6 +814,8 @@ def render(alert: Alert) -> Message:
         facts.append(Line("Reported late", f"this happened {hours(delay)} before this message "
                           "(the data or its delivery was delayed)"))
     tail: list[Line] = []
+    if alert.form_link:
+        tail.append(Line("Inspection form", "", url=alert.form_link))
     if alert.grafana_url:
         tail.append(Line("Dashboard", "", url=grafana_link(
             alert.grafana_url, c.event.site, c.at, alert.now_ms)))

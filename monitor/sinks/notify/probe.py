@@ -1,5 +1,6 @@
 """``stormwatch notify-test``: a test message to every target (or a tag's), a verdict per target;
-and ``send_to``, the same sending for other one-off messages (``logbook anchor --send``).
+and ``send_to``, the same sending for other one-off messages (``logbook anchor --send``),
+and ``send_to_address``: a message for one person only (``user link --send``).
 
 The first thing a new user runs: it goes through the same targets, the same
 Apprise sends and the same secret masking as the daemon, without touching the
@@ -12,8 +13,10 @@ import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from zoneinfo import ZoneInfo
 
-from ...config import Config
+from ...config import Config, NotifyConfig, NotifyTarget
 from .messages import INFO, Line, Message, local_time
 from .targets import SendResult, Target, load_targets
 
@@ -59,3 +62,44 @@ def run_test(config: Config, tag: str | None = None) -> list[Verdict]:
     """
     now_ms = round(time.time() * 1000)
     return send_to(config, tag, lambda t: probe_message(config, t, tag, now_ms))
+
+
+#: Apprise's e-mail schemes: the targets a message for one address can go through.
+MAIL_SCHEMES = ("mailto", "mailtos")
+
+
+def mail_to(url: str, address: str) -> str | None:
+    """The Apprise mail URL ``url`` with ``address`` as its only recipient (the same
+    server, login and sender), or None when ``url`` is no mail URL."""
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in MAIL_SCHEMES:
+        return None
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
+             if k.lower() not in ("to", "cc", "bcc")]
+    # Recipients in the path (mailto://host/a@b.org) go too: only ``address`` gets it.
+    return urlunsplit(parts._replace(path="", query=urlencode([*query, ("to", address)])))
+
+
+def signin_message(name: str, link: str, expires_ms: int, zone: ZoneInfo) -> Message:
+    """The mail that carries a sign-in link (``user link --send``, the web app)."""
+    until = local_time(expires_ms, zone)
+    body = (f"Open this link on your phone to sign in to stormwatch as {name}. It works "
+            f"once, until {until}; ask for a new one after that.")
+    return Message("stormwatch: your sign-in link", f"{body}\n\n{link}\n",
+                   f"{body}\n\n<{link}>\n", INFO)
+
+
+def send_to_address(config: Config, address: str, message: Message) -> list[Verdict]:
+    """Send ``message`` to ``address`` alone, through the first mail target of
+    ``notify.targets`` that takes it (its server and login): a sign-in link must
+    reach its person, not a shared channel. The verdicts of the targets tried, in
+    order (the last one ok when it was sent); none when no target is a mail URL."""
+    mails = [NotifyTarget(url=url, name=t.name or f"notify.targets.{i}")
+             for i, t in enumerate(config.notify.targets)
+             if (url := mail_to(t.url, address)) is not None]
+    verdicts: list[Verdict] = []
+    for target in load_targets(NotifyConfig(targets=mails)):
+        verdicts.append(Verdict(target, target.send(message)))
+        if verdicts[-1].result.ok:
+            break
+    return verdicts

@@ -54,6 +54,9 @@ from typing import Final
 from ...contract.events import ClockClosed, Event, StormQualified, TurbidityContrast
 from ...contract.routes import ROUTE_KEYS
 
+#: The qualified professional's tag: alerts routed to it carry the form link (``links.py``).
+QP_TAG: Final = "qp"
+
 #: The default route of every § 5 event type: a decision for each, [] = log book only.
 DEFAULT_ROUTES: Final[dict[str, tuple[str, ...]]] = {
     # A drizzle starts and ends a storm event; only a qualifying one is news.

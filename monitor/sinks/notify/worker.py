@@ -12,7 +12,9 @@ due row (one alert × one tag):
 1. asks ``policy.decide`` whether it is still worth sending (catch-up noise,
    corrections); if not, settles it as withheld;
 2. renders it (``messages.render``) in the site's time zone, at the moment
-   of sending;
+   of sending, with the signed link to the site's inspection form when the
+   event is routed to ``qp`` and ``web:`` is configured (``links.py``; the
+   link expires ``web.link_hours`` after the send);
 3. sends it to every target that receives the tag and has no receipt for
    this alert yet, recording each target's receipt the moment it confirms:
    a target never gets the same alert twice through a retry, a second tag or
@@ -53,8 +55,9 @@ from ...contract.events import Event
 from ...contract.times import MS_PER_HOUR, MS_PER_MINUTE, WallClock
 from ...store import DueAlert, Store
 from . import policy, secrets
+from .links import FormLinks
 from .messages import Alert, Escalation, render
-from .routing import is_urgent
+from .routing import QP_TAG, Router, is_urgent
 from .targets import Target, load_targets
 
 log = logging.getLogger("stormwatch.notify")
@@ -76,9 +79,15 @@ class NotifyWorker:
 
     def __init__(self, config: Config, clock: WallClock = time.time, *,
                  targets: list[Target] | None = None,
-                 rand: Callable[[], float] = random.random) -> None:
+                 rand: Callable[[], float] = random.random,
+                 links: FormLinks | None = None) -> None:
         self.config = config
         self.notify = config.notify
+        #: Form links for alerts routed to ``qp`` (``web:`` configured; key read by
+        #: ``build.py``), and the routing tables that say which alerts those are.
+        self.links = links
+        self.routes = Router.build(config.notify.routes, {
+            s.id: s.notify.routes for s in config.sites if s.notify.routes})
         self.clock = clock
         self.targets = targets if targets is not None else load_targets(config.notify)
         self.rand = rand
@@ -181,8 +190,13 @@ class NotifyWorker:
                 if other.alert_id == alert_id:
                     escalation = Escalation(from_tag, other.attempts, other.created_ms,
                                             other.last_error)
+        link = None
+        if self.links is not None and QP_TAG in self.routes.table_tags(event):
+            # The route's, not the row's tag: a target taking every tag gets the
+            # alert once, through whichever row comes first, and the link with it.
+            link = self.links.for_event(event, now)
         return Alert(alert_id, event, now, self.config.site(event.site),
-                     self.notify.grafana_url, previous, escalation)
+                     self.notify.grafana_url, previous, escalation, link)
 
     def _fail(self, store: Store, row: DueAlert, now: int, error: str, *,
               final: bool = False, reached: bool = False) -> None:

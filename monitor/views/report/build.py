@@ -20,8 +20,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from html import escape
+from pathlib import Path
 
-from ...config import Config, SiteConfig
+from ...config import Config, SiteConfig, photos_dir_of
 from ...config.plausible import NO_GAUGE, storm_duty_unwatched
 from ...contract.events import (
     Body,
@@ -38,12 +39,16 @@ from ...contract.events import (
 )
 from ...contract.times import parse_iso
 from ...engine.actions import ActionState, action_states, record_of_event
+from ...engine.duties import outstanding_duties
+from ...engine.episodes import turbidity_episodes
 from ...engine.outcomes import StormRecord, storm_records
 from ...engine.readout import SiteNow, SiteSummary
 from ...engine.series import running_totals
 from ...engine.summary import judged_at, status_at
 from ...store import Store
 from ..logbook import Recorded, current_events, verify_logbook
+from .owed import owed_section
+from .photos import photos_section
 from .plots import plots_section
 from .rows import revealed_note, sensor_rows
 from .samples import Series, engine_series
@@ -72,7 +77,19 @@ th,td{border:1px solid #bbb;padding:.25em .6em;text-align:left;font-size:.92em}
 th{background:#eee} blockquote{color:#444;border-left:3px solid #bbb;margin-left:0;padding-left:1em}
 .late,.exceeded,.overdue{color:#b00;font-weight:bold} .met{color:#070}
 img{max-width:100%}
+.photos{display:flex;flex-wrap:wrap;gap:1em;margin:.5em 0 1.5em}
+figure{margin:0;width:240px;font-size:.8em;break-inside:avoid}
+figure img.thumb{width:240px;height:auto;border:1px solid #bbb}
+.missing{width:236px;height:120px;border:2px dashed #b00;color:#b00;font-weight:bold;
+ display:flex;align-items:center;justify-content:center;text-align:center;padding:2px}
+.nowrap{white-space:nowrap} .note{font-size:.85em;color:#444;max-width:60em}
+.sha{font-family:monospace;font-size:.85em;word-break:break-all;color:#444}
 """
+
+
+#: How far the events may run ahead of the report's clock before the header says it was
+#: generated before them: a node's clock a few seconds fast is not a demo's clock.
+AHEAD_TOLERANCE_MS = 60_000
 
 
 def parse_bound(text: str, site: SiteConfig, *, end: bool) -> int:
@@ -88,16 +105,27 @@ def parse_bound(text: str, site: SiteConfig, *, end: bool) -> int:
 
 
 def build_report(config: Config, store: Store, site_id: str, from_ms: int, to_ms: int,
-                 now_ms: int) -> str:
+                 now_ms: int, *, photos_dir: Path | None = None) -> str:
     """The report for ``[from_ms, to_ms)`` as one HTML document, from an open (read-only)
-    store."""
+    store; inspection photos are read from ``photos_dir`` (default: where the field app
+    keeps them, ``config.photos_dir_of``)."""
     site = config.site(site_id)
     if site is None:
         raise ValueError(f"unknown site {site_id!r}")
     p = _Period(site, LocalTime(site), from_ms, to_ms, now_ms)
     book = current_events(store, site.id)
-    series = engine_series(config, store, site.id, from_ms, to_ms)
-    state, judged = _recorded_state(store, site.id, now_ms)
+    # From the start of the earliest turbidity episode the period shows (its peak).
+    lo = min([from_ms] + [parse_iso(e.body.started_at) for e in book.events
+                          if isinstance(e.body, TurbidityContrast) and from_ms <= e.at_ms < to_ms])
+    wide = engine_series(config, store, site.id, lo, to_ms)
+    series = wide.since(from_ms)
+    kept, state, judged = _recorded_state(store, site.id, now_ms)
+    # The end of the period, or where the engine last judged the site if earlier.
+    end = min(to_ms - 1, judged)
+    duties = outstanding_duties(book.events, kept.clocks if kept else None,
+                                wide.trap_samples(), end)
+    episodes = [ep for ep in turbidity_episodes(book.events, wide.contrast, to_ms)
+                if ep.cleared_ms is None or ep.cleared_ms >= from_ms]
     # An open storm's total is its running total so far (the plot's last point).
     running = running_totals(x for xs in series.storms.values() for x in xs)
     storms = [s for s in storm_records(site, book.events, judged, running)
@@ -108,21 +136,23 @@ def build_report(config: Config, store: Store, site_id: str, from_ms: int, to_ms
     return "".join([
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{escape(title)}</title>"
         f"<style>{CSS}</style></head><body><h1>{escape(title)}</h1>",
-        _header(p, store, book),
+        _header(p, store, book, judged),
         "<h2>The law</h2>" + "".join(
             f"<blockquote><strong>{escape(ref)}</strong> {escape(text)}</blockquote>"
             for ref, text in LAW),
         _summary(p, book.events, events, storms, state),
+        owed_section(site, duties, end, to_ms, kept is not None, p.local),
         _storms(p, storms),
         _open_clocks(state, p.local),
         "<h2>Sensors (at the time of this report)</h2>" + table(
             ["Sensor", "Kind", "Reporting", "Health", "Last seen"],
             [[escape(c) for c in r] for r in sensor_rows(site, state, p.local)], "No sensors."),
         _inspections(p, events, closed),
+        photos_section(events, photos_dir or photos_dir_of(config), p.local),
         _actions_table(book.events, from_ms, to_ms, now_ms, p.local),
         trap_section(events, p.local),
-        turbidity_section(events, p.local),
-        plots_section(site, series, p.local),
+        turbidity_section(events, p.local, episodes),
+        plots_section(site, series, p.local, from_ms, to_ms),
         "</body></html>"])
 
 
@@ -138,19 +168,23 @@ class _Period:
     now_ms: int
 
 
-def _recorded_state(store: Store, site_id: str, now_ms: int) -> tuple[SiteNow | None, int]:
-    """The site's recorded status judged where the engine judged it (``judged_at``),
-    and that instant; (None, ``now_ms``) when the daemon has recorded none."""
+def _recorded_state(store: Store, site_id: str, now_ms: int
+                    ) -> tuple[SiteSummary | None, SiteNow | None, int]:
+    """The site's recorded summary, its status judged where the engine judged it
+    (``judged_at``), and that instant; (None, None, ``now_ms``) when the daemon has
+    recorded none."""
     recorded = store.state.site_statuses().get(site_id)
     if recorded is None:
-        return None, now_ms
+        return None, None, now_ms
     kept = SiteSummary.from_json(recorded.data)
     judged = judged_at(kept, now_ms)
-    return status_at(kept, judged), judged
+    return kept, status_at(kept, judged), judged
 
 
-def _header(p: _Period, store: Store, book: Recorded) -> str:
-    """The site, the period, and the log book head the events are read up to."""
+def _header(p: _Period, store: Store, book: Recorded, judged_ms: int) -> str:
+    """The site, the period, and the log book head the events are read up to; and,
+    when the events run ahead of the clock the report is made by (a demo's simulated
+    clock, a node stamping ahead), that it was generated before them."""
     site, local = p.site, p.local
     problems = verify_logbook(store).problems
     header = [("Site", f"{site.name or ''} ({site.id})"), ("Address", site.address or "—"),
@@ -162,6 +196,13 @@ def _header(p: _Period, store: Store, book: Recorded) -> str:
                f"from the log book up to this row (anchor {book.head.anchor})"),
               ("Log book check", "hash chain intact" if not problems else
                f"FAILED: {len(problems)} problem(s); run `stormwatch logbook verify`")]
+    latest = max([judged_ms] + [e.at_ms for e in book.events])
+    if latest > p.now_ms + AHEAD_TOLERANCE_MS:
+        header.insert(6, ("Generated before its events", f"this report was generated at "
+                          f"{local(p.now_ms)}, before {local(latest)}, the latest time of the "
+                          "site's events and clocks: they come from a clock running ahead of "
+                          "this computer's (a demo's simulated clock, or a sensor node "
+                          "stamping its readings ahead)"))
     if book.pending:
         header.append(("Not yet in the log book", f"{book.pending} event(s) of a backlog still "
                        "being applied, shown from the events table"))
@@ -237,7 +278,8 @@ def _inspections(p: _Period, events: Sequence[Event],
         b = e.body
         if not isinstance(b, InspectionRecorded):
             continue
-        clocks = [f"{c} ({closed[c].outcome})" if c in closed else c for c in b.closes]
+        clocks = [f"{local.id(c)} ({closed[c].outcome})" if c in closed else local.id(c)
+                  for c in b.closes]
         who = "; ".join(f"{n} ({c})" if c else n for n, c in
                         zip(b.inspectors, b.credentials or [""] * len(b.inspectors),
                             strict=False))
@@ -287,7 +329,7 @@ def _open_clocks(state: SiteNow | None, local: LocalTime) -> str:
     if state is None:
         return ("<h2>Open inspection clocks</h2><p><em>Unknown: the daemon has recorded no "
                 "state for this site.</em></p>")
-    rows = [[escape(c.clock), escape(c.clock_id), escape(local(c.due_ms)),
+    rows = [[escape(c.clock), escape(local.id(c.clock_id)), escape(local(c.due_ms)),
              outcome("overdue") + escape(f" by {-c.hours_left:.1f} h")
              if c.overdue and c.hours_left is not None
              else escape(f"{c.hours_left:.1f} h left") if c.hours_left is not None else "—",

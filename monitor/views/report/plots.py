@@ -30,15 +30,18 @@ from .samples import Series
 from .tables import LocalTime
 
 
-def plots_section(site: SiteConfig, series: Series, local: LocalTime) -> str:
-    """The plots of the period: rain (or that there was none), trap fill, turbidity."""
-    parts = ["<h2>Plots</h2>"]
+def plots_section(site: SiteConfig, series: Series, local: LocalTime, from_ms: int,
+                  to_ms: int) -> str:
+    """The plots of ``[from_ms, to_ms)``: rain (or that there was none), trap fill,
+    turbidity; each time axis in local dates and times, the zone named under it."""
+    axis = time_axis_words(local, from_ms, to_ms)
+    parts = ["<h2>Plots</h2>", f"<p>Time axes: {escape(axis)}.</p>"]
     if series.storms:
-        parts.append(_rain_plot(site, series.storms, local))
+        parts.append(_rain_plot(site, series.storms, local, axis))
     else:
         parts.append("<p><em>No rain gauge readings in the period.</em></p>")
-    for plot in (_trap_plot(site, series.traps, local),
-                 _turbidity_plot(site, series.contrast, local)):
+    for plot in (_trap_plot(site, series.traps, local, axis),
+                 _turbidity_plot(site, series.contrast, local, axis)):
         if plot is not None:
             parts.append(plot)
     return "".join(parts)
@@ -54,7 +57,12 @@ def _png(fig: Any, alt: str = "plot") -> str:
     return f'<img alt="{escape(alt)}" src="data:image/png;base64,{data}">'
 
 
-def _axes(title: str, local: LocalTime) -> tuple[Any, Any]:
+def time_axis_words(local: LocalTime, from_ms: int, to_ms: int) -> str:
+    """What a plot's time axis is labelled: local date and time, and the zone."""
+    return f"local date and time, {local.zone_words(from_ms, to_ms - 1)}"
+
+
+def _axes(title: str, local: LocalTime, axis: str) -> tuple[Any, Any]:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -63,19 +71,23 @@ def _axes(title: str, local: LocalTime) -> tuple[Any, Any]:
 
     fig, ax = plt.subplots(figsize=(10, 3.6))
     ax.set_title(title)
-    formatter = mdates.DateFormatter("%m-%d %H:%M", tz=local.zone)  # type: ignore[no-untyped-call]
+    # Few enough ticks that two-line labels (date, time) never run into each other.
+    locator = mdates.AutoDateLocator(tz=local.zone, minticks=3, maxticks=7)  # type: ignore[no-untyped-call]
+    formatter = mdates.DateFormatter("%Y-%m-%d\n%H:%M", tz=local.zone)  # type: ignore[no-untyped-call]
+    ax.xaxis.set_major_locator(locator)
     ax.xaxis.set_major_formatter(formatter)
-    fig.autofmt_xdate()
+    ax.set_xlabel(axis)
     ax.grid(alpha=0.3)
     return fig, ax
 
 
-def _rain_plot(site: SiteConfig, storms: dict[str, list[StormSample]], local: LocalTime) -> str:
+def _rain_plot(site: SiteConfig, storms: dict[str, list[StormSample]], local: LocalTime,
+               axis: str) -> str:
     """Hourly rain and the storm running total of each gauge the storms are judged on
     (``series.judged_rain``: under ``gauges: mean`` the mean of the live gauges, as the
     rule averaged them), against the threshold."""
     judged = judged_rain(site, storms)
-    fig, ax = _axes(f"{site.name or site.id}: rainfall (in)", local)
+    fig, ax = _axes(f"{site.name or site.id}: rainfall (in)", local, axis)
     width = 1 / 24 * 0.9 / max(len(judged), 1)
     for i, (gauge, samples) in enumerate(judged.items()):
         hours = hourly_rain(samples)
@@ -92,7 +104,7 @@ def _rain_plot(site: SiteConfig, storms: dict[str, list[StormSample]], local: Lo
                label=f"{site.rain.threshold_in:g} in (§ 134-9A(2))")
     ax.set_ylabel("inches")
     ax.legend(loc="best")
-    return _png(fig, _rain_words(site, judged))
+    return _png(fig, f"{_rain_words(site, judged)}; time axis: {axis}")
 
 
 #: The bars of each gauge, side by side when a site's storms are judged on several.
@@ -113,11 +125,12 @@ def _rain_words(site: SiteConfig, judged: Mapping[str, Sequence[StormSample]]) -
 
 
 def _trap_plot(site: SiteConfig, traps: dict[str, list[TrapSample]],
-               local: LocalTime) -> str | None:
+               local: LocalTime, axis: str) -> str | None:
     """Each trap's fill of design volume after the median, as the trap alerts see it."""
     if not traps:
         return None
-    fig, ax = _axes(f"{site.name or site.id}: sediment trap fill (% of design volume)", local)
+    fig, ax = _axes(f"{site.name or site.id}: sediment trap fill (% of design volume)", local,
+                    axis)
     for tid, samples in traps.items():
         ax.plot([local.dt(s.ts_ms) for s in samples], [s.fill_fraction * 100 for s in samples],
                 marker=".", label=tid)
@@ -128,16 +141,18 @@ def _trap_plot(site: SiteConfig, traps: dict[str, list[TrapSample]],
                label=f"{trap0.cleanout_fraction:.0%} clean-out (§ 134-9A(1))")
     ax.set_ylabel("% full")
     ax.legend(loc="best")
-    return _png(fig)
+    return _png(fig, f"Sediment trap fill of design volume after the median, against the "
+                f"clean-out level; time axis: {axis}")
 
 
 def _turbidity_plot(site: SiteConfig, contrast: dict[str, list[ContrastSample]],
-                    local: LocalTime) -> str | None:
+                    local: LocalTime, axis: str) -> str | None:
     """Downstream minus its background, and the allowed increase, per pair; a reading
     without a usable background is a gap (the contrast is unknown there)."""
     if not contrast:
         return None
-    fig, ax = _axes(f"{site.name or site.id}: downstream − upstream turbidity (NTU)", local)
+    fig, ax = _axes(f"{site.name or site.id}: downstream − upstream turbidity (NTU)", local,
+                    axis)
     for pid, samples in contrast.items():
         xs = [local.dt(s.ts_ms) for s in samples]
         nan = float("nan")
@@ -152,4 +167,5 @@ def _turbidity_plot(site: SiteConfig, contrast: dict[str, list[ContrastSample]],
     ax.axhline(0, color="#888", linewidth=0.8)
     ax.set_ylabel("NTU")
     ax.legend(loc="best")
-    return _png(fig)
+    return _png(fig, f"Turbidity downstream minus upstream and the allowed increase; time "
+                f"axis: {axis}")

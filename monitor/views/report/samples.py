@@ -8,7 +8,8 @@ total), never a recomputation that could contradict an alert.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 from ...config import Config
 from ...engine.core import Engine
@@ -25,6 +26,26 @@ class Series:
     storms: dict[str, list[StormSample]] = field(default_factory=dict)
     traps: dict[str, list[TrapSample]] = field(default_factory=dict)
     contrast: dict[str, list[ContrastSample]] = field(default_factory=dict)
+    #: Each trap's last sample before the window (what the trap stood at when the
+    #: period began, so a trap silent all period still shows its standing demand).
+    trap_before: dict[str, TrapSample] = field(default_factory=dict)
+
+    def since(self, ms: int) -> Series:
+        """The samples at or after ``ms`` (a report's period, of a wider window)."""
+        def cut(series: dict[str, list[S]]) -> dict[str, list[S]]:
+            kept = {k: [x for x in xs if x.ts_ms >= ms] for k, xs in series.items()}
+            return {k: xs for k, xs in kept.items() if xs}
+        return replace(self, storms=cut(self.storms), traps=cut(self.traps),
+                       contrast=cut(self.contrast))
+
+    def trap_samples(self) -> dict[str, list[TrapSample]]:
+        """Each trap's samples with the last one before the window first."""
+        names = set(self.traps) | set(self.trap_before)
+        return {t: ([self.trap_before[t]] if t in self.trap_before else [])
+                + self.traps.get(t, []) for t in sorted(names)}
+
+
+S = TypeVar("S", StormSample, TrapSample, ContrastSample)
 
 
 def engine_series(config: Config, store: Store, site_id: str, lo: int, hi: int) -> Series:
@@ -34,12 +55,20 @@ def engine_series(config: Config, store: Store, site_id: str, lo: int, hi: int) 
     rules carry state: a storm's running total, the median of a trap, the
     last background), the same way the daemon ran it; the last sample of each
     series and instant wins (a late reading corrects what came before it).
+    Each trap's last sample before ``lo`` is kept too (``Series.trap_before``).
     """
     engine = Engine(config)
     found: dict[tuple[str, str, int], Sample] = {}
+    before: dict[str, TrapSample] = {}
 
     def keep(sample: Sample) -> None:
-        if sample.site == site_id and lo <= sample.ts_ms < hi:
+        if sample.site != site_id:
+            return
+        if isinstance(sample, TrapSample) and sample.ts_ms < lo:
+            held = before.get(sample.trap)
+            if held is None or held.ts_ms <= sample.ts_ms:
+                before[sample.trap] = sample
+        if lo <= sample.ts_ms < hi:
             name = (sample.gauge if isinstance(sample, StormSample) else
                     sample.trap if isinstance(sample, TrapSample) else sample.pair)
             found[(type(sample).__name__, name, sample.ts_ms)] = sample
@@ -52,7 +81,7 @@ def engine_series(config: Config, store: Store, site_id: str, lo: int, hi: int) 
             if row.body.get("site") == site_id:
                 apply_row(engine, row)
         engine.drain_settled()
-    out = Series()
+    out = Series(trap_before=before)
     for sample in sorted(found.values(), key=lambda s: s.ts_ms):
         if isinstance(sample, StormSample):
             out.storms.setdefault(sample.gauge, []).append(sample)

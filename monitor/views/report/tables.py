@@ -9,7 +9,8 @@ they are.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import re
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from html import escape
 
@@ -24,6 +25,8 @@ from ...contract.events import (
     TurbidityContrast,
 )
 from ...contract.localtime import local_text
+from ...contract.times import parse_iso
+from ...engine.episodes import TurbidityEpisode
 
 #: Local time of an instant (ms or ISO text) as the report prints it.
 Local = Callable[[int | str | None], str]
@@ -41,6 +44,27 @@ class LocalTime:
 
     def __call__(self, value: int | str | None) -> str:
         return local_text(value, self.zone, empty="—")
+
+    def zone_words(self, lo_ms: int, hi_ms: int) -> str:
+        """``America/New_York (EDT)``, or ``(EST/EDT)`` when the span crosses a change."""
+        names = dict.fromkeys(self.dt(ms).strftime("%Z") for ms in (lo_ms, hi_ms))
+        return f"{self.zone.key} ({'/'.join(names)})"
+
+    def id(self, text: str) -> str:
+        """An id with the UTC instants in it (``routine-2026-05-20T14:00:00Z``,
+        ``storm-rg1-20260503T140000Z``) in local time: ``routine-2026-05-20 10:00 EDT``."""
+        return _INSTANT.sub(lambda m: self(parse_iso(_iso_of(m.group(0)))), text)
+
+
+#: A UTC instant inside an id: ISO 8601 (``2026-05-20T14:00:00Z``) or compact
+#: (``20260503T140000Z``, ``contract.times.compact``).
+_INSTANT = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z|\d{8}T\d{6}Z")
+
+
+def _iso_of(text: str) -> str:
+    if "-" in text:
+        return text
+    return f"{text[:4]}-{text[4:6]}-{text[6:8]}T{text[9:11]}:{text[11:13]}:{text[13:15]}Z"
 
 
 def table(headers: list[str], rows: list[list[str]], empty: str) -> str:
@@ -79,9 +103,40 @@ def trap_section(events: Iterable[Event], local: Local) -> str:
         "No trap events in the period.")
 
 
-def turbidity_section(events: Iterable[Event], local: Local) -> str:
-    """§ 134-8C: contrast episodes (against background, or the absolute level while no
-    usable background exists) and suspect probes."""
+def turbidity_section(events: Iterable[Event], local: Local,
+                      episodes: Sequence[TurbidityEpisode] = ()) -> str:
+    """§ 134-8C: the episodes with their peak (``engine/episodes.py``), then each contrast
+    event (against background, or the absolute level while no usable background exists)
+    and suspect probes."""
+    return "<h2>Turbidity episodes</h2>" + (_episode_table(episodes, local) if episodes else
+                                            "") + _turbidity_events(events, local)
+
+
+def _episode_table(episodes: Sequence[TurbidityEpisode], local: Local) -> str:
+    """One row per episode: detection, its peak reading, and clearing."""
+    rows = []
+    for ep in episodes:
+        d, pk = ep.detected, ep.peak
+        absolute = ep.basis == "absolute"
+        then = d.downstream_ntu if absolute else d.delta_ntu
+        state = outcome("cleared" if ep.cleared_ms is not None else "exceeded")
+        peak = ([escape(local(pk.ts_ms)), _ntu(pk.upstream_ntu), _ntu(pk.downstream_ntu),
+                 _ntu(pk.delta_ntu)] if pk is not None else
+                [escape("— (no reading in the report's data)"), "—", "—", "—"])
+        rows.append([escape(ep.pair), state, escape(ep.basis), escape(local(ep.started_ms)),
+                     escape(local(ep.detected_ms)), _ntu(then), *peak, _ntu(d.limit_ntu),
+                     escape(local(ep.cleared_ms) if ep.cleared_ms is not None
+                            else "not cleared")])
+    return table(["Pair", "State", "Basis", "Started", "Detected", "Then", "Peak at",
+                  "Peak up NTU", "Peak down NTU", "Peak Δ NTU", "Limit", "Cleared"], rows, "") + (
+        "<p class='note'>Then: the increase over background when detected (NTU), or the "
+        "downstream level when absolute; the peak is the episode's reading with the largest "
+        "increase (the highest level when absolute) up to its clearing or the end of the "
+        "period; Limit: the allowed increase (NTU over background), or the level when "
+        "absolute.</p>")
+
+
+def _turbidity_events(events: Iterable[Event], local: Local) -> str:
     rows = []
     for e in events:
         t = e.body
@@ -94,7 +149,7 @@ def turbidity_section(events: Iterable[Event], local: Local) -> str:
                          escape(f"upstream above downstream for {t.hours:g} h"),
                          escape(local(t.since)), _ntu(t.upstream_ntu), _ntu(t.downstream_ntu),
                          _ntu(t.downstream_ntu - t.upstream_ntu), _ntu(t.suspect_delta_ntu)])
-    return "<h2>Turbidity episodes</h2>" + table(
+    return ("<h3>Turbidity events</h3>" if rows else "") + table(
         ["Time", "Pair", "State", "Basis", "Episode start", "Upstream NTU", "Downstream NTU",
          "Δ NTU", "Limit (Δ NTU over background, or NTU when absolute)"], rows,
         "No turbidity episodes in the period.")

@@ -1,0 +1,196 @@
+"""Inspection photos as evidence (§ 134-9A(2) reports): kept byte for byte by SHA-256.
+
+Theory of operation. A photo arrives as a stream of bytes (an upload of the
+field app, or a file). ``store_photo`` writes it to a temporary file in
+``photos_dir/tmp`` while hashing it, refusing it as soon as it grows past the
+limit (so a huge upload never fills memory or the disk), then checks with
+Pillow that it is an image of an accepted type, reads its EXIF time and GPS
+position, and renames it to ``photos_dir/<sha256[:2]>/<sha256>``: the rename
+is atomic, so a reader sees the whole photo or none. A photo already stored
+(the same bytes) is left as it is. Nothing here rewrites or deletes a stored
+photo; the inspection's journal row holds the hash, so ``logbook verify`` can
+tell a missing or altered file (``check_photo``).
+
+No name from a request reaches the filesystem: the only path component taken
+from outside is the hash, and ``photo_path`` accepts only 64 lowercase hex
+digits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Final
+
+from ..errors import UserError
+
+#: The image types accepted (Pillow's format names): what phones and cameras write.
+IMAGE_FORMATS: Final = frozenset({"JPEG", "PNG", "WEBP", "MPO"})
+_HEX64: Final = re.compile(r"[0-9a-f]{64}")
+_CHUNK: Final = 1 << 16
+_EXIF_IFD, _GPS_IFD = 0x8769, 0x8825
+_DATETIME_ORIGINAL, _OFFSET_ORIGINAL, _DATETIME = 36867, 36881, 306
+
+
+class PhotoError(UserError):
+    """A photo refused: not an image of an accepted type, or too large."""
+
+
+class PhotoTooLarge(PhotoError):
+    """A photo larger than the limit (``web.max_photo_mb``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredPhoto:
+    """A photo as kept: its hash, size, Pillow format, EXIF time (ISO UTC) and position."""
+
+    sha256: str
+    size_bytes: int
+    format: str
+    taken_at: str | None = None
+    lat: float | None = None
+    lon: float | None = None
+
+
+def is_sha256(text: str) -> bool:
+    """Whether ``text`` is a photo's name: 64 lowercase hex digits."""
+    return _HEX64.fullmatch(text) is not None
+
+
+def photo_path(photos_dir: Path, sha256: str) -> Path:
+    """Where the photo with this hash is kept (``ValueError`` for anything but a hash)."""
+    if not is_sha256(sha256):
+        raise ValueError(f"not a SHA-256 (64 lowercase hex digits): {sha256[:80]!r}")
+    return photos_dir / sha256[:2] / sha256
+
+
+def store_photo(photos_dir: Path, chunks: Iterable[bytes], max_bytes: int) -> StoredPhoto:
+    """Stream ``chunks`` to disk, check the image, keep it under its hash.
+
+    ``PhotoTooLarge`` as soon as more than ``max_bytes`` arrive, ``PhotoError``
+    when it is no image of ``IMAGE_FORMATS``; either way nothing is kept.
+    """
+    tmp_dir = photos_dir / "tmp"
+    tmp_dir.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256()
+    size = 0
+    fd, tmp_name = tempfile.mkstemp(dir=tmp_dir, prefix="upload-")
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for chunk in chunks:
+                size += len(chunk)
+                if size > max_bytes:
+                    raise PhotoTooLarge(f"photo: larger than {max_bytes / 1e6:.0f} MB")
+                digest.update(chunk)
+                out.write(chunk)
+        if size == 0:
+            raise PhotoError("photo: empty")
+        info = read_image(tmp)
+        sha = digest.hexdigest()
+        final = photo_path(photos_dir, sha)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        if final.exists():
+            tmp.unlink()
+        else:
+            os.chmod(tmp, 0o444)
+            os.replace(tmp, final)
+        return StoredPhoto(sha, size, *info)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def store_photo_bytes(photos_dir: Path, data: bytes, max_bytes: int) -> StoredPhoto:
+    """``store_photo`` of bytes already in memory (a test, a small file)."""
+    return store_photo(photos_dir, [data[i:i + _CHUNK] for i in range(0, len(data), _CHUNK)],
+                       max_bytes)
+
+
+def read_file_chunks(path: Path) -> Iterable[bytes]:
+    """A file's bytes in chunks, for ``store_photo``."""
+    with path.open("rb") as f:
+        while chunk := f.read(_CHUNK):
+            yield chunk
+
+
+def read_image(path: Path) -> tuple[str, str | None, float | None, float | None]:
+    """(format, EXIF time as ISO UTC, latitude, longitude) of an image file, or
+    ``PhotoError`` when Pillow does not take it as an image of ``IMAGE_FORMATS``."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(path) as img:
+            fmt = img.format or ""
+            img.verify()
+        if fmt not in IMAGE_FORMATS:
+            raise PhotoError(f"photo: a {fmt or 'unknown'} image; send JPEG, PNG or WebP")
+        with Image.open(path) as img:
+            exif = img.getexif()
+            taken = _exif_time(exif)
+            lat, lon = _exif_position(exif)
+    except PhotoError:
+        raise
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
+        raise PhotoError(f"photo: not an image ({type(exc).__name__}); send JPEG, PNG or WebP"
+                         ) from None
+    return fmt, taken, lat, lon
+
+
+def _exif_time(exif: Any) -> str | None:
+    """EXIF DateTimeOriginal (or DateTime) as ISO UTC; a time without OffsetTimeOriginal
+    is the camera's local time of an unknown zone, so it is taken as given (UTC)."""
+    sub = exif.get_ifd(_EXIF_IFD)
+    text = sub.get(_DATETIME_ORIGINAL) or exif.get(_DATETIME)
+    if not isinstance(text, str):
+        return None
+    try:
+        when = datetime.strptime(text.strip("\x00 "), "%Y:%m:%d %H:%M:%S")
+    except ValueError:
+        return None
+    offset = sub.get(_OFFSET_ORIGINAL)
+    tz = timezone.utc
+    if isinstance(offset, str) and re.fullmatch(r"[+-]\d\d:\d\d", offset.strip("\x00 ")):
+        sign = -1 if offset[0] == "-" else 1
+        tz = timezone(sign * timedelta(hours=int(offset[1:3]), minutes=int(offset[4:6])))
+    return when.replace(tzinfo=tz).astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _exif_position(exif: Any) -> tuple[float | None, float | None]:
+    gps = exif.get_ifd(_GPS_IFD)
+    try:
+        lat = _degrees(gps[2], gps.get(1, "N"), "S")
+        lon = _degrees(gps[4], gps.get(3, "E"), "W")
+    except (KeyError, TypeError, ValueError, ZeroDivisionError, IndexError):
+        return None, None
+    if not (-90 <= lat <= 90 and -180 <= lon <= 180):
+        return None, None
+    return round(lat, 7), round(lon, 7)
+
+
+def _degrees(dms: Any, ref: Any, negative: str) -> float:
+    d, m, s = (float(x) for x in dms)
+    value = d + m / 60 + s / 3600
+    return -value if str(ref).strip("\x00 ").upper() == negative else value
+
+
+def check_photo(photos_dir: Path, sha256: str) -> str | None:
+    """What is wrong with a stored photo (missing, or its bytes no longer hash to
+    its name), or None when it is intact."""
+    try:
+        path = photo_path(photos_dir, sha256)
+    except ValueError as exc:
+        return str(exc)
+    if not path.is_file():
+        return f"photo {sha256} is missing ({path})"
+    digest = hashlib.sha256()
+    for chunk in read_file_chunks(path):
+        digest.update(chunk)
+    if digest.hexdigest() != sha256:
+        return f"photo {sha256} was altered: its file now hashes to {digest.hexdigest()} ({path})"
+    return None

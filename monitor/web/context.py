@@ -1,0 +1,64 @@
+"""What every route of the field app needs (``Web``), kept apart from the app factory
+so that the routes and ``app.py`` do not import each other."""
+
+from __future__ import annotations
+
+import ipaddress
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from fastapi import Request
+from fastapi.templating import Jinja2Templates
+
+from ..config import Config
+from ..store.idempotency import IdempotencyKeys
+from ..store.users import Users
+from .auth import RateLimit
+
+HERE: Final = Path(__file__).parent
+MAX_FORM_PHOTOS: Final = 10
+
+
+def wall_ms() -> int:
+    return round(time.time() * 1000)
+
+
+def is_loopback(listen: str) -> bool:
+    host = listen.rpartition(":")[0].strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass
+class Web:
+    """What every route needs: the configuration, the secret, the stores, the clock."""
+
+    config: Config
+    secret: bytes
+    users: Users
+    keys: IdempotencyKeys
+    photos_dir: Path
+    max_photo_bytes: int
+    secure_cookies: bool
+    clock: Callable[[], int]
+    templates: Jinja2Templates
+    limiter: RateLimit
+    wait_s: float = 20.0
+    #: The officer page's log book verdict, by head (``pages.verdict``).
+    cache: dict[str, Any] = field(default_factory=dict)
+
+    def now_ms(self) -> int:
+        return self.clock()
+
+
+
+def web_of(request: Request) -> Web:
+    web: Web = request.app.state.web
+    return web

@@ -1,0 +1,376 @@
+"""The pages: sign-in, my sites, a site, the inspection form and its answer, the officer's
+overview, the report and the log book as CSV. Plain HTML forms that work without
+JavaScript; ``static/app.js`` adds the camera, the location and the offline queue.
+
+Every page that shows a site checks ``may_read``, the form ``may_record``, on
+every request; a page without a session asks for sign-in (401).
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+from typing import Any, Final
+
+from fastapi import APIRouter, Request
+from fastapi.responses import FileResponse, RedirectResponse, Response
+from starlette.datastructures import FormData, UploadFile
+from starlette.formparsers import MultiPartException
+
+from ..contract.inputs import fix_caption
+from ..sinks.notify.links import LinkError, verify_link
+from ..store import Store
+from ..store.opening import open_store
+from ..store.users import User
+from .api import save_upload
+from .auth import (
+    CSRF_FIELD,
+    NEXT_COOKIE,
+    SESSION_COOKIE,
+    Caller,
+    Refused,
+    caller_of,
+    check_csrf,
+    csrf_token,
+)
+from .context import HERE, MAX_FORM_PHOTOS, Web, web_of
+from .record import CONDITIONS, KINDS, STATEMENT, local_input_to_iso
+from .siteview import SiteView, read_sites
+
+router = APIRouter()
+STATIC: Final = {"app.js": "text/javascript", "app.css": "text/css", "sw.js": "text/javascript",
+                 "manifest.json": "application/manifest+json"}
+FORM_ROWS: Final = 3
+
+
+@contextmanager
+def reading(web: Web) -> Iterator[Store]:
+    try:
+        store = open_store(web.config, readonly=True)
+    except Exception as exc:  # a missing or unreadable database: say so, never "all clear"
+        raise Refused(503, f"state_dir: cannot read the state database ({exc})") from None
+    with store:
+        yield store
+
+
+def page(web: Web, request: Request, name: str, caller: Caller | None, status: int = 200,
+         **context: Any) -> Response:
+    csrf = csrf_token(web.secret, caller.session_id) if caller and caller.session_id else ""
+    return web.templates.TemplateResponse(
+        request, name, {"user": caller.user if caller else None, "csrf": csrf,
+                        "csrf_field": CSRF_FIELD, **context}, status_code=status)
+
+
+def signed_in(request: Request, web: Web) -> Caller:
+    caller = caller_of(request, web.users, web.now_ms())
+    if caller is None:
+        raise Refused(401, "sign-in: you are not signed in on this phone; open the sign-in"
+                           " link you were sent (`stormwatch user link --send`)")
+    return caller
+
+
+def readable(caller: Caller, web: Web, site_id: str) -> None:
+    if web.config.site(site_id) is None:
+        raise Refused(404, f"site: {site_id[:64]!r} is not configured")
+    if not caller.user.may_read(site_id):
+        raise Refused(403, f"site: {caller.user.name} may not see {site_id}")
+
+
+def _sites_of(web: Web, user: User) -> list[str]:
+    return [s.id for s in web.config.sites if user.may_read(s.id)]
+
+
+# --------------------------------------------------------------------------- static
+
+
+@router.get("/static/{name}")
+def static(name: str) -> Response:
+    if name not in STATIC:  # a fixed set of names: nothing of the path reaches the disk
+        raise Refused(404, "path: no such file")
+    return FileResponse(HERE / "static" / name, media_type=STATIC[name])
+
+
+@router.get("/sw.js")
+def service_worker() -> Response:
+    return FileResponse(HERE / "static" / "sw.js", media_type="text/javascript",
+                        headers={"Service-Worker-Allowed": "/", "Cache-Control": "no-cache"})
+
+
+# --------------------------------------------------------------------------- sign-in
+
+
+def _limit(request: Request, web: Web) -> None:
+    client = request.client.host if request.client else "?"
+    if not web.limiter.allow(client):
+        raise Refused(429, "sign-in: too many attempts from this address; wait a minute")
+
+
+@router.get("/signin/{token}")
+def signin_page(token: str, request: Request) -> Response:
+    web = web_of(request)
+    _limit(request, web)
+    return page(web, request, "signin.html", None, token=token)
+
+
+@router.post("/signin/{token}")
+async def signin(token: str, request: Request) -> Response:
+    web = web_of(request)
+    _limit(request, web)
+    form = await request.form(max_files=0, max_fields=5)
+    user = web.users.redeem_signin(token, web.now_ms())
+    if user is None:
+        raise Refused(400, "link: this sign-in link is used, expired or unknown; ask for a"
+                           " new one")
+    assert web.config.web is not None
+    remember = form.get("remember") == "on"
+    days = web.config.web.session_days if remember else 1.0
+    session = web.users.new_session(user.name, web.now_ms(), days)
+    target = request.cookies.get(NEXT_COOKIE) or "/"
+    if not target.startswith("/") or target.startswith("//"):
+        target = "/"
+    response = RedirectResponse(target, status_code=303)
+    response.set_cookie(SESSION_COOKIE, session, max_age=round(days * 86400) if remember
+                        else None, httponly=True, samesite="lax", secure=web.secure_cookies,
+                        path="/")
+    response.delete_cookie(NEXT_COOKIE, path="/")
+    return response
+
+
+@router.post("/signout")
+async def signout(request: Request) -> Response:
+    web = web_of(request)
+    caller = signed_in(request, web)
+    form = await request.form(max_files=0, max_fields=5)
+    check_csrf(web.secret, caller, _field(form, CSRF_FIELD))
+    if caller.session_id:
+        web.users.end_session(caller.session_id)
+    response = RedirectResponse("/", status_code=303)
+    response.delete_cookie(SESSION_COOKIE, path="/")
+    return response
+
+
+@router.get("/a/{token}")
+def alert_link(token: str, request: Request) -> Response:
+    """An alert's deep link: which form to open. It grants nothing by itself."""
+    web = web_of(request)
+    claim = verify_link(web.secret, token, web.now_ms())
+    if isinstance(claim, LinkError):
+        raise Refused(400 if claim.reason != "expired" else 410, f"link: {claim.message}")
+    target = f"/sites/{claim.site}/inspect" + (f"?clock={claim.clock_id}" if claim.clock_id
+                                               else "")
+    caller = caller_of(request, web.users, web.now_ms())
+    if caller is None:
+        response = page(web, request, "message.html", None, status=401, title="Sign in first",
+                        message="Open the sign-in link you were sent on this phone; the form"
+                                f" of {claim.site} opens after that.")
+        response.set_cookie(NEXT_COOKIE, target, max_age=3600, httponly=True,
+                            samesite="lax", secure=web.secure_cookies, path="/")
+        return response
+    return RedirectResponse(target, status_code=303)
+
+
+# --------------------------------------------------------------------------- pages
+
+
+@router.get("/")
+def home(request: Request) -> Response:
+    web = web_of(request)
+    caller = caller_of(request, web.users, web.now_ms())
+    if caller is None:
+        return page(web, request, "message.html", None, status=401, title="Sign in",
+                    message="Open the sign-in link you were sent on this phone"
+                            " (`stormwatch user link --send`).")
+    with reading(web) as store:
+        views = read_sites(web.config, store, web.now_ms(), _sites_of(web, caller.user))
+    return page(web, request, "home.html", caller, views=views)
+
+
+@router.get("/sites/{site_id}")
+def site_page(site_id: str, request: Request) -> Response:
+    web = web_of(request)
+    caller = signed_in(request, web)
+    readable(caller, web, site_id)
+    with reading(web) as store:
+        view = read_sites(web.config, store, web.now_ms(), [site_id], detail=True)[0]
+    return page(web, request, "site.html", caller, v=view)
+
+
+@router.get("/officer")
+def officer(request: Request) -> Response:
+    web = web_of(request)
+    caller = signed_in(request, web)
+    if caller.user.role != "officer":
+        raise Refused(403, "role: the overview of every site is the officer's")
+    with reading(web) as store:
+        views = read_sites(web.config, store, web.now_ms(), events=False)
+        found = verdict(web, store)
+    return page(web, request, "officer.html", caller, views=views, verdict=found)
+
+
+#: How long the officer page reuses a verdict on an unchanged log book head.
+VERDICT_S: Final = 60.0
+
+
+def verdict(web: Web, store: Store) -> Any:
+    """``logbook verify`` of the whole chain and the photos, again only when the head
+    moved or a minute passed: it reads every row, which the page cannot afford at
+    every request on a season of 100 sites."""
+    import time
+
+    from ..views.logbook import verify_logbook
+    head = store.events.logbook_head()
+    held = web.cache.get("verdict")
+    if held is not None and held[0] == head and time.monotonic() < held[1]:
+        return held[2]
+    found = verify_logbook(store, photos_dir=web.photos_dir)
+    web.cache["verdict"] = (head, time.monotonic() + VERDICT_S, found)
+    return found
+
+
+def _form_context(web: Web, caller: Caller, view: SiteView, clock: str | None) -> dict[str, Any]:
+    now = datetime.fromtimestamp(web.now_ms() / 1000, tz=view.site.zone)
+    return {"v": view, "clock": clock, "conditions": CONDITIONS, "kinds": KINDS,
+            "statement": STATEMENT, "now_local": now.strftime("%Y-%m-%dT%H:%M"),
+            "due_default": (now + timedelta(days=1)).strftime("%Y-%m-%d"),
+            "key": secrets.token_urlsafe(18), "rows": range(1, FORM_ROWS + 1),
+            "kind": "storm" if any(c["clock"] == "storm" for c in view.open_clocks)
+            else "routine",
+            "practices": web.config.site(view.site.id).practices  # type: ignore[union-attr]
+            }
+
+
+@router.get("/sites/{site_id}/inspect")
+def inspect_form(site_id: str, request: Request, clock: str | None = None) -> Response:
+    web = web_of(request)
+    caller = signed_in(request, web)
+    readable(caller, web, site_id)
+    if not caller.user.may_record(site_id):
+        raise Refused(403, f"site: {caller.user.name} may not record inspections at {site_id}")
+    with reading(web) as store:
+        view = read_sites(web.config, store, web.now_ms(), [site_id])[0]
+    return page(web, request, "inspect.html", caller, **_form_context(web, caller, view, clock))
+
+
+def _field(form: FormData, name: str) -> str | None:
+    value = form.get(name)
+    return value.strip() if isinstance(value, str) else None
+
+
+def form_to_json(web: Web, site_id: str, form: FormData) -> dict[str, Any]:
+    """The form's fields as the API's JSON (photos stored on the way)."""
+    site = web.config.site(site_id)
+    assert site is not None
+    findings = []
+    for p in site.practices:
+        cond = _field(form, f"p.{p.id}.condition") or ""
+        if cond:
+            findings.append({"practice": p.id, "condition": cond,
+                             "note": _field(form, f"p.{p.id}.note")})
+    actions = [{"text": t, "due": d or None}
+               for t, d in zip(form.getlist("ca_text"), form.getlist("ca_due"), strict=False)
+               if isinstance(t, str) and t.strip() and isinstance(d, str)]
+    photos = []
+    uploads = [(k, v) for k, v in form.multi_items() if isinstance(v, UploadFile)]
+    if len(uploads) > MAX_FORM_PHOTOS:
+        raise Refused(413, f"photos: at most {MAX_FORM_PHOTOS} per inspection")
+    for name, upload in uploads:
+        if not upload.filename and upload.size == 0:
+            continue  # an empty file input
+        stored = save_upload(web, upload)
+        caption: str | None
+        if name.startswith("fix."):
+            caption = fix_caption(name[4:80])
+        else:
+            caption = _field(form, "caption_" + name.removeprefix("photo_")) or None
+        photos.append({"sha256": stored.sha256, "caption": caption})
+    lat, lon, acc = (_field(form, n) for n in ("lat", "lon", "accuracy_m"))
+    location = None
+    if lat and lon:
+        try:
+            location = {"lat": float(lat), "lon": float(lon),
+                        "accuracy_m": float(acc) if acc else None}
+        except ValueError:
+            raise Refused(422, "location: not a position") from None
+    at = _field(form, "inspected_at")
+    return {"inspectors": [n.strip() for n in (_field(form, "inspector") or "").split("&")
+                           if n.strip()],
+            "inspected_at": local_input_to_iso(web.config, site_id, at) if at else None,
+            "kind": _field(form, "kind"), "findings": findings, "corrective_actions": actions,
+            "resolves": [r for r in form.getlist("resolves") if isinstance(r, str)],
+            "notes": _field(form, "notes"), "photos": photos, "location": location,
+            "certified": form.get("certified") == "on"}
+
+
+@router.post("/sites/{site_id}/inspect")
+async def inspect_post(site_id: str, request: Request) -> Response:
+    web = web_of(request)
+    caller = signed_in(request, web)
+    readable(caller, web, site_id)
+    if not caller.user.may_record(site_id):
+        raise Refused(403, f"site: {caller.user.name} may not record inspections at {site_id}")
+    try:
+        form = await request.form(max_files=MAX_FORM_PHOTOS + 20, max_fields=400)
+    except MultiPartException as exc:
+        raise Refused(400, f"form: {exc.message}") from None
+    # The token is checked before a single photo is stored.
+    check_csrf(web.secret, caller, _field(form, CSRF_FIELD))
+    from starlette.concurrency import run_in_threadpool
+
+    from .api import KEY_RE, once
+    key = _field(form, "idempotency_key") or ""
+    if not KEY_RE.fullmatch(key):
+        raise Refused(400, "idempotency_key: missing; reload the form")
+    data = await run_in_threadpool(form_to_json, web, site_id, form)
+    if not data["certified"]:
+        raise Refused(422, "certified: tick the statement to certify the inspection")
+    _, answer = await run_in_threadpool(once, web, caller, site_id, key, data)
+    site = web.config.site(site_id)
+    return page(web, request, "answer.html", caller, status=201, a=answer, site=site)
+
+
+@router.get("/sites/{site_id}/report")
+def report(site_id: str, request: Request, format: str = "html") -> Response:
+    web = web_of(request)
+    caller = signed_in(request, web)
+    readable(caller, web, site_id)
+    from ..views.report.build import build_report, parse_bound
+    site = web.config.site(site_id)
+    assert site is not None
+    texts = request.query_params
+    try:
+        from_ms = parse_bound(texts.get("from") or _default_from(web), site, end=False)
+        to_ms = parse_bound(texts.get("to") or _today(web, site), site, end=True)
+    except ValueError as exc:
+        raise Refused(422, f"from: {exc} (use YYYY-MM-DD)") from None
+    with reading(web) as store:
+        html = build_report(web.config, store, site_id, from_ms, to_ms, web.now_ms())
+    if format == "pdf":
+        import importlib
+        try:  # the PDF renderer (WeasyPrint) is optional on a small install
+            render_pdf = importlib.import_module("monitor.views.report.pdf").render_pdf
+        except (ImportError, AttributeError):
+            raise Refused(501, "format: the PDF report is not available here") from None
+        return Response(render_pdf(html), media_type="application/pdf")
+    return Response(html, media_type="text/html; charset=utf-8")
+
+
+def _today(web: Web, site: Any) -> str:
+    return datetime.fromtimestamp(web.now_ms() / 1000, tz=site.zone).strftime("%Y-%m-%d")
+
+
+def _default_from(web: Web) -> str:
+    return datetime.fromtimestamp(web.now_ms() / 1000 - 30 * 86400).strftime("%Y-%m-%d")
+
+
+@router.get("/sites/{site_id}/logbook.csv")
+def logbook_csv(site_id: str, request: Request) -> Response:
+    web = web_of(request)
+    caller = signed_in(request, web)
+    readable(caller, web, site_id)
+    from ..views.logbook import export_logbook
+    with reading(web) as store:
+        text = export_logbook(web.config, store, site_id, "csv")
+    return Response(text, media_type="text/csv; charset=utf-8",
+                    headers={"Content-Disposition": f'attachment; filename="{site_id}.csv"'})

@@ -1,0 +1,174 @@
+"""An inspection from the field app, recorded as ``stormwatch inspect`` records one.
+
+The page's form and ``POST /api/v1/sites/{id}/inspections`` both come here
+with the API's JSON shape (``inspectors``, ``inspected_at``, ``kind``,
+``findings``, ``corrective_actions``, ``resolves``, ``notes``, ``photos``,
+``location``, ``certified``; ``inspected_at`` ISO 8601 with an offset, or the
+site's wall clock as ``YYYY-MM-DDTHH:MM``). It is turned into the arguments of
+``host.inspections.build_inspection`` (``via="web"``): the roster, the rules for
+future and backdated times and the corrective-action ids are that one code
+path's, and ``commit_inspection`` journals it. The photos named must be
+stored already (``POST /api/v1/photos``); their EXIF time and position are
+read from the stored file, never taken from the request.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Final
+
+from ..config import Config
+from ..contract.inputs import Photo
+from ..contract.localtime import local_text
+from ..contract.rejects import Rejection
+from ..contract.times import iso
+from ..host.inspections import ActionArg, InspectError, build_inspection, commit_inspection
+from ..sources.evidence import check_location, check_photos
+from ..store.photos import PhotoError, photo_path, read_image
+from ..store.users import User
+from .auth import Refused
+
+#: ``inspected_at`` as a ``datetime-local`` field gives it: the site's wall clock.
+LOCAL_INPUT: Final = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d)?")
+CONDITIONS: Final = ("ok", "needs_repair", "missing", "not_applicable")
+KINDS: Final = ("storm", "routine", "other")
+#: The CLI's flags, as the API's fields (``InspectError`` names the flag).
+_FIELDS: Final = {"--at": "inspected_at", "--inspector": "inspectors", "--due":
+                  "corrective_actions", "--finding": "findings", "--resolved": "resolves"}
+#: The statement the inspector certifies (§ 134-9A(2) inspection reports).
+STATEMENT: Final = ("I certify that I inspected this site myself at the time given, as the"
+                    " qualified professional, and that this report is true, accurate and"
+                    " complete to the best of my knowledge.")
+
+
+def _text(data: Mapping[str, Any], name: str) -> str | None:
+    value = data.get(name)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise Refused(422, f"{name}: must be text")
+    return value.strip() or None
+
+
+def _list(data: Mapping[str, Any], name: str) -> list[Any]:
+    value = data.get(name) or []
+    if not isinstance(value, list):
+        raise Refused(422, f"{name}: must be a list")
+    return value
+
+
+def local_input_to_iso(config: Config, site_id: str, text: str) -> str:
+    """A ``datetime-local`` value (the site's wall clock) as ISO 8601 with its offset."""
+    site = config.site(site_id)
+    assert site is not None
+    try:
+        naive = datetime.strptime(text[:16], "%Y-%m-%dT%H:%M")
+    except ValueError:
+        raise Refused(422, f"inspected_at: {text[:40]!r} is not a date and time") from None
+    return naive.replace(tzinfo=site.zone).isoformat()
+
+
+def _findings(data: Mapping[str, Any]) -> list[str]:
+    out = []
+    for i, item in enumerate(_list(data, "findings")):
+        if not isinstance(item, dict) or not isinstance(item.get("practice"), str):
+            raise Refused(422, f"findings.{i}: must be {{practice, condition, note}}")
+        condition = item.get("condition")
+        if condition not in CONDITIONS:
+            raise Refused(422, f"findings.{i}.condition: must be one of {', '.join(CONDITIONS)}")
+        note = item.get("note")
+        if note is not None and not isinstance(note, str):
+            raise Refused(422, f"findings.{i}.note: must be text")
+        if ":" in item["practice"] or not item["practice"].strip():
+            raise Refused(422, f"findings.{i}.practice: must be a practice id")
+        out.append(f"{item['practice']}: {condition}" + (f": {note.strip()}"
+                                                         if note and note.strip() else ""))
+    return out
+
+
+def _actions(data: Mapping[str, Any]) -> list[ActionArg]:
+    out = []
+    for i, item in enumerate(_list(data, "corrective_actions")):
+        if not isinstance(item, dict) or not isinstance(item.get("text"), str):
+            raise Refused(422, f"corrective_actions.{i}: must be {{text, due}}")
+        due = item.get("due")
+        if due is not None and not isinstance(due, str):
+            raise Refused(422, f"corrective_actions.{i}.due: must be a date (YYYY-MM-DD)")
+        if item["text"].strip():
+            out.append(ActionArg(item["text"].strip(), due or None))
+    return out
+
+
+def _photos(photos_dir: Path, data: Mapping[str, Any]) -> list[Photo]:
+    given = check_photos(data.get("photos"))
+    if isinstance(given, Rejection):
+        raise Refused(422, given.detail)
+    out = []
+    for i, p in enumerate(given):
+        path = photo_path(photos_dir, p.sha256)
+        if not path.is_file():
+            raise Refused(422, f"photos.{i}.sha256: no such photo; send it to /api/v1/photos"
+                               " first")
+        try:
+            _, taken, lat, lon = read_image(path)
+        except PhotoError as exc:
+            raise Refused(422, f"photos.{i}: {exc}") from None
+        out.append(Photo(p.sha256, taken, lat, lon, p.caption))
+    return out
+
+
+def record(config: Config, photos_dir: Path, user: User, site_id: str,
+           data: Mapping[str, Any], now_ms: int, wait_s: float = 20.0) -> dict[str, Any]:
+    """Record the inspection ``data`` describes for ``user``; the 201 answer, or
+    ``Refused`` naming the field at fault."""
+    if not user.may_record(site_id):
+        raise Refused(403, f"site: {user.name} may not record inspections at {site_id}")
+    names = _list(data, "inspectors")
+    if not names or not all(isinstance(n, str) for n in names):
+        raise Refused(422, "inspectors: must be a list of names")
+    if user.name not in [n.strip() for n in names]:
+        raise Refused(422, f"inspectors: must include you ({user.name})")
+    kind = data.get("kind") or "routine"
+    if kind not in KINDS:
+        raise Refused(422, f"kind: must be one of {', '.join(KINDS)}")
+    certified = data.get("certified")
+    if certified is not None and not isinstance(certified, bool):
+        raise Refused(422, "certified: must be true or false")
+    location = check_location(data.get("location"))
+    if isinstance(location, Rejection):
+        raise Refused(422, location.detail)
+    resolves = _list(data, "resolves")
+    if not all(isinstance(r, str) for r in resolves):
+        raise Refused(422, "resolves: must be a list of corrective action ids")
+    at = _text(data, "inspected_at")
+    if at is not None and LOCAL_INPUT.fullmatch(at):
+        at = local_input_to_iso(config, site_id, at)  # the form's datetime-local
+    try:
+        insp = build_inspection(
+            config, site_id, names, at=at, kind=str(kind),
+            notes=_text(data, "notes"), findings=_findings(data), actions=_actions(data),
+            resolves=resolves, now_ms=now_ms, via="web", photos=_photos(photos_dir, data),
+            location=location, certified=certified)
+    except InspectError as exc:
+        message = str(exc)
+        for flag, name in _FIELDS.items():
+            if message.startswith(flag + ":"):
+                message = name + message[len(flag):]
+        raise Refused(422, message) from None
+    outcome = commit_inspection(config, insp, wait_s)
+    site = config.site(site_id)
+    assert site is not None
+    rec = outcome.recorded
+    return {
+        "site": site_id,
+        "inspection": insp.to_json() | {"inspected_at": iso(insp.ts_ms)},
+        "confirmed": rec is not None,
+        "closed": [{"clock_id": c.clock_id, "clock": c.clock, "outcome": c.outcome,
+                    "due": c.due, "due_local": local_text(c.due, site.zone)}
+                   for c in outcome.closed],
+        "corrective_actions": [a.id for a in insp.corrective_actions],
+        "resolves": list(insp.resolves),
+    }

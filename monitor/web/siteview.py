@@ -1,0 +1,106 @@
+"""What the pages show of a site, read as ``stormwatch status`` reads it.
+
+Never the engine: the recorded state (``views.status.build_status``, judged at
+the request's wall clock by the engine's own summary rules), the site's current
+events (``EventLog.current``, as ``status`` reads them) for the storm behind each
+open clock, the last inspection's findings and the open corrective actions. Every
+time is given in the site's local time with its zone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..config import Config, SiteConfig
+from ..contract.events import Event, InspectionRecorded, StormQualified
+from ..contract.localtime import local_text
+from ..store import Store
+from ..views.status import build_status
+
+#: An open finding: a practice the last inspection did not find ``ok``.
+OK_CONDITIONS = ("ok", "not_applicable")
+
+
+@dataclass(frozen=True, slots=True)
+class SiteView:
+    """One site for the pages: the ``status --json`` site object, the storm behind
+    each open storm clock, the last inspection and its open findings."""
+
+    site: SiteConfig
+    status: dict[str, Any]
+    storms: dict[str, StormQualified] = field(default_factory=dict)
+    last: InspectionRecorded | None = None
+    logbook: tuple[tuple[str, str, str], ...] = ()
+    head: str = ""
+
+    @property
+    def open_clocks(self) -> list[dict[str, Any]]:
+        clocks: list[dict[str, Any]] = self.status.get("open_clocks") or []
+        return clocks
+
+    @property
+    def overdue(self) -> bool:
+        return any(c.get("overdue") for c in self.open_clocks)
+
+    @property
+    def open_actions(self) -> list[dict[str, Any]]:
+        return [a for a in self.status.get("corrective_actions") or []
+                if not a.get("resolved_at")]
+
+    @property
+    def open_findings(self) -> list[dict[str, str]]:
+        if self.last is None:
+            return []
+        return [f for f in self.last.findings
+                if f.get("condition", "").split(":", 1)[0].strip() not in OK_CONDITIONS]
+
+    def local(self, when: int | str | None) -> str:
+        return local_text(when, self.site.zone)
+
+
+def read_sites(config: Config, store: Store, now_ms: int, sites: list[str] | None = None,
+               *, detail: bool = False, events: bool = True) -> list[SiteView]:
+    """The sites (all, or those named) as the pages show them, overdue first; without
+    ``events`` only the recorded status (the officer's overview of every site)."""
+    status = build_status(config, store, now_ms)
+    # One read of the events table for one site or for all: EventLog.current
+    # ranks every event's revisions whatever the site, so a read per site would
+    # cost the whole table each time.
+    by_site: dict[str, list[Event]] = {}
+    if events:
+        for event in store.events.current(sites[0] if sites and len(sites) == 1 else None):
+            by_site.setdefault(event.fact.site, []).append(event)
+    out = []
+    head = store.events.logbook_head()[1]
+    for site in config.sites:
+        if sites is not None and site.id not in sites:
+            continue
+        out.append(_view(site, status["sites"][site.id], by_site.get(site.id, []), detail,
+                         head))
+    out.sort(key=lambda v: (not v.overdue, not v.open_clocks, v.site.id))
+    return out
+
+
+def _view(site: SiteConfig, status: dict[str, Any], events: list[Event], detail: bool,
+          head: str) -> SiteView:
+    storms: dict[str, StormQualified] = {}
+    last: InspectionRecorded | None = None
+    rows: list[tuple[str, str, str]] = []
+    for event in events:
+        body = event.body
+        if isinstance(body, StormQualified) and body.clock_id:
+            storms[body.clock_id] = body
+        if isinstance(body, InspectionRecorded):
+            last = body
+    if detail:
+        for event in events[-50:][::-1]:
+            rows.append((local_text(event.at_ms, site.zone), event.type,
+                         _summary(event.body.to_json())))
+    return SiteView(site, status, storms, last, tuple(rows), head)
+
+
+def _summary(body: dict[str, Any]) -> str:
+    keep = ("inspector", "clock_id", "outcome", "due", "total_in", "trap", "fill_fraction",
+            "pair", "state", "sensor", "action_id", "text")
+    return "; ".join(f"{k}={body[k]}" for k in keep if body.get(k) not in (None, "", []))

@@ -1,0 +1,44 @@
+"""Photos for the tests: a JPEG with EXIF time and GPS, made with Pillow."""
+
+from __future__ import annotations
+
+import io
+
+
+def jpeg_with_gps(lat: float = 40.7128, lon: float = -74.006,
+                  taken: str = "2026:11:30 09:15:00", offset: str | None = "-05:00",
+                  size: tuple[int, int] = (64, 48), color: tuple[int, int, int] = (90, 120, 60)
+                  ) -> bytes:
+    """A small JPEG whose EXIF says when (``taken`` at ``offset``) and where."""
+    from PIL import Image
+
+    img = Image.new("RGB", size, color)
+    exif = Image.Exif()
+    exif[306] = taken
+    sub = exif.get_ifd(0x8769)
+    sub[36867] = taken
+    if offset is not None:
+        sub[36881] = offset
+    gps = exif.get_ifd(0x8825)
+
+    def dms(value: float) -> tuple[float, float, float]:
+        value = abs(value)
+        d = int(value)
+        m = int((value - d) * 60)
+        return (float(d), float(m), round((value - d - m / 60) * 3600, 4))
+
+    gps[1] = "N" if lat >= 0 else "S"
+    gps[2] = dms(lat)
+    gps[3] = "E" if lon >= 0 else "W"
+    gps[4] = dms(lon)
+    out = io.BytesIO()
+    img.save(out, "JPEG", exif=exif.tobytes(), quality=85)
+    return out.getvalue()
+
+
+def png_plain(size: tuple[int, int] = (8, 8)) -> bytes:
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.new("RGB", size, (200, 10, 10)).save(out, "PNG")
+    return out.getvalue()

@@ -1,0 +1,123 @@
+"""The field app in tests: a configuration with ``web:``, people, and a signed-in client."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from monitor.store.users import User, Users
+
+from .daemonkit import CONFIG
+
+SITE, OTHER = "branch-meadows", "mill-road-lot"
+PUBLIC = "https://sw.example.org"
+QP, QP2, OFFICER = "J. Rivera", "M. Chen", "R. Officer"
+
+WEB = """\
+web: {{public_url: '{public}', secret_file: '{secret}', listen: '{listen}', max_photo_mb: 1}}
+qualified_professionals:
+  - {{name: J. Rivera, credential: CPESC 12345}}
+  - {{name: M. Chen}}
+{more}"""
+
+PRACTICES = """\
+    practices:
+      - {id: silt-fence, name: Silt fence}
+      - {id: inlet-protection, name: Inlet protection}
+"""
+
+OTHER_SITE = """\
+  - id: mill-road-lot
+    timezone: America/New_York
+    condition: B
+    sensors:
+      - {id: rg9, kind: rain, in_per_tip: 0.01, stale_after_minutes: 600}
+"""
+
+
+def write_web_config(tmp_path: Path, port: int = 1, *, listen: str = "127.0.0.1:8080",
+                     public: str = PUBLIC, more: str = "") -> Path:
+    """The daemon's test configuration (``daemonkit.CONFIG``) with ``web:``, a roster,
+    practices at the site and a second site; a secret file beside it."""
+    secret = tmp_path / "web.key"
+    secret.write_bytes(b"k" * 32)
+    secret.chmod(0o600)
+    text = CONFIG.format(port=port, client_id="stormwatch-test", state=tmp_path / "state",
+                         sections=WEB.format(public=public, secret=secret, listen=listen,
+                                             more=more),
+                         name="Branch Meadows Subdivision", address="")
+    text = text.replace("    condition: B\n", "    condition: B\n" + PRACTICES, 1) + OTHER_SITE
+    path = tmp_path / "stormwatch.yaml"
+    path.write_text(text)
+    return path
+
+
+def add_people(state_dir: Path) -> None:
+    with Users.open(state_dir) as users:
+        users.add(User(QP, "qp", "jr@example.org", (SITE,)))
+        users.add(User(QP2, "qp", "mc@example.org", (OTHER,)))
+        users.add(User(OFFICER, "officer", "officer@example.org", ()))
+
+
+def signin_token(state_dir: Path, name: str) -> str:
+    with Users.open(state_dir) as users:
+        return users.issue_signin(name, round(time.time() * 1000))
+
+
+def sign_in(client: Any, state_dir: Path, name: str) -> str:
+    """Sign ``client`` (a TestClient) in as ``name``; the CSRF token of its session."""
+    token = signin_token(state_dir, name)
+    got = client.post(f"/signin/{token}", data={"remember": "on"}, follow_redirects=False)
+    assert got.status_code == 303, got.text
+    return csrf_of(client.get("/").text)
+
+
+def csrf_of(html: str) -> str:
+    found = re.search(r'name="csrf-token" content="([0-9a-f]+)"', html)
+    assert found, html[:500]
+    return found.group(1)
+
+
+class WebProcess:
+    """``stormwatch web --config FILE`` as a child process, its log in a file."""
+
+    def __init__(self, config_path: Path, port: int) -> None:
+        import subprocess
+        import sys
+
+        from .daemonkit import ROOT
+        self.url = f"http://127.0.0.1:{port}"
+        self.log_path = config_path.parent / "web.log"
+        self._log = self.log_path.open("wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "monitor.cli", "web", "--config", str(config_path)],
+            cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT,
+            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
+        self._wait_up()
+
+    def _wait_up(self) -> None:
+        import httpx
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"stormwatch web exited: {self.log()}")
+            try:
+                httpx.get(self.url + "/static/app.css", timeout=1)
+                return
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        raise AssertionError(f"stormwatch web did not answer: {self.log()}")
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self, sig: int | None = None) -> int:
+        """One stop signal (SIGTERM unless given; a second SIGINT would force the exit)."""
+        import signal
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM if sig is None else sig)
+        code = self.proc.wait(timeout=30)
+        self._log.close()
+        return code

@@ -1,0 +1,141 @@
+"""Hostile input against the real app (issue item 8): each refused with a clear 4xx
+and nothing written (no photo file, no journal row, no key)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from monitor.config.file import load_config
+from monitor.store.opening import open_store
+
+from ..support.photos import jpeg_with_gps
+from ..support.webkit import OTHER, QP, SITE, add_people, sign_in, signin_token, write_web_config
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, Any]:
+    from monitor.web.app import create_app
+    config = load_config(write_web_config(tmp_path), env={})
+    with open_store(config):
+        pass
+    add_people(tmp_path / "state")
+    client = TestClient(create_app(config, wait_s=0.5))
+    csrf = sign_in(client, tmp_path / "state", QP)
+    return {"client": client, "config": config, "state": tmp_path / "state", "csrf": csrf}
+
+
+def nothing_written(env: dict[str, Any]) -> None:
+    photos = env["state"] / "photos"
+    assert [p for p in photos.rglob("*") if p.is_file()] == [] if photos.exists() else True
+    with open_store(env["config"], readonly=True) as store:
+        assert store.journal.max_seq() == 0
+
+
+def form(env: dict[str, Any], **more: str) -> dict[str, str]:
+    return {"csrf": env["csrf"], "idempotency_key": "form-key-0001", "inspector": QP,
+            "kind": "routine", "certified": "on", **more}
+
+
+def test_an_oversize_upload_is_413(env: dict[str, Any]) -> None:
+    big = jpeg_with_gps() + b"\0" * 1_200_000  # max_photo_mb is 1 in the test config
+    got = env["client"].post("/api/v1/photos", headers={"X-CSRF-Token": env["csrf"]},
+                             files={"photo": ("big.jpg", big, "image/jpeg")})
+    assert got.status_code == 413 and got.json()["error"].startswith(("photo: ", "body: "))
+    nothing_written(env)
+
+
+def test_a_non_image_upload_is_415(env: dict[str, Any]) -> None:
+    for data, kind in ((b"%PDF-1.4 hello", "application/pdf"),
+                       (b"<script>alert(1)</script>", "image/jpeg")):
+        got = env["client"].post("/api/v1/photos", headers={"X-CSRF-Token": env["csrf"]},
+                                 files={"photo": ("x.jpg", data, kind)})
+        assert got.status_code == 415, got.text
+        assert got.json()["error"].startswith("photo: not an image")
+    nothing_written(env)
+
+
+def test_a_form_for_a_site_not_yours_is_403(env: dict[str, Any]) -> None:
+    client = env["client"]
+    assert client.get(f"/sites/{OTHER}/inspect").status_code == 403
+    got = client.post(f"/sites/{OTHER}/inspect", data=form(env),
+                      files={"photo_1": ("a.jpg", jpeg_with_gps(), "image/jpeg")})
+    assert got.status_code == 403 and "may not" in got.text
+    api = client.post(f"/api/v1/sites/{OTHER}/inspections", json={"inspectors": [QP]},
+                      headers={"Idempotency-Key": "other-site-1", "X-CSRF-Token": env["csrf"]})
+    assert api.status_code == 403
+    assert api.json() == {"error": f"site: {QP} may not record inspections at {OTHER}"}
+    nothing_written(env)
+
+
+def test_a_replayed_signin_link_is_400(env: dict[str, Any]) -> None:
+    token = signin_token(env["state"], QP)
+    fresh = TestClient(env["client"].app)
+    assert fresh.post(f"/signin/{token}", follow_redirects=False).status_code == 303
+    other = TestClient(env["client"].app)
+    again = other.post(f"/signin/{token}", follow_redirects=False)
+    assert again.status_code == 400 and "used, expired or unknown" in again.text
+    assert "sw_session" not in again.headers.get("set-cookie", "")
+    assert other.get(f"/sites/{SITE}/inspect").status_code == 401
+
+
+def test_a_forged_csrf_token_is_403_before_any_photo_is_stored(env: dict[str, Any]) -> None:
+    client = env["client"]
+    got = client.post(f"/sites/{SITE}/inspect", data=form(env, csrf="0" * 64),
+                      files={"photo_1": ("a.jpg", jpeg_with_gps(), "image/jpeg")})
+    assert got.status_code == 403 and "security token" in got.text
+    api = client.post(f"/api/v1/sites/{SITE}/inspections", json={"inspectors": [QP]},
+                      headers={"Idempotency-Key": "forged-csrf-1", "X-CSRF-Token": "bad"})
+    assert api.status_code == 403 and api.json()["error"].startswith("csrf: ")
+    up = client.post("/api/v1/photos", files={"photo": ("a.jpg", jpeg_with_gps(), "image/jpeg")})
+    assert up.status_code == 403
+    nothing_written(env)
+
+
+def test_a_path_in_a_file_name_or_a_hash_reaches_no_file(env: dict[str, Any]) -> None:
+    client = env["client"]
+    got = client.post(f"/api/v1/sites/{SITE}/inspections",
+                      json={"inspectors": [QP], "photos": [{"sha256": "../../../etc/passwd"}]},
+                      headers={"Idempotency-Key": "path-photo-1", "X-CSRF-Token": env["csrf"]})
+    assert got.status_code == 422
+    assert got.json() == {"error": "photos.0.sha256: must be 64 lowercase hex digits"}
+    assert client.get("/static/..%2f..%2fapp.py").status_code == 404
+    assert client.get("/static/../app.py").status_code == 404
+    up = client.post("/api/v1/photos", headers={"X-CSRF-Token": env["csrf"]},
+                     files={"photo": ("../../../../tmp/evil.jpg", jpeg_with_gps(), "image/jpeg")})
+    assert up.status_code == 201
+    assert not Path("/tmp/evil.jpg").exists()
+    kept = [p for p in (env["state"] / "photos").rglob("*") if p.is_file()]
+    assert [p.name for p in kept] == [up.json()["sha256"]]
+
+
+def test_no_session_no_token_is_401_and_sign_in_is_rate_limited(env: dict[str, Any]) -> None:
+    anon = TestClient(env["client"].app)
+    got = anon.post(f"/api/v1/sites/{SITE}/inspections", json={},
+                    headers={"Idempotency-Key": "anon-key-0001"})
+    assert got.status_code == 401 and got.json()["error"].startswith("authorization: ")
+    bearer = anon.post("/api/v1/photos", headers={"Authorization": "Bearer nope"},
+                       files={"photo": ("a.jpg", jpeg_with_gps(), "image/jpeg")})
+    assert bearer.status_code == 401
+    # The fixture's own sign-in was the first of this address's 10 a minute.
+    codes = [anon.post(f"/signin/guess-{i}").status_code for i in range(11)]
+    assert codes == [400] * 9 + [429, 429]
+    nothing_written(env)
+
+
+def test_the_session_cookie_flags(env: dict[str, Any], tmp_path: Path) -> None:
+    from monitor.web.app import create_app
+    token = signin_token(env["state"], QP)
+    got = TestClient(env["client"].app).post(f"/signin/{token}", follow_redirects=False)
+    cookie = got.headers["set-cookie"].lower()
+    assert "httponly" in cookie and "samesite=lax" in cookie and "secure" not in cookie
+    public = tmp_path / "public"
+    public.mkdir()
+    config = load_config(write_web_config(public, listen="0.0.0.0:8080"), env={})
+    add_people(public / "state")
+    client = TestClient(create_app(config), base_url="https://testserver")
+    got = client.post(f"/signin/{signin_token(public / 'state', QP)}", follow_redirects=False)
+    assert "; secure" in got.headers["set-cookie"].lower()
