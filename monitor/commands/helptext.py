@@ -111,7 +111,7 @@ HELP: dict[str, tuple[str, str, str]] = {
         week's continued violation shall constitute a separate additional
         violation"); open corrective actions; final stabilization; the last
         inspection; trap fill; turbidity state; sensor health (and a WARNING
-        for a node whose clock is off).
+        for a node whose clock is off); the weather source's state.
 
         It reads the state the daemon records as it goes (within half a second
         of new input, with every event, and at every tick), so it answers at
@@ -131,7 +131,9 @@ HELP: dict[str, tuple[str, str, str]] = {
         --json prints one object. Besides the sites (open_clocks, missed_weeks,
         corrective_actions: id, text, due, overdue, opened_at, inspector;
         closed_at, last_inspection, traps, turbidity, sensors with readings,
-        buffered, dropped, clock; event_time), it holds:
+        buffered, dropped, clock; event_time; with a weather section, weather:
+        source, last_ok, last_error {at, reason}: a source that does not answer
+        is UNREACHABLE, never "no storm forecast"), it holds:
           ingest    accepted, rejected (by reason), duplicates, lag_s,
                     journal_seq, applied_seq, dead_letters_pruned,
                     disk_full_since, store_error (the disk full)
@@ -245,6 +247,27 @@ HELP: dict[str, tuple[str, str, str]] = {
 
         An --out it cannot write (a missing folder, a directory, no permission)
         is one line naming it, exit 2.
+
+        """ + EXIT_CODES),
+
+    "weather": ("fetch the forecast and the reference once, and say what follows", """
+        Fetches, once, what the daemon fetches every weather.poll_minutes from
+        the National Weather Service API: the gridpoint forecast of each site's
+        location and the observations of its reference stations. Prints per
+        site the forecast rain per local day (each forecast interval spread
+        evenly over its hours), each reference station's rain of the last 24
+        hours (hours it left unreported are unknown, never dry), and what the
+        daemon would conclude from these inputs (the engine's own rule: a
+        storm_forecast when any 24 hours of the next forecast_hours reach the
+        site's threshold). The gauges' side of the comparison with the
+        reference (gauge_disagrees) needs their readings, which are in the
+        daemon's journal: this command reads no state.""", """
+        example:
+          stormwatch weather --config /etc/stormwatch/stormwatch.yaml --site branch-meadows
+
+        A source that cannot be reached (after retries; a Retry-After longer
+        than two minutes is not waited out) is one line with the reason, exit 1:
+        no answer is better than "no storm forecast" made from no data.
 
         """ + EXIT_CODES),
 

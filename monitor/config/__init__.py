@@ -32,6 +32,7 @@ from .schema import (
     TlsConfig,
     TrapConfig,
     TurbidityPair,
+    WeatherConfig,
     WebConfig,
     photos_dir_of,
 )
@@ -41,5 +42,5 @@ __all__ = [
     "BrokerConfig", "Config", "DaemonConfig", "DeadLettersConfig", "InfluxConfig", "Model",
     "NotifyConfig", "NotifyTarget", "Pause", "Practice", "QualifiedProfessional", "RainRules",
     "SensorConfig", "SiteConfig", "SiteNotify", "TlsConfig", "TrapConfig", "TurbidityPair",
-    "WebConfig", "photos_dir_of",
+    "WeatherConfig", "WebConfig", "photos_dir_of",
 ]

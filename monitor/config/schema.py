@@ -46,6 +46,7 @@ from .siterules import (
     TrapConfig,
     TurbidityPair,
 )
+from .weather import Location, WeatherConfig, weather_problems
 from .web import Practice, WebConfig
 
 __all__ = [
@@ -55,7 +56,7 @@ __all__ = [
     "NotifyTarget", "Pause", "Practice",
     "QualifiedProfessional",
     "RainRules", "SensorConfig", "SiteConfig", "SiteNotify", "TlsConfig", "TrapConfig",
-    "TurbidityPair", "WebConfig", "photos_dir_of",
+    "TurbidityPair", "WeatherConfig", "WebConfig", "photos_dir_of",
 ]
 
 #: Conditions of § 134-7B(2) under which § 134-9A(2) inspections are required.
@@ -208,6 +209,8 @@ class SiteConfig(Model):
     turbidity_pairs: list[TurbidityPair] = Field(default_factory=list)
     traps: list[TrapConfig] = Field(default_factory=list)
     notify: SiteNotify = Field(default_factory=SiteNotify)
+    #: The point the weather forecast is for (required with top-level ``weather:``).
+    location: Location | None = None
     #: The erosion and sediment controls the inspection form asks about, in order.
     practices: list[Practice] = Field(default_factory=list)
 
@@ -364,12 +367,17 @@ class Config(Model):
     #: Who may inspect (§ 134-9A(2)); empty: anyone named closes clocks.
     qualified_professionals: list[QualifiedProfessional] = Field(default_factory=list)
     sites: list[SiteConfig] = Field(min_length=1)
+    #: Forecasts and reference observations (``weather.py``); none: off.
+    weather: WeatherConfig | None = None
 
     @model_validator(mode="wrap")
     @classmethod
     def _unique_sites(cls, data: Any, handler: ModelWrapValidatorHandler[Config]) -> Config:
+        raw = as_mapping(data)
+        sites = _entries(raw.get("sites"))
         config: Config = validate_reporting(
-            cls, data, handler, _duplicate_ids("sites", _entries(as_mapping(data).get("sites"))))
+            cls, data, handler,
+            _duplicate_ids("sites", sites) + weather_problems(raw, sites))
         return config
 
     def site(self, site_id: str) -> SiteConfig | None:

@@ -5,10 +5,8 @@ Each § 5 event type is a frozen dataclass of its own fields (a *body*:
 concludes it, so a misspelt or missing field is a type error where the event
 is made, and consumers read attributes. ``EVENT_TYPES`` maps each type name to
 its class; ``EVENT_FIELDS`` (the fields of each type) is read off the classes.
-A body's JSON has every field without a default (the contract's, null
-included) and the optional ones only when set; a contract field added later
-(``contract_field``) has a default, so records written before it still read,
-and is in the JSON always, null included.
+How a body becomes JSON is ``body.py``; the weather types (DESIGN § 12) are
+``weather_events.py``.
 
 A ``Fact`` is what the rules conclude (site, event time, stable id and the
 body). An ``Event`` is a fact as published: with the ``revision`` it has
@@ -26,44 +24,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
+# Re-exported: the vocabulary's base (``body.py``).
+from .body import CONTRACT as CONTRACT
+from .body import Body as Body
+from .body import contract_field as contract_field
 from .times import iso, parse_iso
-
-#: Field metadata: a field of the § 5 contract, in the JSON even when null.
-CONTRACT = "contract"
-
-
-def contract_field() -> Any:
-    """A § 5 field added to a type later: null unless set, always in the JSON, and
-    absent from older records (which then read as null)."""
-    return dataclasses.field(default=None, metadata={CONTRACT: True})
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Body:
-    """The own fields of one event type (its ``TYPE``)."""
-
-    TYPE: ClassVar[str] = ""
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if value is None and f.default is not dataclasses.MISSING \
-                    and not f.metadata.get(CONTRACT):
-                continue  # an optional field that is not set
-            out[f.name] = list(value) if isinstance(value, tuple) else value
-        return out
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Body:
-        """The body of ``data`` (an event's JSON); unknown keys are ignored."""
-        kwargs = {}
-        for f in dataclasses.fields(cls):
-            if f.name in data:
-                value = data[f.name]
-                kwargs[f.name] = tuple(value) if isinstance(value, list) else value
-        return cls(**kwargs)
-
+from .weather_events import GaugeDisagrees as GaugeDisagrees
+from .weather_events import StormForecast as StormForecast
 
 # --------------------------------------------------------------------------- storms
 
@@ -422,7 +389,8 @@ EVENT_TYPES: dict[str, type[Body]] = {cls.TYPE: cls for cls in (
     InspectionDueSoon, InspectionOverdue, InspectionMissed, ClockClosed, CorrectiveActionDue,
     SiteClosed, TrapFill,
     TrapCleanoutRequired, TrapCleaned, TurbidityContrast, SensorStale, SensorRecovered,
-    BatteryLow, CounterReset, BackgroundMissing, Pegged, SensorFault, ProbesSuspect)}
+    BatteryLow, CounterReset, BackgroundMissing, Pegged, SensorFault, ProbesSuspect,
+    StormForecast, GaugeDisagrees)}
 #: Each event type's fields (DESIGN § 5 and what the rules add), read off the types.
 EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     name: tuple(f.name for f in dataclasses.fields(cls)) for name, cls in EVENT_TYPES.items()}

@@ -1,4 +1,5 @@
-"""What goes into the engine: accepted readings, status messages and inspections.
+"""What goes into the engine: accepted readings, status messages and inspections, and
+what the weather sources fetched (a forecast, reference observations: DESIGN § 12).
 
 These are already validated by the shell (``monitor.sources.rules``); the engine
 trusts their types and ranges and looks only at event time (``ts_ms``).
@@ -227,3 +228,70 @@ class SiteClosure:
     def from_json(cls, data: dict[str, Any]) -> SiteClosure:
         return cls(site=str(data["site"]), ts_ms=int(data["ts_ms"]),
                    entered_ms=data.get("entered_ms"), by=data.get("by"), notes=data.get("notes"))
+
+
+# --------------------------------------------------------------------------- weather
+
+
+@dataclass(frozen=True, slots=True)
+class Forecast:
+    """One issue of a gridpoint forecast for a site, as the source gave it.
+
+    ``precip`` holds (start ms, end ms, mm) of each ``quantitativePrecipitation``
+    interval and ``probability`` (start ms, end ms, percent) of each
+    ``probabilityOfPrecipitation`` interval, not merged: the intervals have mixed
+    lengths (1 to 12 hours), and what fell *within* one is not known. ``grid`` is
+    the gridpoint (``OKX/33,37``). ``ts_ms`` is the issue time (``updateTime``):
+    one forecast is one issue, and the same issue fetched twice counts once.
+    """
+
+    site: str
+    source: str
+    grid: str
+    ts_ms: int
+    precip: tuple[tuple[int, int, float], ...] = ()
+    probability: tuple[tuple[int, int, float], ...] = ()
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.source, self.ts_ms)
+
+    def to_json(self) -> dict[str, object]:
+        return {"site": self.site, "forecast": self.source, "grid": self.grid,
+                "ts_ms": self.ts_ms, "precip": [list(i) for i in self.precip],
+                "probability": [list(i) for i in self.probability]}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Forecast:
+        return cls(site=str(data["site"]), source=str(data["forecast"]), grid=str(data["grid"]),
+                   ts_ms=int(data["ts_ms"]),
+                   precip=tuple((int(a), int(b), float(v)) for a, b, v in data["precip"]),
+                   probability=tuple((int(a), int(b), float(v))
+                                     for a, b, v in data["probability"]))
+
+
+@dataclass(frozen=True, slots=True)
+class ReferenceObservation:
+    """One observation of a reference station: ``precip_mm`` fell in the hour before
+    ``ts_ms`` (``precipitationLastHour``); None when the station did not say, which
+    is unknown, never 0. Observations of one station within one clock hour describe
+    that hour (the routine report and its specials): the largest known value holds.
+    """
+
+    site: str
+    station: str
+    ts_ms: int
+    precip_mm: float | None
+
+    def to_json(self) -> dict[str, object]:
+        return {"site": self.site, "station": self.station, "ts_ms": self.ts_ms,
+                "precip_mm": self.precip_mm}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ReferenceObservation:
+        mm = data.get("precip_mm")
+        return cls(site=str(data["site"]), station=str(data["station"]),
+                   ts_ms=int(data["ts_ms"]), precip_mm=None if mm is None else float(mm))
+
+
+WeatherInput = Forecast | ReferenceObservation

@@ -6,6 +6,7 @@ in the rules ("at least 6 hours", "within 24 hours") is then exact too.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import datetime, timezone
 
@@ -46,3 +47,19 @@ def parse_iso(text: str) -> int:
 def compact(ts_ms: int) -> str:
     """A short sortable form for readable ids: ``20261130T140000Z``."""
     return datetime.fromtimestamp(ts_ms // 1000, tz=timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+
+
+#: An ISO 8601 duration as NWS writes them: ``PT6H``, ``PT1H``, ``P1D``, ``P1DT6H``.
+_DURATION = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?)?$")
+
+
+def parse_interval(text: str) -> tuple[int, int]:
+    """An ISO 8601 interval ``start/duration`` (``2026-05-01T06:00:00+00:00/PT6H``, the
+    ``validTime`` of the NWS gridpoint API) as (start, end) in ms."""
+    start_text, _, duration = text.strip().partition("/")
+    match = _DURATION.match(duration)
+    if match is None or not any(match.groups()):
+        raise ValueError(f"not an ISO 8601 interval start/duration: {text!r}")
+    days, hours, minutes = (int(g or 0) for g in match.groups())
+    start = parse_iso(start_text)
+    return start, start + days * MS_PER_DAY + hours * MS_PER_HOUR + minutes * MS_PER_MINUTE

@@ -61,6 +61,7 @@ from .heap import keep_heap
 from .rejectlog import RejectLog
 from .sdnotify import SdNotify
 from .snapshotwriter import SnapshotWriter
+from .weatherpoll import WeatherPoller
 from .workers import run_worker
 
 log = logging.getLogger("stormwatch.daemon")
@@ -136,7 +137,9 @@ class Daemon:
         # monotonic clock.
         self.tick_clock = TickClock() if clock is time.time else TickClock(clock, clock)
         self.routes = routes if routes is not None else build_routes(config)
-        self.workers = workers if workers is not None else build_workers(config, clock)
+        self.workers = workers if workers is not None else [
+            *build_workers(config, clock),
+            *([WeatherPoller(config, clock)] if config.weather is not None else [])]
         self.stop_event = stop_event if stop_event is not None else threading.Event()
         self.queue: queue.Queue[Received] = queue.Queue(maxsize=QUEUE_SIZE)
         self.rejects = RejectLog(log)

@@ -42,7 +42,7 @@ from typing import Any
 
 from ..config import Config
 from ..contract.events import Event, Fact, in_event_order
-from ..contract.inputs import Inspection, Reading, SiteClosure
+from ..contract.inputs import Forecast, Inspection, Reading, ReferenceObservation, SiteClosure
 from ..contract.times import MS_PER_DAY, MS_PER_HOUR
 from . import clocks
 from .health import HealthFold, never_heard
@@ -57,6 +57,7 @@ from .site import (
     note_storm_facts,
     prune_stale_spans,
     settle_silence,
+    weather_facts,
 )
 from .timeline import bucket_of
 from .window import MemoryWindow, Window
@@ -130,12 +131,15 @@ class Engine:
             return self.tick_ms
         return max(self.tick_ms, self.watermark_ms)
 
-    def apply(self, item: Reading | Inspection | SiteClosure) -> list[Event]:
-        """Take one accepted reading, inspection or site closure; return the events it
-        causes."""
+    def apply(self, item: Reading | Inspection | SiteClosure | Forecast | ReferenceObservation
+              ) -> list[Event]:
+        """Take one accepted reading, inspection, site closure or weather input; return
+        the events it causes."""
         se = self.sites.get(item.site)
         if se is None:
             raise KeyError(f"unknown site {item.site!r}")
+        if isinstance(item, Forecast | ReferenceObservation):
+            return self._apply_weather(se, item)
         if isinstance(item, Inspection):
             return self._apply_inspection(se, item)
         if isinstance(item, SiteClosure):
@@ -159,6 +163,8 @@ class Engine:
                         note_storm_facts(se, tl.truth, changed)
             out += self._recompute_clocks(se)
             out += self._recompute_silence(se)
+            if se.weather_dirty:
+                out += self._recompute_weather(se)
         return _ordered(out)
 
     # ------------------------------------------------------------------ queries
@@ -222,6 +228,7 @@ class Engine:
             self.stats.duplicates += 1
             return []
         self.stats.accepted += 1
+        se.note_reading_for_weather(ts)
         if reading.kind != "status":
             se.readings[reading.sensor] = se.readings.get(reading.sensor, 0) + 1
         silence_dirty = False
@@ -271,6 +278,27 @@ class Engine:
         self.stats.accepted += 1
         self._advance_watermark(se, closure.ts_ms)
         return _ordered(self._recompute_clocks(se))
+
+    def _apply_weather(self, se: SiteEngine, item: Forecast | ReferenceObservation
+                       ) -> list[Event]:
+        # Weather is evidence beside the readings: it does not move event time.
+        if self.config.weather is None:
+            return []
+        if not se.weather.add(item):
+            self.stats.duplicates += 1
+            return []
+        if isinstance(item, Forecast):
+            se.forecast_facts = None
+        self.stats.accepted += 1
+        return _ordered(self._recompute_weather(se))
+
+    def _recompute_weather(self, se: SiteEngine) -> list[Event]:
+        se.weather_dirty = False
+        if self.config.weather is None:
+            return []
+        truth = weather_facts(se, self.config.weather, self.window)
+        ids, se.weather_ids = se.weather_ids | set(truth), set(truth)
+        return self._publish(truth, ids)
 
     def _advance_watermark(self, se: SiteEngine, ts: int) -> None:
         if self.watermark_ms is None or ts > self.watermark_ms:

@@ -66,7 +66,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -292,6 +292,14 @@ class GaugeFold:
         return GaugeState(dict(data["last_tips"]), dict(data["last_seen"]), data["first_ms"],
                           dict(data["heard"]), storm, deque((a, b) for a, b in data["rolling"]),
                           data["rolling_sum"], data["rolling_armed"])
+
+    def depths_in(self, readings: Iterable[Reading]) -> list[tuple[int, float]]:
+        """Each rain message's time and the inches this rule counts at it, folded from a
+        fresh state (the first counter is the baseline): the gauge's own numbers for a
+        comparison outside the storm rule (``weather.py``: the reference stations)."""
+        state, ignored = self.initial(), list[Fact]()
+        return [(item.ts_ms, self._depth(state, item, ignored) / self.units)
+                for item in sorted((r for r in readings if r.kind != "status"), key=self.key)]
 
     # ---------------------------------------------------------------- the rule
 

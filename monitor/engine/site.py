@@ -19,9 +19,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..config import SiteConfig
+from ..config import SiteConfig, WeatherConfig
 from ..contract.events import Fact, SensorRecovered, SensorStale
 from ..contract.inputs import Inspection, Reading, SiteClosure
+from ..contract.times import minutes_ms
 from . import clocks, sitestorms
 from .clocks import ClockFloor, SiteClocks
 from .health import HealthFold, never_heard
@@ -31,6 +32,13 @@ from .sitestorms import MEAN_GAUGE
 from .timeline import Source, Timeline
 from .traps import TrapFold
 from .turbidity import PairFold
+from .weather import (
+    GaugeRecord,
+    WeatherBook,
+    disagreement_truth,
+    forecast_truth,
+    reference_start_ms,
+)
 from .window import Window
 
 
@@ -77,6 +85,20 @@ class SiteEngine:
     first_ms: dict[str, int] = field(default_factory=dict)
     silence: dict[str, Fact] = field(default_factory=dict)
     silence_settled: set[str] = field(default_factory=set)
+    #: The weather inputs (``weather.py``), the ids of the weather facts that held at
+    #: the last computation, and whether gauge readings came since.
+    weather: WeatherBook = field(default_factory=WeatherBook)
+    weather_ids: set[str] = field(default_factory=set)
+    weather_dirty: bool = False
+    #: The forecast facts of the current set of issues (None: to be worked out), so a
+    #: tick after gauge readings recomputes only the comparison with the reference.
+    forecast_facts: dict[str, Fact] | None = None
+
+    def note_reading_for_weather(self, ts_ms: int) -> None:
+        """The reference compares the gauges' readings within its windows: the next
+        tick looks again when a reading lies in one of them."""
+        until = self.weather.rainy_until
+        self.weather_dirty = self.weather_dirty or (until is not None and ts_ms < until)
 
     def all_timelines(self) -> Iterable[tuple[str, Timeline[Any]]]:
         for group, tls in (("gauge", self.gauges), ("trap", self.traps), ("pair", self.pairs),
@@ -178,6 +200,9 @@ def dump_site(se: SiteEngine) -> dict[str, Any]:
         "silence_settled": sorted(se.silence_settled),
         "closure": se.closure.to_json() if se.closure is not None else None,
         "missed_weeks_settled": se.missed_weeks_settled,
+        "weather": se.weather.dump(),
+        "weather_ids": sorted(se.weather_ids),
+        "weather_dirty": se.weather_dirty,
     }
 
 
@@ -203,6 +228,9 @@ def load_site(site: SiteConfig, window: Window | None, sd: dict[str, Any]) -> Si
     closure = sd.get("closure")
     se.closure = SiteClosure.from_json(closure) if closure is not None else None
     se.missed_weeks_settled = int(sd.get("missed_weeks_settled", 0))
+    se.weather = WeatherBook.load(sd.get("weather", {}))
+    se.weather_ids = set(sd.get("weather_ids", []))
+    se.weather_dirty = bool(sd.get("weather_dirty", False))
     se.silence = never_heard(site, se.first_ms, monitoring_start(se), se.clocks_now_ms,
                              frozenset(se.silence_settled))
     se.clocks = clocks.compute(site, list(se.storm_facts.values()), se.inspections,
@@ -272,3 +300,38 @@ def note_storm_facts(se: SiteEngine, truth: dict[str, Fact], changed: Iterable[s
         elif se.storm_facts.pop(fid, None) is not None:
             dirty = True
     return dirty
+
+
+def weather_facts(se: SiteEngine, weather: WeatherConfig, window: Window | None
+                  ) -> dict[str, Fact]:
+    """The site's ``storm_forecast`` and ``gauge_disagrees`` facts that hold (``weather.py``),
+    the gauges' side read from the window (or, without one, the timelines' memory)."""
+    if se.forecast_facts is None:
+        se.forecast_facts = forecast_truth(se.config, weather, se.weather)
+    truth = dict(se.forecast_facts)
+    start = reference_start_ms(se.config, weather, se.weather)
+    if start is None:
+        return truth
+    records = []
+    for sensor in se.config.gauges():
+        fold = se.gauges[sensor.id].fold
+        assert isinstance(fold, GaugeFold)
+        stale_ms: int | None = minutes_ms(sensor.stale_after_minutes)
+        if sensor.on_tip:
+            stale_ms = (None if sensor.heartbeat_minutes is None
+                        else minutes_ms(sensor.heartbeat_minutes))
+        since = start - (stale_ms or 0) - 1
+        # The gauge's health timeline takes what is its sign of life (its messages, and
+        # the status of its node for an on_tip gauge); without a window it keeps them all.
+        found = (window.readings(se.config.id, se.config.heartbeat_sensors(sensor), since)
+                 if window is not None else
+                 [r for _, r in se.health[sensor.id].recent if r.ts_ms >= since])
+        found = [r for r in found if r.sensor == sensor.id or r.kind == "status"]
+        rain = [r for r in found if r.sensor == sensor.id and r.kind != "status"]
+        signs = {r.ts_ms for r in found}
+        depth: dict[int, float] = {}
+        for ts, inches in fold.depths_in(rain):
+            depth[ts] = depth.get(ts, 0.0) + inches
+        records.append(GaugeRecord(sensor.id, tuple((ts, depth.get(ts, 0.0))
+                                                    for ts in sorted(signs)), stale_ms))
+    return {**truth, **disagreement_truth(se.config, weather, se.weather, records)}

@@ -5,15 +5,28 @@ from __future__ import annotations
 import logging
 
 from ..contract.events import Event
-from ..contract.inputs import Inspection, Reading, SiteClosure
+from ..contract.inputs import Forecast, Inspection, Reading, ReferenceObservation, SiteClosure
 from ..engine.core import Engine
 from ..store import JournalIn, JournalRow
 
 log = logging.getLogger("stormwatch.daemon")
 
 
-def journal_in(item: Reading | Inspection | SiteClosure, *, topic: str | None,
-               received_ms: int | None) -> JournalIn:
+#: Every input the engine takes, as journaled.
+Input = Reading | Inspection | SiteClosure | Forecast | ReferenceObservation
+#: The body key that marks a weather row, and its value per input type.
+WEATHER_KEY = "weather"
+
+
+def journal_in(item: Input, *, topic: str | None, received_ms: int | None) -> JournalIn:
+    if isinstance(item, Forecast | ReferenceObservation):
+        # Journaled as a tick row: the table's kinds are fixed by a CHECK constraint in
+        # databases already out there, and tick rows are the ones no reader but the
+        # engine looks at (not counted as ingest: weather is fetched, not received);
+        # the body says ``weather`` and which input it is.
+        kind = "forecast" if isinstance(item, Forecast) else "observation"
+        return JournalIn("tick", item.site, None, item.ts_ms,
+                         {**item.to_json(), WEATHER_KEY: kind}, topic, received_ms)
     if isinstance(item, Inspection):
         return JournalIn("inspection", item.site, None, item.ts_ms, item.to_json(), topic,
                          received_ms)
@@ -26,7 +39,7 @@ def journal_in(item: Reading | Inspection | SiteClosure, *, topic: str | None,
                      received_ms)
 
 
-def apply_item(engine: Engine, item: Reading | Inspection | SiteClosure) -> list[Event]:
+def apply_item(engine: Engine, item: Input) -> list[Event]:
     """Feed one input to the engine, unless the configuration no longer has its site or
     sensor (the row was journaled under another configuration: kept, skipped)."""
     se = engine.sites.get(item.site)
@@ -43,6 +56,10 @@ def apply_row(engine: Engine, row: JournalRow) -> list[Event]:
         return apply_item(engine, SiteClosure.from_json(row.body))
     if row.kind == "inspection":
         return apply_item(engine, Inspection.from_json(row.body))
+    if row.kind == "tick" and row.body.get(WEATHER_KEY) == "forecast":
+        return apply_item(engine, Forecast.from_json(row.body))
+    if row.kind == "tick" and row.body.get(WEATHER_KEY) == "observation":
+        return apply_item(engine, ReferenceObservation.from_json(row.body))
     if row.kind == "tick":
         return engine.tick(int(row.body["now_ms"]))
     log.warning("journal row %s has unknown kind %r; skipped", row.seq, row.kind)

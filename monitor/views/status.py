@@ -34,6 +34,7 @@ from ..sources.confirm import META_KEY as CONFIRM_META
 from ..sources.confirm import confirm_of
 from ..sources.nodeclocks import META_KEY as CLOCKS_META
 from ..sources.nodeclocks import clock_of
+from ..sources.nws import weather_status
 from ..store import Store
 from ..store.deadletters import PRUNED_COUNTER
 from ..store.health import read_health
@@ -122,6 +123,9 @@ def build_status(config: Config, store: Store, now_ms: int) -> dict[str, Any]:
             sensor["clock"] = clock_of(clocks, site.id, sid)
             # The node's mode from its newest status, and the mark the daemon confirms.
             sensor["confirm"], sensor["journaled_seq"] = confirm_of(confirmations, site.id, sid)
+        if config.weather is not None:
+            # The source's own state: unreachable is said, never "no storm forecast".
+            shown["weather"] = weather_status(store, site.id)
     broker = health.get("broker") or {}
     since = broker.get("since_ms")
     return {"generated_at": iso(now_ms // 1000 * 1000), "sites": sites, "ingest": ingest,
@@ -288,6 +292,8 @@ def _site_lines(site: SiteConfig, shown: dict[str, Any], generated_ms: int) -> l
     lines = [f"{site.id} — {site.name or ''} (condition {site.condition})"]
     if storm_duty_unwatched(site):
         lines.append(f"  {NO_GAUGE}: no storm is seen, no 24-hour inspection is asked for")
+    if "weather" in shown:
+        lines.append("  " + weather_line(shown["weather"], lambda w: local_text(w, site.zone)))
     if shown.get("recorded_at") is None:
         return lines + ["  UNKNOWN: no state recorded for this site yet (the daemon records"
                         " it while it runs)"]
@@ -335,6 +341,17 @@ def _site_lines(site: SiteConfig, shown: dict[str, Any], generated_ms: int) -> l
         if clock:
             lines.append("  " + _clock_line(site, sid, clock, local))
     return lines
+
+
+def weather_line(weather: dict[str, Any], local: Local) -> str:
+    """The weather source's state in words: when it last answered, or why it did not
+    (an unreachable source is said, never read as "no storm forecast")."""
+    ok, error = weather.get("last_ok"), weather.get("last_error")
+    if error is None:
+        return f"weather ({weather['source']}): ok, last fetched {local(ok)}"
+    since = f" since {local(error['at'])}" if error.get("at") else ""
+    return (f"weather ({weather['source']}): UNREACHABLE{since}: {error['reason']}; "
+            f"last fetched {local(ok) if ok else 'never'}; storm forecast unknown")
 
 
 def _rule_lines(s: SiteNow, local: Local) -> list[str]:

@@ -389,3 +389,11 @@ def test_event_points_carry_the_fields_dashboards_filter_on() -> None:
     assert demand.fields["repeat"] == Int(3) and "repeat=3i" in (demand.encode() or "")
     fill = event_points(event("trap_fill", "f", T0))[0]
     assert not {"uncertain_in", "basis", "repeat"} & set(fill.fields)
+
+
+def test_weather_event_points_carry_their_depths() -> None:
+    forecast = event_points(event("storm_forecast", "f", T0))[0]
+    assert forecast.fields["forecast_in"] == 0.79 and "type=storm_forecast" in forecast.series
+    disagree = event_points(event("gauge_disagrees", "g", T0))[0]
+    assert (disagree.fields["gauge_in"], disagree.fields["reference_in"]) == (0.08, 0.79)
+    assert "gauge=rg1" in disagree.series

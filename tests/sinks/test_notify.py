@@ -54,6 +54,8 @@ DESIGN_5_TYPES = [
     "inspection_backdated", "inspection_missed", "corrective_action_due", "site_closed",
     # Issue 18: sensor faults and suspect probes.
     "sensor_fault", "probes_suspect",
+    # Issue 22: the weather.
+    "storm_forecast", "gauge_disagrees",
 ]
 
 SITE_DOC: dict[str, Any] = {
@@ -203,6 +205,8 @@ def test_every_design_5_event_type_has_a_decided_default_route() -> None:
     (ev("battery_low", "a", T0, sensor="rg1"), ["ops"], False),
     (ev("sensor_fault", "a", T0), ["qp", "ops"], False),
     (ev("probes_suspect", "a", T0), ["qp", "ops"], False),
+    (ev("storm_forecast", "a", T0), ["qp"], False),
+    (ev("gauge_disagrees", "a", T0), ["qp", "ops"], False),
 ])
 def test_default_routes_and_urgency(event: Event, tags: list[str],
                                     urgent: bool) -> None:
@@ -902,6 +906,32 @@ def test_a_repeat_at_a_faulty_reading_says_the_fill_is_the_last_valid_one() -> N
     assert ("Sensor: faulty (reads past the trap bottom): the fill is the last valid "
             "reading's; check the trap by eye") in m.text
     assert "Sensor: faulty" not in render(alert(ev("trap_cleanout_required", "t", T0))).text
+
+
+def test_storm_forecast_says_check_controls_before_the_rain() -> None:
+    m = render(alert(ev("storm_forecast", "f", T0)))
+    assert m.title == "Branch Meadows Subdivision: storm forecast: 0.79 in within 24 hours"
+    assert ("The forecast (NWS gridpoint OKX/33,37, issued Mon Nov 30, 2026 8:00 AM EST) puts "
+            "0.79 in of rain on the site from Mon Nov 30, 2026 1:00 PM EST to Tue Dec 1, 2026 "
+            "1:00 PM EST (chance of precipitation 80 %)") in m.text
+    assert "Check the controls before the rain." in m.text
+    assert '§ 134-9A(2) requires: "...the applicant shall have' in m.text
+    assert "chance" not in render(alert(ev("storm_forecast", "f", T0, probability=None))).text
+
+
+def test_gauge_disagrees_says_the_gauge_may_be_clogged_or_dead() -> None:
+    m = render(alert(ev("gauge_disagrees", "g", T0)))
+    assert m.title == "Branch Meadows Subdivision: rain gauge rg1 may be clogged or dead"
+    assert ("The gauge may be clogged or dead: the station KHPN saw 0.79 in from Sun Nov 29, "
+            "2026 9:00 AM EST to Mon Nov 30, 2026 9:00 AM EST, while rain gauge rg1 saw "
+            "0.08 in. It opens no clock: a station miles away is a second opinion, not the "
+            "site's rain.") in m.text
+    stale = render(alert(ev("gauge_disagrees", "g", T0, stale=True, gauge_in=0.0,
+                            opens_clock=True, reference_unknown_hours=2))).text
+    assert "saw 0.79 in (2 hours unreported, so at least that)" in stale
+    assert "rain gauge rg1 was silent in that time (stale), 0.00 in reported" in stale
+    assert ("weather.reference_opens_clock is set: treat this as a storm of the site and "
+            "inspect within 24 hours of it (stormwatch tracks no clock from a station).") in stale
 
 
 def test_probes_suspect_says_why_and_quotes_134_8c() -> None:

@@ -17,6 +17,7 @@ from monitor.contract.events import (
     CounterReset,
     Event,
     Fact,
+    GaugeDisagrees,
     InspectionBackdated,
     InspectionDueSoon,
     InspectionMissed,
@@ -29,6 +30,7 @@ from monitor.contract.events import (
     SensorStale,
     SiteClosed,
     StormEnded,
+    StormForecast,
     StormQualified,
     StormStarted,
     TrapCleaned,
@@ -176,6 +178,12 @@ SAMPLE_BODIES: dict[str, Body] = {body.TYPE: body for body in (
     ProbesSuspect(pair="outfall-1", upstream_ntu=30.0, downstream_ntu=10.0, hours=6.0,
                   since="2026-11-30T08:00:00Z", upstream="tb-up", downstream="tb-down",
                   suspect_delta_ntu=10.0),
+    StormForecast(source="nws", forecast_in=0.79, window_from="2026-11-30T18:00:00Z",
+                  window_to="2026-12-01T18:00:00Z", issued_at="2026-11-30T13:00:00Z",
+                  probability=80.0, grid="OKX/33,37", threshold_in=0.5),
+    GaugeDisagrees(gauge="rg1", gauge_in=0.08, reference_in=0.79, reference="KHPN",
+                   window_from="2026-11-29T14:00:00Z", window_to="2026-11-30T14:00:00Z",
+                   stale=False, threshold_in=0.5, opens_clock=False, reference_unknown_hours=0),
 )}
 
 

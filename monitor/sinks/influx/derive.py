@@ -36,9 +36,11 @@ from typing import Any
 from ...config import Config
 from ...contract.events import (
     Event,
+    GaugeDisagrees,
     ProbesSuspect,
     SensorFault,
     StormEnded,
+    StormForecast,
     StormQualified,
     TrapCleanoutRequired,
     TurbidityContrast,
@@ -174,6 +176,10 @@ def _event_numbers(event: Event) -> dict[str, FieldValue]:
         return {"reason": body.reason}
     if isinstance(body, ProbesSuspect):
         return {"hours": float(body.hours)}
+    if isinstance(body, StormForecast):
+        return {"forecast_in": float(body.forecast_in)}
+    if isinstance(body, GaugeDisagrees):
+        return {"gauge_in": float(body.gauge_in), "reference_in": float(body.reference_in)}
     return {}
 
 

@@ -40,6 +40,7 @@ from ...contract.events import (
     CorrectiveActionDue,
     CounterReset,
     Event,
+    GaugeDisagrees,
     InspectionBackdated,
     InspectionDueSoon,
     InspectionMissed,
@@ -52,6 +53,7 @@ from ...contract.events import (
     SensorStale,
     SiteClosed,
     StormEnded,
+    StormForecast,
     StormQualified,
     StormStarted,
     TrapCleaned,
@@ -675,6 +677,44 @@ def _pegged(c: _Ctx, e: Pegged) -> Content:
                    "the real turbidity may be higher, or the probe is fouled.")
 
 
+def _storm_forecast(c: _Ctx, e: StormForecast) -> Content:
+    chance = "" if e.probability is None else f" (chance of precipitation {e.probability:g} %)"
+    window = f"{c.local(e.window_from)} to {c.local(e.window_to)}"
+    return Content(
+        f"storm forecast: {inches(e.forecast_in)} within 24 hours",
+        f"The forecast (NWS gridpoint {e.grid}, issued {c.local(e.issued_at)}) puts "
+        f"{inches(e.forecast_in)} of rain on the site from {window}{chance}, at or above "
+        f"the {inches(e.threshold_in)} of a storm that needs an inspection within 24 hours. "
+        "Check the controls before the rain.",
+        [Line("Forecast", f"{inches(e.forecast_in)}{chance}"), Line("Window", window)],
+        WARNING,
+        [_duty_9a2(), Line("To do", "check silt fence, inlet protection and traps before the "
+                           "rain; a forecast opens no clock: the site gauge decides.")])
+
+
+def _gauge_disagrees(c: _Ctx, e: GaugeDisagrees) -> Content:
+    window = f"{c.local(e.window_from)} to {c.local(e.window_to)}"
+    unknown = (f" ({e.reference_unknown_hours} hours unreported, so at least that)"
+               if e.reference_unknown_hours else "")
+    gauge = (f"rain gauge {e.gauge} was silent in that time (stale), "
+             f"{inches(e.gauge_in)} reported" if e.stale
+             else f"rain gauge {e.gauge} saw {inches(e.gauge_in)}")
+    clock = ("weather.reference_opens_clock is set: treat this as a storm of the site and "
+             "inspect within 24 hours of it (stormwatch tracks no clock from a station)."
+             if e.opens_clock else "It opens no clock: a station miles away is a second "
+             "opinion, not the site's rain.")
+    return Content(
+        f"rain gauge {e.gauge} may be clogged or dead",
+        f"The gauge may be clogged or dead: the station {e.reference} saw "
+        f"{inches(e.reference_in)}{unknown} from {window}, while {gauge}. {clock}",
+        [Line("Reference", f"{e.reference}: {inches(e.reference_in)}"),
+         Line("Gauge", f"{e.gauge}: {inches(e.gauge_in)}" + (" (stale)" if e.stale else "")),
+         Line("Window", window)],
+        WARNING,
+        [_duty_9a2(), Line("To do", "check the gauge's funnel, bucket and battery; if it "
+                           "rained on the site, have the controls inspected.")])
+
+
 def _content(c: _Ctx) -> Content:
     """What the event's type says (each type's own renderer, by its typed body)."""
     match c.event.body:
@@ -724,6 +764,10 @@ def _content(c: _Ctx) -> Content:
             return _sensor_fault(c, e)
         case ProbesSuspect() as e:
             return _probes_suspect(c, e)
+        case StormForecast() as e:
+            return _storm_forecast(c, e)
+        case GaugeDisagrees() as e:
+            return _gauge_disagrees(c, e)
     return _generic(c)
 
 

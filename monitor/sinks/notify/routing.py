@@ -104,6 +104,12 @@ DEFAULT_ROUTES: Final[dict[str, tuple[str, ...]]] = {
     # a site problem. Either way the qualified professional must look, and
     # operations check the probes.
     "probes_suspect": ("qp", "ops"),
+    # A storm in the forecast: the qualified professional checks the controls
+    # before the rain (§ 134-9A(2) follows the storm); no clock, no officer.
+    "storm_forecast": ("qp",),
+    # The reference saw a storm the gauge did not: operations look at the gauge,
+    # the qualified professional at the site (it may have rained there).
+    "gauge_disagrees": ("qp", "ops"),
 }
 
 #: Types whose alerts carry a deadline or a violation (see the module docstring).
