@@ -36,6 +36,7 @@ The late readings a timeline re-folds with come from an injected ``Window``
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -259,8 +260,17 @@ class Engine:
             return []
         key = (insp.ts_ms, insp.inspector, insp.kind)
         if key in se.inspection_keys:
+            # One inspection per (time, inspector, kind): a second one with that key is
+            # a redelivery, or a second record of the same visit (the field app and a
+            # hand-written message). Which one stands must not depend on which came
+            # first, so the smaller canonical form does, whatever the order.
             self.stats.duplicates += 1
-            return []
+            at = next(i for i, old in enumerate(se.inspections)
+                      if (old.ts_ms, old.inspector, old.kind) == key)
+            if _canonical(insp) >= _canonical(se.inspections[at]):
+                return []
+            se.inspections[at] = insp
+            return _ordered(self._recompute_clocks(se))
         se.inspection_keys.add(key)
         se.inspections.append(insp)
         if se.last_inspection_ms is None or insp.ts_ms > se.last_inspection_ms:
@@ -436,3 +446,8 @@ class Engine:
 
 
 _ordered = in_event_order
+
+
+def _canonical(insp: Inspection) -> str:
+    """An inspection as sorted JSON, to choose between two with one key."""
+    return json.dumps(insp.to_json(), sort_keys=True, default=str)

@@ -231,3 +231,23 @@ def test_a_restored_engine_carries_on_with_closure_actions_and_missed_weeks() ->
     assert [a["id"] for a in status["corrective_actions"]] == ["ca-1"]
     assert sorted(e.id for e in again.current_events()) == sorted(
         e.id for e in eng.current_events())
+
+
+def test_two_records_of_one_visit_give_the_same_events_in_either_order() -> None:
+    """Two inspections with one (time, inspector, kind) but other contents (the field
+    app's record with a photo and a hand-written message of the same visit) are one
+    inspection: which one stands must not depend on which arrived first. The first
+    to arrive used to stand (found by the order property test)."""
+    t0 = MAY1 + 2 * H
+    web = insp(t0, corrective_actions=(CorrectiveAction("ca-1", "fix the fence", t0 + D),),
+               via="web", certified=True)
+    other = insp(t0, corrective_actions=(CorrectiveAction("ca-1", "fix", t0 + 2 * D),))
+    first, _ = run([web, other], t0 + 3 * D, active_since="2026-05-01")
+    second, _ = run([other, web], t0 + 3 * D, active_since="2026-05-01")
+    def plain(eng: Engine, kind: str) -> list[dict[str, Any]]:
+        return [{k: v for k, v in e.items() if k != "revision"} for e in final(eng, kind)]
+
+    for kind in ("inspection_recorded", "corrective_action_due", "clock_closed"):
+        assert plain(first, kind) == plain(second, kind), kind
+    (recorded,) = final(first, "inspection_recorded")
+    assert len(recorded["corrective_actions"]) == 1  # one of them, not both
