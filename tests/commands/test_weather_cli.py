@@ -52,7 +52,12 @@ def test_weather_prints_days_reference_and_the_conclusion(
     assert "(chance 80 %)" in out
     days = [line for line in out.splitlines() if line.startswith("  ") and " in" in line
             and ":" in line.split(" in")[0] and "would" not in line and "reference" not in line]
-    assert round(sum(float(d.split(": ")[1].split(" in")[0]) for d in days), 2) == 0.51
+    # The 6 hours may straddle local midnight (the issue is the last full hour of the
+    # wall clock): each day is printed to 0.01 in, so the days add up to 13 mm
+    # (0.5118 in) within half a hundredth per day.
+    per_day = [float(d.split(": ")[1].split(" in")[0]) for d in days]
+    wet = [v for v in per_day if v > 0]
+    assert 1 <= len(wet) <= 2 and abs(sum(wet) - 13 / 25.4) <= 0.005 * len(wet) + 1e-9
 
 
 def test_weather_exits_1_when_the_source_is_unreachable(
