@@ -12,8 +12,8 @@ queue guarded by ``max_queued_bytes``, 1000 in flight, persistence) and a
 fresh state directory:
 
 1. ``stormwatch run`` starts once, so the broker has its persistent session
-   and subscriptions, and is stopped with SIGTERM; a bare paho subscriber
-   (the baseline, below) makes its own persistent session the same way;
+   and subscriptions, and is stopped with SIGTERM; the two bare paho
+   subscribers (the baselines, below) make their own persistent sessions;
 2. ``--readings`` readings (default 200 000) from ``--sites`` × ``--sensors-per-site``
    sensors (default 100 × 10: per site 2 rain gauges publishing ``tips_total``,
    6 turbidity probes in 3 upstream/downstream pairs, 2 sediment sensors over
@@ -24,8 +24,8 @@ fresh state directory:
    that qualifies and a fifth of the turbidity pairs an exceedance, so the
    engine has real work. Publishing is not part of any timing below; its
    duration is printed once, for reference;
-3. the two drains run one after the other (which goes first alternates
-   between trials):
+3. the three drains run one after the other (their order rotates between
+   trials, ``ORDERS``):
 
    * **daemon**: ``stormwatch run`` starts again; this script polls the
      daemon's database read-only every 50 ms until every reading is
@@ -38,17 +38,27 @@ fresh state directory:
      does and nothing else: MQTT v5, clean start off with a session expiry,
      QoS 1 subscriptions to ``stormwatch/v1/+/+/reading`` and ``.../status``,
      ``manual_ack=True``, max inflight 1000, each message acknowledged as
-     it arrives. Its time runs from its CONNACK to the last message.
+     it arrives. Its time runs from its CONNACK to the last message;
+   * **bare 3.1.1**: the fastest a paho consumer goes: MQTT 3.1.1,
+     ``clean_session=False`` (the 3.1.1 flag that keeps the session and its
+     backlog), the same QoS 1 subscriptions, paho's default automatic
+     acknowledgements, nothing done with the message. Timed the same way.
 
-Reading the output: one row per trial with both drain times and rates, and
-``daemon/bare``, the daemon's rate (from "connected to") as a fraction of
-the bare client's rate (from CONNACK) *in the same trial*, then the medians.
+Then "where the time goes": ``stages.py`` runs the same messages through the
+daemon's own loop (``Daemon._turn``) in this process, with timers on its
+stages, once after each trial's drains (median per stage); and during the daemon's
+drain this script samples the CPU time of the daemon's process, its MQTT
+process and the broker (``/proc``), so the part the in-process loop does not
+explain is measured too.
+
+Reading the output: one row per trial with the three drain times and rates, and
+``daemon/v5`` and ``daemon/3.1.1``, the daemon's rate (from "connected to") as a fraction of
+each bare client's rate (from CONNACK) *in the same trial*, then the medians.
 Absolute rates move with the load on the (shared) machine; the ratio mostly
-does not, and it is the number to compare over time. ``x bare`` is the same
-ratio the other way round: how many times longer the daemon took. The bare
-client is the ceiling for a Python paho consumer on this machine; the gap
-to it is journal commits (SQLite, ``synchronous=FULL``), parsing,
-validation, the engine and snapshots. See ``bench/README.md``.
+does not, and it is the number to compare over time. ``x v5`` (``x 3.1.1``) is the same
+ratio the other way round: how many times longer the daemon took; both
+against the v5 client and against the 3.1.1 one, whose rate is the ceiling
+for a Python paho consumer on this machine. See ``bench/README.md``.
 
     .venv/bin/python bench/ingest.py                  # 200 000 readings, 3 trials
     .venv/bin/python bench/ingest.py --readings 20000 --trials 1 --keep
@@ -656,7 +666,8 @@ def where_it_goes(b: stages.Breakdown, daemon_us: float, v5_us: float, v311_us: 
     print(f"\nwhere the time goes: the daemon's {daemon_us:.1f} us/msg (median drain, from "
           f"connected) against the bare 3.1.1 client's {v311_us:.1f}; the loop's stages "
           f"timed in process on the same {b.messages:,} messages (stages.py: Daemon._turn "
-          f"with timers, median of {b.runs} pass(es), {b.wall_s:.1f} s each)")
+          f"with timers, one pass after each trial's drains, median of {b.runs}, "
+          f"{b.wall_s:.1f} s each)")
     print(f"{'stage':<40}{'us/msg':>8}{'share':>8}")
     for stage in stages.STAGES:
         print(f"{'  ' + stage:<40}{b.us(stage):>8.1f}{b.us(stage) / daemon_us:>8.0%}")
@@ -693,15 +704,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="keep the temp dirs (configs, daemon logs, databases)")
     parser.add_argument("--no-breakdown", dest="breakdown", action="store_false",
                         help="skip timing the daemon's stages in process (stages.py)")
-    parser.add_argument("--breakdown-runs", type=int, default=3,
-                        help="in-process passes of the stage timing, median per stage (3)")
     parser.add_argument("--log-level", default="info",
                         help="the daemon's --log-level (default info)")
     args = parser.parse_args(argv)
-    if min(args.readings, args.sites, args.sensors_per_site, args.trials,
-           args.breakdown_runs) < 1:
-        parser.error("--readings, --sites, --sensors-per-site, --trials and --breakdown-runs"
-                     " must be positive")
+    if min(args.readings, args.sites, args.sensors_per_site, args.trials) < 1:
+        parser.error("--readings, --sites, --sensors-per-site and --trials must be positive")
 
     harness.install_sigterm()
     sites = make_sites(args.sites, args.sensors_per_site)
@@ -722,12 +729,20 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout.flush()
 
     trials: list[Trial] = []
+    passes: list[stages.Breakdown] = []
     with Workspace("stormwatch-bench-ingest-", args.keep) as workspace:
         try:
             for i in range(args.trials):
                 trials.append(run_trial(i + 1, workspace, sites, messages, queued_bytes,
                                         order=ORDERS[i % len(ORDERS)],
                                         log_level=args.log_level))
+                if args.breakdown:
+                    # Right after the trial's drains: the machine's load as they had it.
+                    progress(f"trial {i + 1}: timing the daemon's stages in process on the "
+                             f"same {len(messages):,} messages")
+                    tdir = workspace.path / f"trial-{i + 1}"
+                    passes.append(stages.measure(tdir / "stormwatch.yaml", messages,
+                                                 tdir / "stages-state"))
         except KeyboardInterrupt:
             print("interrupted", file=sys.stderr)
             return 130
@@ -740,21 +755,10 @@ def main(argv: list[str] | None = None) -> int:
           f"for all three sessions): median {median(preload):.1f} s "
           f"({args.readings / median(preload):,.0f} msg/s); runs "
           + " ".join(f"{s:.1f}" for s in preload) + "\n")
-    breakdown = None
-    if args.breakdown:
-        progress(f"timing the daemon's stages in process on the same {len(messages):,} "
-                 "messages")
-        runs = []
-        with Workspace("stormwatch-bench-stages-", args.keep) as workspace:
-            write_config(workspace.path / "stormwatch.yaml", 1883, workspace.path / "state",
-                         sites)
-            for k in range(args.breakdown_runs):
-                runs.append(stages.measure(workspace.path / "stormwatch.yaml", messages,
-                                           workspace.path / f"state-{k}"))
-        breakdown = stages.median_of(runs)
-        if breakdown.journaled < len(messages):
-            print(f"WARNING: the in-process run journaled {breakdown.journaled:,} of "
-                  f"{len(messages):,} messages")
+    breakdown = stages.median_of(passes) if passes else None
+    if breakdown is not None and breakdown.journaled < len(messages):
+        print(f"WARNING: the in-process run journaled {breakdown.journaled:,} of "
+              f"{len(messages):,} messages")
     report(trials, args.readings, breakdown)
     return 0
 
