@@ -12,20 +12,20 @@ queue guarded by ``max_queued_bytes``, 1000 in flight, persistence) and a
 fresh state directory:
 
 1. ``stormwatch run`` starts once, so the broker has its persistent session
-   and subscriptions, and is stopped with SIGTERM; a bare paho subscriber
-   (the baseline, below) makes its own persistent session the same way;
+   and subscriptions, and is stopped with SIGTERM; the two bare paho
+   subscribers (the baselines, below) make their own persistent sessions;
 2. ``--readings`` readings (default 200 000) from ``--sites`` × ``--sensors-per-site``
    sensors (default 100 × 10: per site 2 rain gauges publishing ``tips_total``,
    6 turbidity probes in 3 upstream/downstream pairs, 2 sediment sensors over
    2 traps) are published once at QoS 1, every PUBACK awaited; the broker
-   queues them for both sessions. The readings are one a minute per sensor,
+   queues them for every session. The readings are one a minute per sensor,
    ending a minute before the first trial starts (so a few hours in the past,
    well within the 7-day lateness bound); a quarter of the gauges see a storm
    that qualifies and a fifth of the turbidity pairs an exceedance, so the
    engine has real work. Publishing is not part of any timing below; its
    duration is printed once, for reference;
-3. the two drains run one after the other (which goes first alternates
-   between trials):
+3. the three drains run one after the other (their order rotates between
+   trials, ``ORDERS``):
 
    * **daemon**: ``stormwatch run`` starts again; this script polls the
      daemon's database read-only every 50 ms until every reading is
@@ -38,17 +38,27 @@ fresh state directory:
      does and nothing else: MQTT v5, clean start off with a session expiry,
      QoS 1 subscriptions to ``stormwatch/v1/+/+/reading`` and ``.../status``,
      ``manual_ack=True``, max inflight 1000, each message acknowledged as
-     it arrives. Its time runs from its CONNACK to the last message.
+     it arrives. Its time runs from its CONNACK to the last message;
+   * **bare 3.1.1**: the fastest a paho consumer goes: MQTT 3.1.1,
+     ``clean_session=False`` (the 3.1.1 flag that keeps the session and its
+     backlog), the same QoS 1 subscriptions, paho's default automatic
+     acknowledgements, nothing done with the message. Timed the same way.
 
-Reading the output: one row per trial with both drain times and rates, and
-``daemon/bare``, the daemon's rate (from "connected to") as a fraction of
-the bare client's rate (from CONNACK) *in the same trial*, then the medians.
+Then "where the time goes": ``stages.py`` runs the same messages through the
+daemon's own loop (``Daemon._turn``) in this process, with timers on its
+stages, once after each trial's drains (median per stage); and during the daemon's
+drain this script samples the CPU time of the daemon's process, its MQTT
+process and the broker (``/proc``), so the part the in-process loop does not
+explain is measured too.
+
+Reading the output: one row per trial with the three drain times and rates, and
+``daemon/v5`` and ``daemon/3.1.1``, the daemon's rate (from "connected to") as a fraction of
+each bare client's rate (from CONNACK) *in the same trial*, then the medians.
 Absolute rates move with the load on the (shared) machine; the ratio mostly
-does not, and it is the number to compare over time. ``x bare`` is the same
-ratio the other way round: how many times longer the daemon took. The bare
-client is the ceiling for a Python paho consumer on this machine; the gap
-to it is journal commits (SQLite, ``synchronous=FULL``), parsing,
-validation, the engine and snapshots. See ``bench/README.md``.
+does not, and it is the number to compare over time. ``x v5`` (``x 3.1.1``) is the same
+ratio the other way round: how many times longer the daemon took; both
+against the v5 client and against the 3.1.1 one, whose rate is the ceiling
+for a Python paho consumer on this machine. See ``bench/README.md``.
 
     .venv/bin/python bench/ingest.py                  # 200 000 readings, 3 trials
     .venv/bin/python bench/ingest.py --readings 20000 --trials 1 --keep
@@ -58,6 +68,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sys
 import threading
@@ -67,6 +78,8 @@ from pathlib import Path
 from typing import Any
 
 import harness
+import paho.mqtt.client as mqtt
+import stages
 from harness import (
     PREFIX,
     DaemonError,
@@ -80,15 +93,18 @@ from harness import (
     progress,
     wait_for_subscription,
 )
+from paho.mqtt.enums import CallbackAPIVersion
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
 DAEMON_CLIENT_ID = "stormwatch-bench"
 BARE_CLIENT_ID = "bare-bench"
+BARE_V311_CLIENT_ID = "bare-v311-bench"
 SESSION_EXPIRY_S = 168 * 3600  # the daemon's default broker.session_expiry_hours
 POLL_S = 0.05
 STALL_S = 120.0  # no progress for this long: something is wrong, give up
 APPLIED_GRACE_S = 30.0
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 #: Sensor kinds of a site, repeated for more than ten: 2 gauges, 6 probes, 2 sediment.
 KIND_CYCLE = ("rain", "turbidity", "turbidity", "sediment", "turbidity",
@@ -314,7 +330,82 @@ class BareSubscriber:
         return start, self.connack_s, self.done_s
 
 
+class BareV311Subscriber(BareSubscriber):
+    """The fastest paho consumer: MQTT 3.1.1, paho's automatic acknowledgements.
+
+    ``manual_ack`` off (paho's default: the PUBACK is written as the message
+    is handled, before ``on_message`` returns), no v5 properties to decode.
+    ``clean_session=False``: on 3.1.1 that flag is what keeps the session, and
+    its backlog, while the client is away (a clean session would find nothing
+    queued). Same subscriptions at QoS 1 and the same queued messages.
+    """
+
+    def _client(self) -> Any:
+        client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=self.client_id,
+                             protocol=mqtt.MQTTv311, clean_session=False)
+        client.max_inflight_messages_set(1000)
+        client.on_connect = self._on_connect
+        client.on_subscribe = self._on_subscribe
+        client.on_message = self._on_message
+        return client
+
+    def _connect(self, client: Any) -> None:
+        client.connect("127.0.0.1", self.port, keepalive=60)
+
+    def _on_message(self, client: Any, userdata: Any, msg: Any) -> None:
+        self.count += 1
+        self.last_message_s = time.time()
+        if self.count >= self.expected and not self._done.is_set():
+            self.done_s = self.last_message_s
+            self._done.set()
+
+
 # ----------------------------------------------------------------------------- the daemon
+
+
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process so far (0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def children(pid: int) -> list[int]:
+    """Every descendant of ``pid`` (``/proc/PID/task/*/children``)."""
+    out: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children", encoding="ascii") as f:
+                kids = [int(k) for k in f.read().split()]
+        except OSError:
+            continue
+        for kid in kids:
+            out += [kid, *children(kid)]
+    return out
+
+
+@dataclass(frozen=True)
+class CpuSample:
+    """At ``at`` (epoch s): CPU seconds of the daemon's own process, its children (the
+    MQTT process), and the broker."""
+
+    at: float
+    loop: float
+    child: float
+    broker: float
+
+
+def cpu_sample(daemon_pid: int, broker_pid: int | None) -> CpuSample:
+    return CpuSample(time.time(), cpu_s(daemon_pid),
+                     sum(cpu_s(k) for k in children(daemon_pid)),
+                     cpu_s(broker_pid) if broker_pid is not None else 0.0)
 
 
 @dataclass
@@ -327,6 +418,9 @@ class DaemonDrain:
     #: ``APPLIED_GRACE_S`` of the journal being complete (see ``done_s``).
     applied_s: float | None
     rejected: int
+    #: CPU seconds (loop process, MQTT child, broker) and, as ``at``, wall seconds from
+    #: the first sample after "connected to" to the end of the drain.
+    cpu: CpuSample | None = None
 
     @property
     def done_s(self) -> float:
@@ -342,7 +436,7 @@ class DaemonDrain:
 
 
 def daemon_drain(config_path: Path, log_path: Path, db_path: Path, expected: int,
-                 log_level: str) -> DaemonDrain:
+                 log_level: str, broker_pid: int | None = None) -> DaemonDrain:
     """Start the daemon and poll its database until every reading is journaled and applied.
 
     "Applied" is read from ``meta.applied_seq``, which the daemon writes with
@@ -356,12 +450,16 @@ def daemon_drain(config_path: Path, log_path: Path, db_path: Path, expected: int
     daemon = DaemonProcess(config_path, log_path, log_level).start()
     journaled: float | None = None
     applied: float | None = None
+    assert daemon.proc is not None
+    pid = daemon.proc.pid  # setpriv execs the interpreter: the same pid
+    samples: list[CpuSample] = []
     try:
         last_change, last_seen = time.monotonic(), (-1, -1)
         last = 0
         while True:
             time.sleep(POLL_S)
             daemon.check_alive()
+            samples.append(cpu_sample(pid, broker_pid))
             top, applied_seq = probe.max_seq(), probe.applied_seq()
             if journaled is None:
                 if (top, applied_seq) != last_seen:
@@ -392,8 +490,14 @@ def daemon_drain(config_path: Path, log_path: Path, db_path: Path, expected: int
             raise DaemonError("no 'connected to' / 'engine restored' line in the daemon's log")
         if "session resumed" not in str(connected.get("msg")):
             raise DaemonError(f"the daemon's session was not resumed: {connected.get('msg')}")
+        samples.append(cpu_sample(pid, broker_pid))
+        since = [c for c in samples if c.at >= log_time(connected)]
+        cpu = None
+        if len(since) >= 2:
+            a, b = since[0], since[-1]
+            cpu = CpuSample(b.at - a.at, b.loop - a.loop, b.child - a.child, b.broker - a.broker)
         return DaemonDrain(daemon.started_s, log_time(connected), log_time(restored), journaled,
-                           applied, probe.dead_letters())
+                           applied, probe.dead_letters(), cpu)
     finally:
         daemon.stop()
         probe.close()
@@ -409,11 +513,19 @@ class Trial:
     daemon: DaemonDrain
     bare_connect_s: float
     bare_s: float
+    #: The MQTT 3.1.1 auto-ack client: connect call -> CONNACK, CONNACK -> last message.
+    v311_connect_s: float
+    v311_s: float
+
+
+#: Which drain goes first, second, third: rotated between trials, so none is always
+#: the one that meets a broker warm from the one before.
+ORDERS = (("bare", "v311", "daemon"), ("daemon", "v311", "bare"), ("v311", "daemon", "bare"))
 
 
 def run_trial(number: int, workspace: Workspace, sites: list[Site],
-              messages: list[tuple[str, bytes]], queued_bytes: int, bare_first: bool,
-              log_level: str) -> Trial:
+              messages: list[tuple[str, bytes]], queued_bytes: int,
+              order: tuple[str, ...], log_level: str) -> Trial:
     tdir = workspace.path / f"trial-{number}"
     tdir.mkdir()
     progress(f"trial {number}: starting Mosquitto")
@@ -433,6 +545,8 @@ def run_trial(number: int, workspace: Workspace, sites: list[Site],
         raise DaemonError(f"`stormwatch run` exited {rc} on SIGTERM; log:\n{first.log_tail()}")
     bare = BareSubscriber(mosquitto.port, BARE_CLIENT_ID)
     bare.create_session()
+    v311 = BareV311Subscriber(mosquitto.port, BARE_V311_CLIENT_ID)
+    v311.create_session()
 
     progress(f"trial {number}: publishing {len(messages):,} readings at QoS 1")
     publisher = Publisher(mosquitto.port, "bench-publisher")
@@ -451,54 +565,70 @@ def run_trial(number: int, workspace: Workspace, sites: list[Site],
         call, connack, done = bare.drain(len(messages))
         return connack - call, done - connack
 
+    def run_v311() -> tuple[float, float]:
+        progress(f"trial {number}: bare 3.1.1 auto-ack subscriber draining")
+        call, connack, done = v311.drain(len(messages))
+        return connack - call, done - connack
+
     def run_daemon() -> DaemonDrain:
         progress(f"trial {number}: daemon draining")
         return daemon_drain(config_path, log_path, state / "stormwatch.db", len(messages),
-                            log_level)
+                            log_level, mosquitto.pid)
 
-    if bare_first:
-        bare_connect, bare_s = run_bare()
-        drain = run_daemon()
-    else:
-        drain = run_daemon()
-        bare_connect, bare_s = run_bare()
+    results: dict[str, Any] = {}
+    for name in order:
+        results[name] = {"bare": run_bare, "v311": run_v311, "daemon": run_daemon}[name]()
+    drain = results["daemon"]
+    bare_connect, bare_s = results["bare"]
+    v311_connect, v311_s = results["v311"]
     progress(f"trial {number}: daemon {drain.from_connected:.2f} s from connected, "
-             f"bare {bare_s:.2f} s")
+             f"bare v5 {bare_s:.2f} s, bare 3.1.1 {v311_s:.2f} s")
     mosquitto.stop()
-    return Trial("bare first" if bare_first else "daemon first", preload_s, drain, bare_connect,
-                 bare_s)
+    return Trial(order[0], preload_s, drain, bare_connect, bare_s, v311_connect, v311_s)
 
 
 # ----------------------------------------------------------------------------- report
 
 
-def report(trials: list[Trial], n: int) -> None:
+def report(trials: list[Trial], n: int, breakdown: stages.Breakdown | None) -> None:
     def rate(seconds: float) -> float:
         return n / seconds if seconds > 0 else float("nan")
 
     head = (f"{'trial':<6}{'first':<8}{'daemon s':>9}{'from conn':>10}{'msg/s':>9}"
-            f"{'bare s':>9}{'msg/s':>9}{'daemon/bare':>12}{'x bare':>8}")
+            f"{'v5 s':>8}{'msg/s':>9}{'3.1.1 s':>8}{'msg/s':>9}"
+            f"{'daemon/v5':>10}{'x v5':>6}{'daemon/3.1.1':>13}{'x 3.1.1':>8}")
     print(head)
-    ratios = []
+    ratios, ratios311 = [], []
     for i, t in enumerate(trials, 1):
-        d_rate, b_rate = rate(t.daemon.from_connected), rate(t.bare_s)
+        d_rate, b_rate, v_rate = (rate(t.daemon.from_connected), rate(t.bare_s),
+                                  rate(t.v311_s))
         ratios.append(d_rate / b_rate)
-        print(f"{i:<6}{t.order.split()[0]:<8}{t.daemon.from_start:>9.2f}"
-              f"{t.daemon.from_connected:>10.2f}{d_rate:>9,.0f}{t.bare_s:>9.2f}{b_rate:>9,.0f}"
-              f"{ratios[-1]:>12.3f}{1 / ratios[-1]:>8.1f}")
+        ratios311.append(d_rate / v_rate)
+        print(f"{i:<6}{t.order:<8}{t.daemon.from_start:>9.2f}"
+              f"{t.daemon.from_connected:>10.2f}{d_rate:>9,.0f}{t.bare_s:>8.2f}{b_rate:>9,.0f}"
+              f"{t.v311_s:>8.2f}{v_rate:>9,.0f}"
+              f"{ratios[-1]:>10.3f}{1 / ratios[-1]:>6.1f}{ratios311[-1]:>13.3f}"
+              f"{1 / ratios311[-1]:>8.1f}")
     d_med = median([t.daemon.from_connected for t in trials])
     b_med = median([t.bare_s for t in trials])
-    r_med = median(ratios)
+    v_med = median([t.v311_s for t in trials])
+    r_med, r311_med = median(ratios), median(ratios311)
     print(f"{'median':<14}{median([t.daemon.from_start for t in trials]):>9.2f}{d_med:>10.2f}"
-          f"{rate(d_med):>9,.0f}{b_med:>9.2f}{rate(b_med):>9,.0f}{r_med:>12.3f}"
-          f"{1 / r_med:>8.1f}")
+          f"{rate(d_med):>9,.0f}{b_med:>8.2f}{rate(b_med):>9,.0f}{v_med:>8.2f}"
+          f"{rate(v_med):>9,.0f}{r_med:>10.3f}{1 / r_med:>6.1f}{r311_med:>13.3f}"
+          f"{1 / r311_med:>8.1f}")
     ratio = (f"ratio: drain of {n:,} readings: the daemon {r_med:.3f} of the bare paho client's "
-             f"rate ({rate(d_med):,.0f} msg/s from connected), median of {len(trials)} trial(s)")
+             f"rate (v5, manual ack; daemon {rate(d_med):,.0f} msg/s from connected), "
+             f"median of {len(trials)} trial(s)")
+    ratio311 = (f"ratio: drain of {n:,} readings: the daemon {r311_med:.3f} of a bare paho "
+                f"3.1.1 auto-ack client's rate ({rate(v_med):,.0f} msg/s), median of "
+                f"{len(trials)} trial(s)")
     startup = median([t.daemon.connected_s - t.daemon.started_s for t in trials])
     restore = median([t.daemon.restored_s - t.daemon.started_s for t in trials])
     print(f"\ndaemon start-up (median): process start -> 'engine restored' {restore:.2f} s, "
-          f"-> 'connected to' {startup:.2f} s; bare connect -> CONNACK "
-          f"{median([t.bare_connect_s for t in trials]) * 1000:.0f} ms")
+          f"-> 'connected to' {startup:.2f} s; bare connect -> CONNACK v5 "
+          f"{median([t.bare_connect_s for t in trials]) * 1000:.0f} ms, 3.1.1 "
+          f"{median([t.v311_connect_s for t in trials]) * 1000:.0f} ms")
     lag = [t.daemon.applied_s - t.daemon.journaled_s for t in trials
            if t.daemon.applied_s is not None]
     if lag:
@@ -513,7 +643,55 @@ def report(trials: list[Trial], n: int) -> None:
     if rejected:
         print(f"WARNING: the daemon rejected {rejected} reading(s) (dead letters); "
               "the benchmark's readings should all be valid")
+    shares: tuple[float, float, float] | None = None
+    cpus = [t.daemon.cpu for t in trials if t.daemon.cpu is not None and t.daemon.cpu.at > 0]
+    if cpus:
+        wall = median([c.at for c in cpus])
+        loop, child, brk = (median([getattr(c, k) / c.at for c in cpus])
+                            for k in ("loop", "child", "broker"))
+        print(f"CPU during the daemon's drain (from connected; median share of one core, "
+              f"{os.cpu_count()} cores): the daemon's loop process {loop:.0%}, its MQTT "
+              f"process {child:.0%}, the broker {brk:.0%} (over {wall:.1f} s)")
+        shares = (loop, child, brk)
+    if breakdown is not None:
+        where_it_goes(breakdown, d_med / n * 1e6, b_med / n * 1e6, v_med / n * 1e6, shares)
     print(ratio)
+    print(ratio311)
+
+
+def where_it_goes(b: stages.Breakdown, daemon_us: float, v5_us: float, v311_us: float,
+                  shares: tuple[float, float, float] | None) -> None:
+    """The daemon's time per message (median drain) split by stage: the main loop's
+    stages measured in process (``stages.py``), the rest what that leaves."""
+    print(f"\nwhere the time goes: the daemon's {daemon_us:.1f} us/msg (median drain, from "
+          f"connected) against the bare 3.1.1 client's {v311_us:.1f}; the loop's stages "
+          f"timed in process on the same {b.messages:,} messages (stages.py: Daemon._turn "
+          f"with timers, one pass after each trial's drains, median of {b.runs}, "
+          f"{b.wall_s:.1f} s each)")
+    print(f"{'stage':<40}{'us/msg':>8}{'share':>8}")
+    for stage in stages.STAGES:
+        print(f"{'  ' + stage:<40}{b.us(stage):>8.1f}{b.us(stage) / daemon_us:>8.0%}")
+    loop = b.total_us
+    print(f"{'the loop in process (sum)':<40}{loop:>8.1f}{loop / daemon_us:>8.0%}")
+    rest = daemon_us - loop
+    print(f"{'not in the loop in process':<40}{rest:>8.1f}{rest / daemon_us:>8.0%}"
+          "  (the MQTT child and the broker on the same 2 cores, waiting for input)")
+    print(f"{'  for reference: bare v5 manual ack':<40}{v5_us:>8.1f}{v5_us / daemon_us:>8.0%}"
+          "  (the MQTT child's floor, runs beside the loop)")
+    print(f"{'  for reference: bare 3.1.1 auto-ack':<40}{v311_us:>8.1f}"
+          f"{v311_us / daemon_us:>8.0%}")
+    print(f"{'  snapshot write (writer thread)':<40}{b.writer_s / b.messages * 1e6:>8.1f}"
+          f"{b.writer_s / b.messages * 1e6 / daemon_us:>8.0%}  (beside the loop)")
+    if shares is None:
+        return
+    loop_cpu, child_cpu, broker_cpu = (share * daemon_us for share in shares)
+    for label, us in (("CPU: the loop process", loop_cpu), ("CPU: the MQTT process", child_cpu),
+                      ("CPU: the broker", broker_cpu)):
+        print(f"{'  ' + label:<40}{us:>8.1f}{us / daemon_us:>8.0%}  (measured in the drain)")
+    busiest = "the MQTT process" if child_cpu >= loop_cpu else "the loop process"
+    print(f"bound by: {busiest} ({max(shares[:2]):.0%} of a core during the drain); the MQTT "
+          f"process spends {child_cpu:.1f} us/msg, the bare v5 manual-ack client "
+          f"{v5_us:.1f}, the bare 3.1.1 auto-ack one {v311_us:.1f}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -524,6 +702,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trials", type=int, default=3)
     parser.add_argument("--keep", action="store_true",
                         help="keep the temp dirs (configs, daemon logs, databases)")
+    parser.add_argument("--no-breakdown", dest="breakdown", action="store_false",
+                        help="skip timing the daemon's stages in process (stages.py)")
     parser.add_argument("--log-level", default="info",
                         help="the daemon's --log-level (default info)")
     args = parser.parse_args(argv)
@@ -536,8 +716,8 @@ def main(argv: list[str] | None = None) -> int:
     progress(f"generating {args.readings:,} readings")
     messages = make_readings(sites, args.readings, int(time.time()) - 60)
     payload_bytes = sum(len(p) + len(t) for t, p in messages)
-    # Both sessions hold every message until they drain; leave room beyond that.
-    queued_bytes = max(harness.BROKER_QUEUED_BYTES, 4 * payload_bytes)
+    # All three sessions hold every message until they drain; leave room beyond that.
+    queued_bytes = max(harness.BROKER_QUEUED_BYTES, 6 * payload_bytes)
 
     per_sensor = args.readings / n_sensors
     print(f"drain: {args.readings:,} QoS 1 readings from {n_sensors:,} sensors at "
@@ -549,11 +729,20 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout.flush()
 
     trials: list[Trial] = []
+    passes: list[stages.Breakdown] = []
     with Workspace("stormwatch-bench-ingest-", args.keep) as workspace:
         try:
             for i in range(args.trials):
                 trials.append(run_trial(i + 1, workspace, sites, messages, queued_bytes,
-                                        bare_first=i % 2 == 0, log_level=args.log_level))
+                                        order=ORDERS[i % len(ORDERS)],
+                                        log_level=args.log_level))
+                if args.breakdown:
+                    # Right after the trial's drains: the machine's load as they had it.
+                    progress(f"trial {i + 1}: timing the daemon's stages in process on the "
+                             f"same {len(messages):,} messages")
+                    tdir = workspace.path / f"trial-{i + 1}"
+                    passes.append(stages.measure(tdir / "stormwatch.yaml", messages,
+                                                 tdir / "stages-state"))
         except KeyboardInterrupt:
             print("interrupted", file=sys.stderr)
             return 130
@@ -563,10 +752,14 @@ def main(argv: list[str] | None = None) -> int:
             return 1
     preload = [t.preload_s for t in trials]
     print(f"preloading (publish at QoS 1 from one paho client, every PUBACK awaited, queued "
-          f"for both sessions): median {median(preload):.1f} s "
+          f"for all three sessions): median {median(preload):.1f} s "
           f"({args.readings / median(preload):,.0f} msg/s); runs "
           + " ".join(f"{s:.1f}" for s in preload) + "\n")
-    report(trials, args.readings)
+    breakdown = stages.median_of(passes) if passes else None
+    if breakdown is not None and breakdown.journaled < len(messages):
+        print(f"WARNING: the in-process run journaled {breakdown.journaled:,} of "
+              f"{len(messages):,} messages")
+    report(trials, args.readings, breakdown)
     return 0
 
 
