@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from monitor.config import Config
 from monitor.config.file import parse_config
 from monitor.contract.times import MS_PER_DAY, MS_PER_MINUTE, parse_iso
@@ -32,6 +34,17 @@ PREFIX = "stormwatch/v1"
 
 
 def season_config(state_dir: Path, archive: dict[str, Any] | None = None) -> Config:
+    return parse_config(season_data(state_dir, archive), env={})
+
+
+def season_yaml(state_dir: Path, archive: dict[str, Any] | None = None) -> Path:
+    """The season's configuration as a file beside its state directory, for the CLI."""
+    path = state_dir.parent / "season.yaml"
+    path.write_text(yaml.safe_dump(season_data(state_dir, archive)), encoding="utf-8")
+    return path
+
+
+def season_data(state_dir: Path, archive: dict[str, Any] | None = None) -> dict[str, Any]:
     sites = []
     for sid, zone in SITES:
         sites.append({
@@ -48,7 +61,7 @@ def season_config(state_dir: Path, archive: dict[str, Any] | None = None) -> Con
     data: dict[str, Any] = {"state_dir": str(state_dir), "sites": sites}
     if archive is not None:
         data["archive"] = archive
-    return parse_config(data, env={})
+    return data
 
 
 class NoBroker:
