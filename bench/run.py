@@ -50,6 +50,7 @@ class Benchmark:
 
 
 BENCHMARKS = (
+    Benchmark("archive.py", full=(), quick=("--sites", "4", "--days", "3", "--repeats", "1")),
     Benchmark("bench_replay.py", full=(), quick=("--runs", "1")),
     Benchmark("hostile.py", full=(), quick=("--runs", "1", "--batches", "50",
                                             "--old-max", "10000")),

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from . import __version__
-from .commands import files, people, service, state, weather, web
+from .commands import archive, files, people, service, state, weather, web
 from .commands.common import discard_output, flush_output
 from .commands.helptext import TOP_EPILOG
 from .errors import EXIT_OK, OutputError, StormwatchError
@@ -31,7 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     # Each family declares its commands' flags next to the commands themselves.
     for add_parsers in (files.add_parsers, state.add_parsers, people.add_parsers,
-                        web.add_parsers, service.add_parsers, weather.add_parsers):
+                        web.add_parsers, service.add_parsers, weather.add_parsers,
+                        archive.add_parsers):
         add_parsers(sub)
     return parser
 

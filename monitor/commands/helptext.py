@@ -271,6 +271,30 @@ HELP: dict[str, tuple[str, str, str]] = {
 
         """ + EXIT_CODES),
 
+    "archive": ("move final journal rows into compressed files (nothing deleted)", """
+        The journal is the site's record and is kept at least five years after
+        final stabilization, while the database costs about 250 bytes a
+        reading. This moves the journal rows that can no longer change any
+        event (older than --before, or archive.after_days before now; older
+        than each site's lateness window; covered by the engine snapshot and
+        by the InfluxDB exporter) into Parquet files, zstd-compressed, under
+        state_dir/archive/SITE/, one per site and month and run. Each file's
+        SHA-256 is sealed in the log book (a journal_archived row), and the
+        database gives the space back. A restart, `report` and `logbook
+        verify` read archive and journal as one; `logbook verify` exits 1
+        naming an archive file that was edited or removed. stormwatch never
+        deletes an archive file: copy state_dir/archive/ with your backups.
+
+        It runs beside the daemon (which archives by itself with an archive:
+        section). With the daemon stopped, the first run converts a database
+        made before the archive existed so that it can shrink (a full VACUUM,
+        needing free space the size of the database).""", """
+        examples:
+          stormwatch archive --config /etc/stormwatch/stormwatch.yaml --dry-run
+          stormwatch archive --config /etc/stormwatch/stormwatch.yaml --before 2026-06-01
+
+        """ + EXIT_CODES),
+
     "report": ("compliance report with plots (HTML or PDF)", """
         A compliance report for a period, as one HTML file with rainfall,
         trap-fill and turbidity plots inline (every time in the site's zone).

@@ -14,6 +14,7 @@ from .schema import (
     ENV_PREFIX,
     ID_PATTERN,
     SENSOR_KINDS,
+    ArchiveConfig,
     BrokerConfig,
     Config,
     DaemonConfig,
@@ -39,8 +40,9 @@ from .schema import (
 
 __all__ = [
     "CLOCK_CONDITIONS", "DEFAULT_ABSOLUTE_NTU", "ENV_PREFIX", "ID_PATTERN", "SENSOR_KINDS",
-    "BrokerConfig", "Config", "DaemonConfig", "DeadLettersConfig", "InfluxConfig", "Model",
-    "NotifyConfig", "NotifyTarget", "Pause", "Practice", "QualifiedProfessional", "RainRules",
+    "ArchiveConfig", "BrokerConfig", "Config", "DaemonConfig", "DeadLettersConfig",
+    "InfluxConfig", "Model", "NotifyConfig", "NotifyTarget", "Pause", "Practice",
+    "QualifiedProfessional", "RainRules",
     "SensorConfig", "SiteConfig", "SiteNotify", "TlsConfig", "TrapConfig", "TurbidityPair",
     "WeatherConfig", "WebConfig", "photos_dir_of",
 ]

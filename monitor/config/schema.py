@@ -51,7 +51,7 @@ from .web import Practice, WebConfig
 
 __all__ = [
     "CLOCK_CONDITIONS", "DEFAULT_ABSOLUTE_NTU", "ENV_PREFIX", "ID_PATTERN", "SENSOR_KINDS",
-    "BrokerConfig",
+    "ArchiveConfig", "BrokerConfig",
     "Config", "DaemonConfig", "DeadLettersConfig", "InfluxConfig", "Model", "NotifyConfig",
     "NotifyTarget", "Pause", "Practice",
     "QualifiedProfessional",
@@ -354,12 +354,24 @@ class DeadLettersConfig(Model):
         return int(self.max_mb * 1024 * 1024)
 
 
+class ArchiveConfig(Model):
+    """The daemon's own archiving (``stormwatch archive`` does the same on demand): journal
+    rows that can no longer change any event move into compressed files under
+    ``state_dir/archive/``, their SHA-256 in the log book; none is ever deleted."""
+
+    #: Rows whose event time is older than this many days are archived (once the
+    #: lateness window, the engine snapshot and every journal cursor are past them).
+    after_days: PositiveFloat = 30.0
+
+
 class Config(Model):
     broker: BrokerConfig = Field(default_factory=BrokerConfig)
     state_dir: str = "/var/lib/stormwatch"
     daemon: DaemonConfig = Field(default_factory=DaemonConfig)
     dead_letters: DeadLettersConfig = Field(default_factory=DeadLettersConfig)
     influx: InfluxConfig | None = None
+    #: Without the section the daemon archives nothing by itself.
+    archive: ArchiveConfig | None = None
     notify: NotifyConfig = Field(default_factory=NotifyConfig)
     #: The field web app (``stormwatch web``); none: no app, and no form links in alerts.
     web: WebConfig | None = None

@@ -55,6 +55,7 @@ from ..store import Store, is_disk_full
 from ..store.events import AlertRoutes
 from ..store.health import DaemonHealth
 from ..store.opening import LOCK_NAME, daemon_lock, open_store
+from .archiver import Archiver
 from .batch import Acker, BatchPath
 from .confirmer import Confirmer
 from .heap import keep_heap
@@ -140,6 +141,10 @@ class Daemon:
         self.workers = workers if workers is not None else [
             *build_workers(config, clock),
             *([WeatherPoller(config, clock)] if config.weather is not None else [])]
+        if config.archive is not None and workers is None:
+            # Its own thread like a sink's (``archiver.py``); a caller that passes its own
+            # workers drives the archive itself.
+            self.workers.append(Archiver(config, clock))
         self.stop_event = stop_event if stop_event is not None else threading.Event()
         self.queue: queue.Queue[Received] = queue.Queue(maxsize=QUEUE_SIZE)
         self.rejects = RejectLog(log)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, Final
 
@@ -36,6 +36,21 @@ RESERVED_META: Final = frozenset(
 
 class StoreError(UserError):
     """The database cannot be used as asked (missing, newer schema, read-only)."""
+
+
+@contextmanager
+def read_snapshot(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One read transaction on ``conn``, unless the caller holds one already (then its
+    snapshot is the one read)."""
+    if conn.in_transaction:
+        yield conn
+        return
+    conn.execute("BEGIN")
+    try:
+        yield conn
+    finally:
+        if conn.in_transaction:
+            conn.execute("COMMIT")
 
 
 def load_event(body: str) -> Event:
@@ -83,16 +98,9 @@ class Db:
         with immediate(self.conn) as conn:
             yield conn
 
-    @contextmanager
-    def read(self) -> Iterator[sqlite3.Connection]:
+    def read(self) -> AbstractContextManager[sqlite3.Connection]:
         """One read transaction: several SELECTs see the same snapshot."""
-        conn = self.conn
-        conn.execute("BEGIN")
-        try:
-            yield conn
-        finally:
-            if conn.in_transaction:
-                conn.execute("COMMIT")
+        return read_snapshot(self.conn)
 
     # -- meta: small named values ---------------------------------------------
 
@@ -118,6 +126,12 @@ class Db:
         if self.readonly:
             conn.execute("PRAGMA query_only = ON")
             return
+        if conn.execute("PRAGMA page_count").fetchone()[0] == 0:
+            # A new file: pages freed by the archive (``archive.py``) can then be
+            # given back to the file system (``PRAGMA incremental_vacuum``). Only
+            # before the first table, and before WAL mode writes the header; an
+            # older file is converted once by ``stormwatch archive`` (a VACUUM).
+            conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
         mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
         if str(mode).lower() != "wal":
             # WAL needs shared memory; it is refused e.g. on network file systems.

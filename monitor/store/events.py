@@ -37,6 +37,10 @@ from .state import put_status
 
 #: The ``prev_hash`` of the first log book row.
 GENESIS_HASH: Final = "0" * 64
+#: Log book row types that record something other than a § 5 event: an archive
+#: file of journal rows and its SHA-256 (``archive.py``).
+ARCHIVED: Final = "journal_archived"
+RECORD_TYPES: Final = frozenset({ARCHIVED})
 LOGBOOK_TRIGGERS: Final = frozenset({"logbook_no_update", "logbook_no_delete"})
 
 
@@ -380,21 +384,39 @@ class _Chain:
     def append(self, conn: sqlite3.Connection, recorded_ms: int, event: Event,
                data: dict[str, Any], body: str) -> None:
         """One sealed row for ``event`` (``data`` its JSON, ``body`` the canonical text)."""
+        self.seal(conn, recorded_ms, event.site, event.type, event.id, event.revision, data,
+                  body)
+
+    def seal(self, conn: sqlite3.Connection, recorded_ms: int, site: str, type_: str,
+             record_id: str, revision: int, data: dict[str, Any], body: str) -> int:
+        """One sealed row of any record (an event, an archive file); its seq."""
         self.seq += 1
-        content = canonical(_logbook_content(self.seq, recorded_ms, event.site, event.type,
-                                             event.id, event.revision, data))
+        content = canonical(_logbook_content(self.seq, recorded_ms, site, type_, record_id,
+                                             revision, data))
         row_hash = _chain_hash(self.hash, content)
         conn.execute(
             "INSERT INTO logbook (seq, recorded_ms, site, type, event_id, revision,"
             " body, canonical, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (self.seq, recorded_ms, event.site, event.type, event.id, event.revision, body,
-             content, self.hash, row_hash))
+            (self.seq, recorded_ms, site, type_, record_id, revision, body, content,
+             self.hash, row_hash))
         self.hash, self.moved = row_hash, True
+        return self.seq
 
     def save(self, conn: sqlite3.Connection) -> None:
         if self.moved:
             put_meta(conn, "logbook_head_seq", self.seq)
             put_meta(conn, "logbook_head_hash", self.hash)
+
+
+def seal_record(conn: sqlite3.Connection, recorded_ms: int, site: str, type_: str,
+                record_id: str, data: dict[str, Any]) -> int:
+    """Append one log book row that is no § 5 event (``archive.py``: an archive file and
+    its SHA-256) inside the caller's transaction; its seq. The chain covers it like
+    any other row; readers of events skip such types (``RECORD_TYPES``)."""
+    chain = _Chain.head(conn)
+    seq = chain.seal(conn, recorded_ms, site, type_, record_id, 0, data, canonical(data))
+    chain.save(conn)
+    return seq
 
 
 def _chain_hash(prev_hash: str, content: str) -> str:

@@ -36,8 +36,11 @@ from typing import Any, Final, Literal
 from ..contract.admission import SeqBook, identity, msg_seq
 from ..contract.rejects import RejectReason
 from . import deadletters
+from .archive import ArchiveIndex
 from .db import Db, bump, canonical
 from .deadletters import DeadLetter, DeadLetterIn
+from .journalrows import ArchivedReadings, RowsAsOne, merge_by_seq
+from .journalrows import JournalRow as JournalRow  # the row type, here since before the archive
 
 #: Journal kinds counted as ingest (``accepted``/``duplicates``); ticks are the
 #: daemon's own clock, not input, and would inflate ``ingest.accepted``.
@@ -71,16 +74,6 @@ class JournalIn:
     received_ms: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class JournalRow:
-    """One journal row as replay reads it back."""
-
-    seq: int
-    kind: str
-    body: dict[str, Any]
-    received_ms: int | None
-
-
 class Journal:
     """The ``journal``, ``dead_letters`` and ``counters`` tables.
 
@@ -91,6 +84,14 @@ class Journal:
     def __init__(self, db: Db) -> None:
         self.db = db
         self.max_dead_bytes: int | None = None
+        #: The archive (``archive.py``): rows moved out of the table, read as part of it.
+        self.archive = ArchiveIndex(db)
+        #: Archive files whose SHA-256 this connection has checked, the merge an
+        #: ``after`` left off (continued by the next ``after`` from where it stopped),
+        #: and the archived readings of recent re-folds.
+        self._checked: set[str] = set()
+        self._merge: RowsAsOne | None = None
+        self._archived: ArchivedReadings | None = None
 
     def commit(self, journal: Sequence[JournalIn], dead: Sequence[DeadLetterIn] = (), *,
                conflict: ConflictLetter | None = None) -> list[int | None]:
@@ -175,7 +176,20 @@ class Journal:
         return [first + i if first + i in taken else None for i in range(len(rows))]
 
     def after(self, seq: int, limit: int = 10000) -> list[JournalRow]:
-        """Journal rows with ``seq`` greater than the given one, ascending (the replay path)."""
+        """Journal rows with ``seq`` greater than the given one, ascending (the replay path),
+        archived ones included (``journalrows.RowsAsOne``): the archive and the table
+        are one journal to every reader."""
+        merge = self._merge
+        if merge is None or merge.returned != seq:
+            merge = None
+            if seq < self.archive.top_seq():
+                merge = self._merge = RowsAsOne(self.archive, self.db.conn, seq, self._checked)
+        if merge is not None:
+            rows = merge.take(limit)
+            if merge.archive_done:
+                self._merge = None  # the rest is the table's alone: the plain query
+            return rows
+        self._merge = None
         return [JournalRow(s, kind, json.loads(body), received)
                 for s, kind, body, received in self.db.conn.execute(
                     "SELECT seq, kind, body, received_ms FROM journal WHERE seq > ?"
@@ -201,14 +215,24 @@ class Journal:
         for the rare late reading, not for reading a sensor's history."""
         marks = ", ".join("?" * len(sensors))
         # INDEXED BY: without statistics the planner would scan the whole table.
-        sql = (f"SELECT body FROM journal INDEXED BY journal_key WHERE ts_ms >= ? AND site = ?"
-               f" AND sensor IN ({marks}) AND kind = 'reading'")
+        sql = (f"SELECT seq, body FROM journal INDEXED BY journal_key WHERE ts_ms >= ?"
+               f" AND site = ? AND sensor IN ({marks}) AND kind = 'reading'")
         params: list[Any] = [since_ms, site, *sensors]
         if upto_seq is not None:
             sql += " AND seq <= ?"
             params.append(upto_seq)
-        return [json.loads(body) for (body,) in self.db.conn.execute(sql + " ORDER BY seq",
-                                                                     params)]
+        conn = self.db.conn
+        if not self.archive.covering(site, since_ms, upto_seq):
+            return [json.loads(body) for _, body in conn.execute(sql + " ORDER BY seq", params)]
+        # Archived rows too (a restore from scratch re-folding a late reading): the
+        # files and the table from one snapshot, a seq in both taken once.
+        if self._archived is None:
+            self._archived = ArchivedReadings(self.archive, self._checked)
+        with self.db.read() as snap:
+            archived = self._archived.readings(site, sensors, since_ms, upto_seq, snap)
+            table = [(int(s), json.loads(body)) for s, body in snap.execute(
+                sql + " ORDER BY seq", params)]
+        return merge_by_seq(archived, table)
 
     def seq_run(self, site: str, sensor: str, first: int, limit: int = 1_000_000) -> int:
         """The highest n such that the sensor's readings ``first`` to n (their ``seq``)
@@ -224,8 +248,13 @@ class Journal:
         return n - 1
 
     def max_seq(self) -> int:
-        """The newest journal ``seq``; 0 when the journal is empty."""
-        return int(self.db.conn.execute("SELECT ifnull(max(seq), 0) FROM journal").fetchone()[0])
+        """The newest journal ``seq``, archived rows included; 0 when the journal is empty.
+
+        The archive holds only rows older than the table's newest, except when every
+        row went (a site quiet for longer than ``archive.after_days``): then the
+        archive's top is still the journal's newest row."""
+        top = int(self.db.conn.execute("SELECT ifnull(max(seq), 0) FROM journal").fetchone()[0])
+        return max(top, self.archive.top_seq())
 
     def backlog(self, after_seq: int) -> tuple[int, int | None]:
         """(journal rows after ``after_seq``, arrival ms of the first of them or None).

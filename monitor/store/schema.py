@@ -200,5 +200,32 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
             FROM dead_letters WHERE true HAVING count(*) > 0
             ON CONFLICT (name) DO UPDATE SET value = excluded.value""",
     ),
+    (
+        # The archive (``archive.py``): one row per Parquet file under
+        # state_dir/archive/, written in the transaction that seals its log book
+        # row (``logbook_seq``), before its rows leave the journal. ``done`` = 0
+        # while rows the file holds may still be in the journal (the deletes run
+        # in short transactions after it; a crash between them is finished by the
+        # next run, and readers take a seq once whichever side holds it).
+        """CREATE TABLE archive_files (
+            name TEXT PRIMARY KEY,
+            site TEXT NOT NULL,
+            month TEXT NOT NULL,
+            rows INTEGER NOT NULL,
+            first_seq INTEGER NOT NULL,
+            last_seq INTEGER NOT NULL,
+            min_ts_ms INTEGER NOT NULL,
+            max_ts_ms INTEGER NOT NULL,
+            bytes INTEGER NOT NULL,
+            sha256 TEXT NOT NULL,
+            logbook_seq INTEGER NOT NULL,
+            created_ms INTEGER NOT NULL,
+            done INTEGER NOT NULL DEFAULT 0 CHECK (done IN (0, 1))
+        ) WITHOUT ROWID""",
+        # "Is any of the journal after seq N archived?" (every read of the journal
+        # asks) and "this site's files since t" (a late reading re-folded).
+        "CREATE INDEX archive_files_last ON archive_files (last_seq)",
+        "CREATE INDEX archive_files_site ON archive_files (site, max_ts_ms)",
+    ),
 )
 SCHEMA_VERSION: Final = len(MIGRATIONS)

@@ -93,6 +93,25 @@ class State:
                              " DO UPDATE SET state = excluded.state",
                              [(owner, name, at, text) for name, at, text in put])
 
+    def snapshot_head(self, owner: str = "engine") -> tuple[int, str] | None:
+        """(applied_seq, head JSON text) of the owner's snapshot, without its checkpoints:
+        what the archive needs to know of it (its sites' horizons)."""
+        row = self.db.conn.execute("SELECT applied_seq, data FROM snapshots WHERE owner = ?"
+                                   " ORDER BY id DESC LIMIT 1", (owner,)).fetchone()
+        return None if row is None else (int(row[0]), str(row[1]))
+
+    def meta_number(self, key: str, path: str) -> int | None:
+        """An integer inside a JSON meta value (``path`` as SQLite's ``json_extract``
+        takes it), without loading the value into Python; None when absent."""
+        row = self.db.conn.execute("SELECT json_extract(value, ?) FROM meta WHERE key = ?"
+                                   " AND json_valid(value)", (path, key)).fetchone()
+        return int(row[0]) if row is not None and isinstance(row[0], int) else None
+
+    def cursors(self) -> dict[str, int]:
+        """Every named position (``cursor.*`` in ``meta``), by name."""
+        return {str(k)[len("cursor."):]: int(v) for k, v in self.db.conn.execute(
+            "SELECT key, value FROM meta WHERE key LIKE 'cursor.%'")}
+
     def load_snapshot(self, owner: str = "engine") -> EngineSnapshot | None:
         """The owner's snapshot as ``save_snapshot`` stored it, or None; read in
         one transaction, so the head and its checkpoints belong together."""

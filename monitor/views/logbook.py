@@ -39,7 +39,7 @@ import io
 import re
 import socket
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 from zoneinfo import ZoneInfo
@@ -50,6 +50,8 @@ from ..contract.localtime import local_text
 from ..errors import CheckFailed
 from ..sinks.notify.messages import INFO, WARNING, Message, md_escape
 from ..store import GENESIS_HASH, LogbookRow, Store
+from ..store.archive import ArchiveFile, check_file
+from ..store.events import ARCHIVED, RECORD_TYPES
 from ..store.photos import check_photo
 from .invocation import program
 
@@ -57,9 +59,10 @@ SUMMARY_FIELDS = ("inspector", "credentials", "kind", "inspected_at", "entered_a
                   "notes", "findings", "corrective_actions", "resolves", "closes", "gauge",
                   "qualified_at", "total_in", "due", "outcome", "clock_id", "week", "action_id",
                   "text", "closed_at", "by", "trap", "fill_fraction", "pair", "state",
-                  "delta_ntu", "sensor")
+                  "delta_ntu", "sensor", "file", "rows", "from", "to", "sha256")
 #: Fields of ``SUMMARY_FIELDS`` that hold a time (ISO 8601 UTC in the event).
-TIME_FIELDS = frozenset({"inspected_at", "entered_at", "qualified_at", "due", "closed_at"})
+TIME_FIELDS = frozenset({"inspected_at", "entered_at", "qualified_at", "due", "closed_at",
+                         "from", "to"})
 
 
 def _item(value: Any, zone: ZoneInfo) -> str:
@@ -279,6 +282,7 @@ def verify_logbook(store: Store, anchor: Anchor | None = None,
         problems += found
     if photos_dir is not None:
         problems += photo_problems(rows, photos_dir)
+    problems += archive_problems(store, rows)
     return Verification(problems, len(rows), head_of(rows), anchored)
 
 
@@ -302,6 +306,40 @@ def photo_problems(rows: Sequence[LogbookRow], photos_dir: Path) -> list[str]:
     return problems
 
 
+def archive_problems(store: Store, rows: Sequence[LogbookRow]) -> list[str]:
+    """Each archive file the log book names (``journal_archived`` rows: name and
+    SHA-256 sealed by the chain) that is missing, unreadable or edited, and an
+    archive index that no longer agrees with the log book: archived journal rows
+    are the record too, and the chain is what proves which files there were."""
+    index = {f.name: f for f in store.journal.archive.files()}
+    root = store.journal.archive.root
+    problems, sealed = [], set()
+    for row in rows:
+        if row.type != ARCHIVED:
+            continue
+        name, sha = row.body.get("file"), row.body.get("sha256")
+        if not isinstance(name, str) or not isinstance(sha, str):
+            continue  # an edited body: the chain check names the row
+        sealed.add(name)
+        held = index.get(name)
+        if held is None or held.sha256 != sha:
+            problems.append(f"archive index: {name} (log book row {row.seq}) is missing or"
+                            " altered in the database: edited outside stormwatch")
+        wrong = check_file(root, replace(held or _sealed_file(name, sha, row), sha256=sha,
+                                         logbook_seq=row.seq))
+        if wrong is not None:
+            problems.append(wrong)
+    for name in sorted(index.keys() - sealed):
+        problems.append(f"archive index: {name} has no log book row: added outside stormwatch")
+    return problems
+
+
+def _sealed_file(name: str, sha: str, row: LogbookRow) -> ArchiveFile:
+    """The file a log book row names, for a check when the index lost it."""
+    return ArchiveFile(name, row.site, str(row.body.get("month", "")), 0, 0, 0, 0, 0, 0, sha,
+                       row.seq)
+
+
 class LogbookUnreadable(CheckFailed):
     """A log book row (or a stored event) is no § 5 event any more: it was edited, and
     nothing can be read from it; ``logbook verify`` says more."""
@@ -316,6 +354,8 @@ def _latest(rows: Iterable[LogbookRow]) -> dict[str, tuple[LogbookRow, Event]]:
     """
     out: dict[str, tuple[LogbookRow, Event]] = {}
     for row in rows:
+        if row.type in RECORD_TYPES:
+            continue  # an archive file's row: sealed by the chain, no § 5 event
         try:
             event = Event.from_json(row.body)
         except (KeyError, TypeError, ValueError) as exc:
