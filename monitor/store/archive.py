@@ -356,6 +356,14 @@ class ArchiveIndex:
                                        f.sha256, seq, created_ms))
         return out
 
+    def summary(self) -> dict[str, Any]:
+        """What the archive holds: files, rows, bytes, the newest file's time (``status``)."""
+        files, rows, size, newest = self.db.conn.execute(
+            "SELECT count(*), ifnull(sum(rows), 0), ifnull(sum(bytes), 0), max(created_ms)"
+            " FROM archive_files").fetchone()
+        return {"files": int(files), "rows": int(rows), "bytes": int(size),
+                "last_at": iso(int(newest)) if newest is not None else None}
+
     def pending(self) -> list[ArchiveFile]:
         """Files whose rows may still be in the journal (a run stopped part-way)."""
         return [f for f in self.files() if not f.done]

@@ -133,7 +133,9 @@ def build_status(config: Config, store: Store, now_ms: int) -> dict[str, Any]:
                        "since": iso(int(since)) if since else None},
             "export": export, "notify": notify,
             "journal": {"newest_received_at": iso(received) if received is not None else None,
-                        "age_s": _age_s(received, now_ms)},
+                        "age_s": _age_s(received, now_ms),
+                        # Rows moved out of the database (``stormwatch archive``).
+                        "archive": store.journal.archive.summary()},
             "daemon": _daemon(store, recorded, now_ms)}
 
 
@@ -391,6 +393,11 @@ def _ingest_lines(status: dict[str, Any]) -> list[str]:
     if behind > 0:
         lines.append(f"  {behind} journal row(s) not applied yet: the state above is from before"
                      " them (the daemon applies them when it runs)")
+    archive = status["journal"].get("archive") or {}
+    if archive.get("files"):
+        lines.append(f"  archive: {archive['rows']:,} journal row(s) in {archive['files']}"
+                     f" file(s), {archive['bytes'] / 1e6:,.1f} MB; the last on"
+                     f" {archive['last_at']} (`stormwatch logbook verify` checks them)")
     return lines
 
 

@@ -144,7 +144,13 @@ def test_archive_then_every_reader_gives_what_it_gave_before(
     assert all((archive_root(state / "x") / f.name).is_file() for f in files)
 
     after = readers(config, cfg, tmp_path)
+    shown = after["status"]["journal"].pop("archive")
+    assert before["status"]["journal"].pop("archive") == {"files": 0, "rows": 0, "bytes": 0,
+                                                          "last_at": None}
+    assert shown["files"] == len(files) and shown["rows"] == moved
     assert after == before
+    r = cli("status", "--config", str(cfg))
+    assert f"archive: {moved:,} journal row(s) in {len(files)} file(s)" in r.stdout
 
 
 def test_an_archive_file_edited_or_removed_fails_verify_naming_it(
