@@ -286,12 +286,6 @@ def test_e_confirmations_off_the_node_falls_back_to_puback(
         f"port: {broker.port},", f"port: {broker.port}, confirm: false,", 1))
     node_yaml = _node_config(tmp_path, broker.port, confirm_after_s=1000,
                              confirm_fallback_minutes=0.05)
-    with _running(cfg, node_yaml):
-        _settled(tmp_path, cfg, counts, resent_at_least=0)
-    log = (tmp_path / "node.log").read_text(errors="replace")
-    assert sum("no confirmation from the daemon" in line
-               for line in log.splitlines()) == len(SENSORS)  # once per sensor
-    assert _resent(tmp_path) == 0
 
     def shown() -> dict[str, Any]:
         out = cli("status", "--config", str(cfg), "--json")
@@ -299,4 +293,14 @@ def test_e_confirmations_off_the_node_falls_back_to_puback(
         sensors: dict[str, Any] = json.loads(out.stdout)["sites"][SITE]["sensors"]
         return {s: sensors[s]["confirm"] for s in SENSORS}
 
-    assert shown() == dict.fromkeys(SENSORS, "puback")
+    with _running(cfg, node_yaml):
+        _settled(tmp_path, cfg, counts, resent_at_least=0)
+        # The node says its mode in its next status (every 0.5 s) and the daemon records
+        # what it heard at its next tick (5 s): wait for both, not for a lucky stop.
+        wait_until(lambda: shown() == dict.fromkeys(SENSORS, "puback"), 30,
+                   "status --json to show confirm: puback", interval_s=1)
+    log = (tmp_path / "node.log").read_text(errors="replace")
+    assert sum("no confirmation from the daemon" in line
+               for line in log.splitlines()) == len(SENSORS)  # once per sensor
+    assert _resent(tmp_path) == 0
+    assert shown() == dict.fromkeys(SENSORS, "puback")  # and kept at the stop

@@ -34,7 +34,7 @@ from monitor.store import SEQ_CONFLICT, DeadLetterIn, JournalIn, Store
 from monitor.store.deadletters import BYTES_COUNTER, KEEP_BYTES, PRUNED_COUNTER
 from monitor.store.health import HealthFile, StoreTrouble, read_health
 from monitor.store.journal import SEQ_LOOKUP_ROWS, seq_lookup_sql
-from monitor.store.schema import MIGRATIONS, SCHEMA_VERSION
+from monitor.store.schema import MIGRATIONS
 
 from ..conftest import MakeMosquitto
 from ..support.daemonkit import (
@@ -51,6 +51,10 @@ from ..support.daemonkit import (
 )
 
 SITE = "branch-meadows"
+
+#: The schema version whose migration identifies rows by their node seq (``msg_seq``).
+MSG_SEQ_VERSION = next(i + 1 for i, steps in enumerate(MIGRATIONS)
+                       if any("ADD COLUMN msg_seq" in step for step in steps))
 T0 = 1_777_636_800_000  # 2026-05-01T12:00:00Z
 MIN = 60_000
 
@@ -166,7 +170,7 @@ def _version(path: Path, version: int) -> sqlite3.Connection:
 def test_an_older_database_is_migrated_with_its_conflicts_and_big_letters(
         tmp_path: Path) -> None:
     path = tmp_path / "stormwatch.db"
-    conn = _version(path, SCHEMA_VERSION - 1)
+    conn = _version(path, MSG_SEQ_VERSION - 1)
     old_rows = [rain(T0, 0.3, 7), rain(T0 + MIN, 0.3, 7), rain(T0 + 2 * MIN, 0.1, 8),
                 status_msg(T0, 7, 3.9), rain(T0 - 8 * 1440 * MIN, 0.1, 3)]
     for seq, row in enumerate(old_rows, 1):

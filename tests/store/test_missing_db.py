@@ -202,7 +202,9 @@ def test_status_of_a_database_without_recorded_state_warns(tmp_path: Path) -> No
     cfg = write_config(tmp_path, 1883)
     open_store(load_config(cfg, env={})).close()
     status = _status_json(cfg)
-    assert status["journal"] == {"newest_received_at": None, "age_s": None}
+    assert status["journal"] == {"newest_received_at": None, "age_s": None,
+                                 "archive": {"files": 0, "rows": 0, "bytes": 0,
+                                             "last_at": None}}
     assert status["daemon"]["state_written_at"] is None and status["daemon"]["stale"] is True
     proc = stormwatch(cfg, ("status",))
     assert proc.returncode == 0, proc.stderr
