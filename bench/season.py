@@ -468,7 +468,7 @@ def main() -> int:
 def archive_run(archiver: Archiver, store: Any, day: int, now_ms: int) -> dict[str, Any]:
     """One archive run in line, timed on its own."""
     t0 = time.perf_counter()
-    moved = archiver.step(store, now_ms)
+    moved = archiver.step(now_ms)
     seconds = time.perf_counter() - t0
     rows = moved.rows if moved is not None else 0
     size = sum(f.bytes for f in moved.files) if moved is not None else 0

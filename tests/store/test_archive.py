@@ -13,6 +13,8 @@ import json
 import re
 import shutil
 import sqlite3
+import threading
+import time
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,7 @@ import pytest
 
 from monitor.config import Config
 from monitor.contract.events import Event
-from monitor.daemon.archiver import Archiver
+from monitor.daemon.archiver import Archiver, run_in_child
 from monitor.daemon.loop import Daemon
 from monitor.engine.core import Engine
 from monitor.host.archiving import plan
@@ -251,7 +253,7 @@ def test_a_season_archived_as_it_runs_gives_the_events_of_one_that_never_was(
         for _ in range(DAYS):
             season.run(store, host, daemon, 1)
             if archiver.due(season.now_ms):
-                moved = archiver.step(store, season.now_ms)
+                moved = archiver.step(season.now_ms)
                 runs += bool(moved and moved.rows)
         archived = store.events.current()
         files = store.journal.archive.files()
@@ -276,3 +278,48 @@ def test_the_journal_keeps_its_newest_seq_when_every_row_is_archived(tmp_path: P
         assert store.journal.max_seq() == top
         assert len(store.journal.after(0, limit=10**6)) == rows
     assert s.now_ms > START_MS
+
+
+def test_a_run_ended_by_the_daemons_stop_loses_and_doubles_nothing(
+        season: tuple[Season, Path], tmp_path: Path) -> None:
+    s, state, _ = copied(season, tmp_path)
+    config = season_config(state, {"after_days": 3})
+    with open_store(config, readonly=True) as store:
+        expected = scratch_replay(config, store)
+    stop = threading.Event()
+    db = state / "stormwatch.db"
+
+    def stop_once_recorded() -> None:
+        # The stop comes as soon as the child has recorded its files: it is then
+        # deleting their rows from the journal or giving pages back.
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not stop.is_set():
+            if conn.execute("SELECT count(*) FROM archive_files").fetchone()[0]:
+                stop.set()
+            time.sleep(0.005)
+        conn.close()
+
+    watcher = threading.Thread(target=stop_once_recorded)
+    watcher.start()
+    started = time.monotonic()
+    ended = run_in_child(config, s.now_ms, stop)
+    watcher.join()
+    assert stop.is_set() and time.monotonic() - started < 30
+    # Ended part-way (None), or it had finished in the moment before: the same record.
+    print("the stop ended the run part-way" if ended is None else "the run ended first")
+    with open_store(config, readonly=True) as store:
+        assert scratch_replay(config, store) == expected
+    moved = run_in_child(config, s.now_ms)
+    assert moved is not None
+    with open_store(config, readonly=True) as store:
+        assert not store.journal.archive.pending() and store.journal.archive.files()
+        assert scratch_replay(config, store) == expected
+    assert cli("logbook", "verify", "--config", str(season_yaml(state))).returncode == 0
+
+
+def test_the_daemon_archives_with_an_archive_section_only(tmp_path: Path) -> None:
+    plain = Daemon(season_config(tmp_path / "a"), routes=None)
+    archiving = Daemon(season_config(tmp_path / "b", {"after_days": 30}), routes=None)
+    assert not any(isinstance(w, Archiver) for w in plain.workers)
+    assert sum(isinstance(w, Archiver) for w in archiving.workers) == 1
