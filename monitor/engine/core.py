@@ -55,6 +55,7 @@ from .site import (
     dump_site,
     load_site,
     monitoring_start,
+    note_reference_storms,
     note_storm_facts,
     prune_stale_spans,
     settle_silence,
@@ -308,7 +309,11 @@ class Engine:
             return []
         truth = weather_facts(se, self.config.weather, self.window)
         ids, se.weather_ids = se.weather_ids | set(truth), set(truth)
-        return self._publish(truth, ids)
+        out = self._publish(truth, ids)
+        if note_reference_storms(se, truth, ids):
+            # reference_opens_clock: a disagreement is a storm of the site too.
+            out += self._recompute_clocks(se)
+        return out
 
     def _advance_watermark(self, se: SiteEngine, ts: int) -> None:
         if self.watermark_ms is None or ts > self.watermark_ms:

@@ -26,7 +26,7 @@ from ..contract.times import hours_ms, parse_iso
 from .actions import action_states, final_before, record_of
 from .clocks import Clock, ClockFloor, SiteClocks, inspection_fact_ids
 from .routine import Anchor
-from .sitestorms import MEAN_GAUGE, GaugeStorm, gauge_storms, group_storms
+from .sitestorms import MEAN_GAUGE, GaugeStorm, gauge_storms, group_storms, reference_storms
 
 
 @dataclass(slots=True)
@@ -93,11 +93,21 @@ def _final_groups(site: SiteConfig, gauge_facts: list[Fact],
     are final: every storm ended, the last rain plus the dry gap before the horizon."""
     gap = hours_ms(site.rain.dry_gap_hours)
     storms = gauge_storms(gauge_facts)
-    groups = group_storms([s for s in storms if s.gauge != MEAN_GAUGE], gap)
-    if site.rain.gauges == "mean":
-        groups += [[s] for s in storms if s.gauge == MEAN_GAUGE]
+    # A reference storm goes with the storms it may join (the judged ones), so that
+    # what settles never leaves half a storm behind to open a second clock.
+    refs = reference_storms(gauge_facts)
+    mean = site.rain.gauges == "mean"
+    groups = group_storms(_by_start([s for s in storms if s.gauge != MEAN_GAUGE]
+                                    + ([] if mean else refs)), gap)
+    if mean:
+        groups += group_storms(_by_start([s for s in storms if s.gauge == MEAN_GAUGE] + refs),
+                               gap)
     return [g for g in groups if all(s.ended_at is not None for s in g)
             and max(s.ended_at or 0 for s in g) + gap < horizon_ms]
+
+
+def _by_start(storms: list[GaugeStorm]) -> list[GaugeStorm]:
+    return sorted(storms, key=lambda s: (s.started_at, s.gauge))
 
 
 def _settling_clocks(clocks: list[Clock], groups: list[list[GaugeStorm]],

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import SiteConfig, WeatherConfig
-from ..contract.events import Fact, SensorRecovered, SensorStale
+from ..contract.events import Fact, GaugeDisagrees, SensorRecovered, SensorStale
 from ..contract.inputs import Inspection, Reading, SiteClosure
 from ..contract.times import minutes_ms
 from . import clocks, sitestorms
@@ -298,6 +298,24 @@ def note_storm_facts(se: SiteEngine, truth: dict[str, Fact], changed: Iterable[s
                 se.storm_facts[fid] = fact
                 dirty = True
         elif se.storm_facts.pop(fid, None) is not None:
+            dirty = True
+    return dirty
+
+
+def note_reference_storms(se: SiteEngine, truth: dict[str, Fact], changed: Iterable[str]
+                          ) -> bool:
+    """Mirror the ``gauge_disagrees`` facts that open a clock (``reference_opens_clock``)
+    into ``storm_facts``, where the clocks read them (``sitestorms.reference_storms``).
+    True if any changed."""
+    dirty = False
+    for fid in changed:
+        fact = truth.get(fid)
+        if fact is not None and isinstance(fact.body, GaugeDisagrees) and fact.body.opens_clock:
+            if se.storm_facts.get(fid) != fact:
+                se.storm_facts[fid] = fact
+                dirty = True
+        elif fid in se.storm_facts and se.storm_facts[fid].type == GaugeDisagrees.TYPE:
+            del se.storm_facts[fid]
             dirty = True
     return dirty
 
