@@ -53,6 +53,7 @@ from .plots import plots_section
 from .rows import revealed_note, sensor_rows
 from .samples import Series, engine_series
 from .tables import LocalTime, outcome, table, trap_section, turbidity_section
+from .weather import weather_section
 
 __all__ = ["Series", "build_report", "engine_series", "parse_bound"]
 
@@ -144,6 +145,8 @@ def build_report(config: Config, store: Store, site_id: str, from_ms: int, to_ms
         owed_section(site, duties, end, to_ms, kept is not None, p.local),
         _storms(p, storms),
         _open_clocks(state, p.local),
+        weather_section(book.events, book.retracted, p.local, from_ms, to_ms)
+        if config.weather is not None else "",
         "<h2>Sensors (at the time of this report)</h2>" + table(
             ["Sensor", "Kind", "Reporting", "Health", "Last seen"],
             [[escape(c) for c in r] for r in sensor_rows(site, state, p.local)], "No sensors."),
