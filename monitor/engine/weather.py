@@ -54,11 +54,11 @@ the windows that reach back before the horizon (its readings there leave the
 engine's memory) is kept as a *tail* of (time, depth) per gauge, taken at each
 compaction before the readings go.
 
-Deliberately not handled: a forecast says nothing about the site's rain, so no
-rule here opens a clock (with ``reference_opens_clock`` the disagreement carries
-``opens_clock`` and its alert asks for the inspection); a source that could not be fetched gives
-no input at all, and no input concludes nothing (the shell's ``status`` says
-the source is unreachable).
+Deliberately not handled: a forecast says nothing about the site's rain, so it
+opens no clock; nor does a disagreement here (with ``reference_opens_clock`` it
+carries ``opens_clock``, and ``sitestorms.py`` makes it a storm of the site for
+the clocks); a source that could not be fetched gives no input at all, and no
+input concludes nothing (the shell's ``status`` says the source is unreachable).
 """
 
 from __future__ import annotations
