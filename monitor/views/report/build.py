@@ -262,7 +262,9 @@ def _storms(p: _Period, storms: Sequence[StormRecord]) -> str:
         total = _in(s.total_in) + (" (running)" if s.running else "")
         rows.append([escape(local(s.started_ms)), escape(local(s.ended_ms)),
                      escape(total), escape(_in(s.max_24h_in)),
-                     escape(local(s.qualified_ms) + revealed_note(s, local)),
+                     escape(local(s.qualified_ms) + revealed_note(s, local) + (
+                         f" (by the reference station {s.reference}: gauge {s.gauge} did not "
+                         "see it)" if s.reference else "")),
                      escape(local(s.due_ms)),
                      escape(local(s.inspected_ms)), outcome(s.outcome)])
     return "<h2>Storms</h2>" + table(
