@@ -17,10 +17,11 @@ section says how to ask:
   id to its own list; it stays in ``weather:`` so the whole feature is
   configured in one place;
 * ``reference_opens_clock``: whether a storm only the reference saw (the gauge
-  stale or far below it) is to be treated as the site's: the disagreement says
-  so and its alert asks for the inspection within 24 hours (no clock is
-  tracked from a station). Off by default: a station miles away is a second
-  opinion, not the site's rain.
+  stale or far below it) is to be treated as the site's: the disagreement then
+  opens the § 134-9A(2) storm clock as a storm of the gauge would, due 24 hours
+  after the reference reached the threshold, its events marked ``source:
+  reference`` (one clock when the gauge saw the same storm). Off by default: a
+  station miles away is a second opinion, not the site's rain.
 
 Checks that span the file (a site without ``location`` while ``weather:`` is
 set, a ``reference_stations`` key that names no site) are made by ``Config``

@@ -71,6 +71,13 @@ class StormQualified(Body):
     #: due as early as ``due_not_before``. Both null otherwise.
     qualified_not_before: str | None = contract_field()
     due_not_before: str | None = contract_field()
+    #: ``reference`` when no site gauge qualified it but the reference stations did
+    #: (``weather.reference_opens_clock``, ``engine/weather.py``): then ``reference``
+    #: is the station and ``reference_in`` its 24-hour depth (``total_in`` too), and
+    #: ``gauge`` the site gauge that disagreed. Unset for a gauge's own storm.
+    source: str | None = None
+    reference: str | None = None
+    reference_in: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -198,6 +205,8 @@ class InspectionDueSoon(Body):
     clock: str
     due: str
     hours_left: float
+    #: ``reference`` for a storm clock the reference stations opened (``StormQualified``).
+    source: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -207,6 +216,8 @@ class InspectionOverdue(Body):
     clock: str
     due: str
     hours_late: float
+    #: ``reference`` for a storm clock the reference stations opened (``StormQualified``).
+    source: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -219,6 +230,8 @@ class ClockClosed(Body):
     outcome: Literal["met", "late"]
     entered_at: str | None
     backdated: bool
+    #: ``reference`` for a storm clock the reference stations opened (``StormQualified``).
+    source: str | None = None
 
 
 # --------------------------------------------------------------------------- traps

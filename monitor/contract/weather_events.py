@@ -38,8 +38,8 @@ class GaugeDisagrees(Body):
     site gauge was ``stale`` in them or saw ``gauge_in``, less than a quarter of it:
     the gauge may be clogged or dead. A station miles away is a second opinion, not
     the site's rain; ``opens_clock`` when ``weather.reference_opens_clock`` asks to
-    treat it as the site's storm (the alert asks for the § 134-9A(2) inspection
-    within 24 hours; no clock is tracked from a station)."""
+    treat it as the site's storm: then it also opens the § 134-9A(2) storm clock
+    (a ``storm_qualified`` with ``source: reference``, ``engine/sitestorms.py``)."""
 
     TYPE: ClassVar[str] = "gauge_disagrees"
     gauge: str

@@ -66,7 +66,14 @@ from ..contract.times import hours_ms, iso
 from .actions import action_facts, action_states, record_of
 from .rain import iso_or_none, revealed_due
 from .routine import WEEK_MS, Anchor, routine_chain
-from .sitestorms import GaugeStorm, gauge_storms, qualifying_storms, stale_spans
+from .sitestorms import (
+    GaugeStorm,
+    gauge_storms,
+    qualifying_storms,
+    reference_storms,
+    stale_spans,
+    with_references,
+)
 
 
 @dataclass(slots=True)
@@ -193,17 +200,23 @@ def compute(site: SiteConfig, gauge_facts: list[Fact], inspections: list[Inspect
 def _storm_clocks(site: SiteConfig, gauge_facts: list[Fact]) -> tuple[list[Clock],
                                                                        dict[str, Fact]]:
     """A storm clock (where clocks apply) and a ``storm_qualified`` per qualifying site
-    storm (``sitestorms.qualifying_storms``), due ``inspect_within_hours`` after its
-    start (``clock_start``: when it qualified, or when its storm ended)."""
+    storm (``sitestorms.qualifying_storms``, beside them the reference storms of
+    ``weather.reference_opens_clock``: ``with_references``), due ``inspect_within_hours``
+    after its start (``clock_start``: when it qualified, or when its storm ended; a
+    reference storm's when the reference reached the threshold, since a station's
+    hours do not say when the rain at the site ended)."""
     rules = site.rain
     within = hours_ms(rules.inspect_within_hours)
     clocks: list[Clock] = []
     facts: dict[str, Fact] = {}
-    for site_storm in qualifying_storms(site, gauge_storms(gauge_facts), stale_spans(gauge_facts)):
+    storms = qualifying_storms(site, gauge_storms(gauge_facts), stale_spans(gauge_facts))
+    storms = with_references(storms, reference_storms(gauge_facts),
+                             hours_ms(rules.dry_gap_hours))
+    for site_storm in storms:
         rep, group = site_storm.rep, site_storm.group
         assert rep.qualified_at is not None
         clock_id = f"storm-{rep.event_id}"
-        if rules.clock_start == "qualified":
+        if rules.clock_start == "qualified" or rep.reference is not None:
             start: int | None = rep.qualified_at
         else:
             ended = [s.ended_at for s in group]
@@ -216,7 +229,8 @@ def _storm_clocks(site: SiteConfig, gauge_facts: list[Fact]) -> tuple[list[Clock
         fact = Fact(site.id, rep.qualified_at,
                     make_id("storm_qualified", site.id, rep.gauge, rep.started_at),
                     StormQualified(
-                        gauge=rep.gauge, event_id=rep.event_id, started_at=iso(rep.started_at),
+                        gauge=rep.q_gauges[0] if rep.reference is not None else rep.gauge,
+                        event_id=rep.event_id, started_at=iso(rep.started_at),
                         qualified_at=iso(rep.qualified_at), total_in=rep.q_total_in,
                         max_24h_in=rep.q_max_24h_in, due=iso(due) if due is not None else None,
                         uncertain_in=rep.q_uncertain_in, gauges=site_storm.gauges,
@@ -224,9 +238,22 @@ def _storm_clocks(site: SiteConfig, gauge_facts: list[Fact]) -> tuple[list[Clock
                         clock_id=clock_id if site.clocks_apply else None,
                         informational=None if site.clocks_apply else True,
                         qualified_not_before=iso_or_none(rep.q_not_before),
-                        due_not_before=iso_or_none(not_before)))
+                        due_not_before=iso_or_none(not_before), **_reference_fields(rep)))
         facts[fact.id] = fact
     return clocks, facts
+
+
+def _reference_fields(storm: GaugeStorm | None) -> dict[str, Any]:
+    """The fields that mark a storm, and its clock's events, as the reference's."""
+    if storm is None or storm.reference is None:
+        return {}
+    return {"source": "reference", "reference": storm.reference,
+            "reference_in": storm.q_total_in}
+
+
+def _clock_source(clock: Clock) -> str | None:
+    """``reference`` for a clock a reference storm opened, else None (not in the JSON)."""
+    return "reference" if clock.storm is not None and clock.storm.reference else None
 
 
 def _routine_clocks(site: SiteConfig, inspections: list[Inspection], first_seen_ms: int | None,
@@ -300,7 +327,8 @@ def _clock_facts(site: SiteConfig, clock: Clock, now_ms: int | None, prev: Clock
                 inspected_at=iso(clock.closed_at),
                 outcome="met" if clock.closed_at <= clock.due else "late",
                 entered_at=iso(entered) if entered is not None else None,
-                backdated=by is not None and is_backdated(site, by)))
+                backdated=by is not None and is_backdated(site, by),
+                source=_clock_source(clock)))
     return cf
 
 
@@ -311,6 +339,7 @@ def _notices(site: SiteConfig, clock: Clock, due: int, cf: ClockFacts, now: int,
     due on (from ``cf.next_overdue``), and a routine clock's missed weeks (§ 134-12D)."""
     rules = site.rain
     cid, kind, due_iso = clock.clock_id, clock.clock, iso(due)
+    source = _clock_source(clock)
     for hours in rules.remind_before_hours:
         at = due - hours_ms(hours)
         if hours in cf.floor.reminders:
@@ -319,14 +348,15 @@ def _notices(site: SiteConfig, clock: Clock, due: int, cf: ClockFacts, now: int,
             fid = make_id("inspection_due_soon", site.id, cid, hours)
             if fid not in cf.facts:
                 add(at, fid, InspectionDueSoon(
-                    clock_id=cid, clock=kind, due=due_iso, hours_left=hours))
+                    clock_id=cid, clock=kind, due=due_iso, hours_left=hours, source=source))
     repeat = hours_ms(rules.overdue_repeat_hours)
     k = cf.next_overdue
     at = due + k * repeat
     while at <= now and at < closed:
         add(at, make_id("inspection_overdue", site.id, cid, k),
             InspectionOverdue(clock_id=cid, clock=kind, due=due_iso,
-                              hours_late=round(k * rules.overdue_repeat_hours, 3)))
+                              hours_late=round(k * rules.overdue_repeat_hours, 3),
+                              source=source))
         k += 1
         at = due + k * repeat
     cf.next_overdue = k

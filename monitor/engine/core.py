@@ -55,8 +55,10 @@ from .site import (
     dump_site,
     load_site,
     monitoring_start,
+    note_reference_storms,
     note_storm_facts,
     prune_stale_spans,
+    prune_weather,
     settle_silence,
     weather_facts,
 )
@@ -249,8 +251,7 @@ class Engine:
             out += self._recompute_clocks(se)
         if silence_dirty:
             out += self._recompute_silence(se)
-        if se.newest_ms is not None and se.newest_ms // COMPACT_EVERY_MS != se.compacted_block:
-            self._compact(se)
+        out += self._compact_if_due(se)
         return _ordered(out) if len(out) > 1 else out
 
     def _apply_inspection(self, se: SiteEngine, insp: Inspection) -> list[Event]:
@@ -294,6 +295,10 @@ class Engine:
         # Weather is evidence beside the readings: it does not move event time.
         if self.config.weather is None:
             return []
+        if se.compacted_ms is not None and item.ts_ms < se.compacted_ms:
+            # As for readings: what the book held before the horizon has been decided.
+            self.stats.too_old += 1
+            return []
         if not se.weather.add(item):
             self.stats.duplicates += 1
             return []
@@ -308,7 +313,11 @@ class Engine:
             return []
         truth = weather_facts(se, self.config.weather, self.window)
         ids, se.weather_ids = se.weather_ids | set(truth), set(truth)
-        return self._publish(truth, ids)
+        out = self._publish(truth, ids)
+        if note_reference_storms(se, truth, ids):
+            # reference_opens_clock: a disagreement is a storm of the site too.
+            out += self._recompute_clocks(se)
+        return out
 
     def _advance_watermark(self, se: SiteEngine, ts: int) -> None:
         if self.watermark_ms is None or ts > self.watermark_ms:
@@ -361,6 +370,15 @@ class Engine:
             out.append(event)
         return out
 
+    def _compact_if_due(self, se: SiteEngine) -> list[Event]:
+        """Compact when the site's newest input entered a new block; what the weather
+        concludes on the readings about to leave memory comes first."""
+        if se.newest_ms is None or se.newest_ms // COMPACT_EVERY_MS == se.compacted_block:
+            return []
+        out = self._recompute_weather(se) if se.weather_dirty else []
+        self._compact(se)
+        return out
+
     def _compact(self, se: SiteEngine) -> None:
         """Move the site's horizon up to its newest input's block (module docstring)."""
         if se.newest_ms is None:
@@ -370,12 +388,16 @@ class Engine:
                             - COMPACT_MARGIN_MS)
         if se.compacted_ms is None or horizon > se.compacted_ms:
             final: list[str] = []
+            if self.config.weather is not None:
+                final += prune_weather(se, self.config.weather, self.window, self.published,
+                                       horizon)
             for _, tl in se.all_timelines():
                 final += tl.compact(horizon)
             if self.window is not None:
                 self.window.compact(se.config.id, horizon)
             settled = settle(se.config, list(se.storm_facts.values()), se.clocks,
-                                    se.inspections, se.anchor, se.floors, horizon)
+                             se.inspections, se.anchor, se.floors, horizon,
+                             open_refs=frozenset(se.weather_ids))
             final += settled.fact_ids
             for fid in settled.storm_fact_ids:
                 se.storm_facts.pop(fid, None)

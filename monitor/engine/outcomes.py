@@ -65,6 +65,8 @@ class StormRecord:
     outcome: str = "not qualified"
     #: When the inspection that closed its clock took place.
     inspected_ms: int | None = None
+    #: The reference station, for a storm only it saw (``weather.reference_opens_clock``).
+    reference: str | None = None
 
 
 def _ms(text: str | None) -> int | None:
@@ -87,7 +89,7 @@ def _read(events: Iterable[Event], site: SiteConfig) -> list[StormRecord]:
                         gauge_qualified=True, clock_id=b.clock_id or s.clock_id,
                         informational=bool(b.informational) or s.informational,
                         qualified_not_before_ms=_ms(b.qualified_not_before),
-                        due_not_before_ms=_ms(b.due_not_before))
+                        due_not_before_ms=_ms(b.due_not_before), reference=b.reference)
         elif isinstance(b, StormEnded):
             s = replace(s, ended_ms=parse_iso(b.ended_at), total_in=b.total_in,
                         max_24h_in=b.max_24h_in, gauge_qualified=b.qualified or s.qualified)

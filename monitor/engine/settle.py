@@ -17,7 +17,7 @@ not a notice every four hours for ever.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..config import SiteConfig
 from ..contract.events import Fact, InspectionDueSoon, InspectionOverdue, make_id
@@ -26,7 +26,7 @@ from ..contract.times import hours_ms, parse_iso
 from .actions import action_states, final_before, record_of
 from .clocks import Clock, ClockFloor, SiteClocks, inspection_fact_ids
 from .routine import Anchor
-from .sitestorms import MEAN_GAUGE, GaugeStorm, gauge_storms, group_storms
+from .sitestorms import MEAN_GAUGE, GaugeStorm, gauge_storms, group_storms, reference_storms
 
 
 @dataclass(slots=True)
@@ -43,7 +43,8 @@ class Settled:
 
 def settle(site: SiteConfig, gauge_facts: list[Fact], result: SiteClocks,
            inspections: list[Inspection], anchor: Anchor | None,
-           floors: dict[str, ClockFloor], horizon_ms: int) -> Settled:
+           floors: dict[str, ClockFloor], horizon_ms: int, *,
+           open_refs: frozenset[str] = frozenset()) -> Settled:
     """Take out of ``result`` what nothing at or after ``horizon_ms`` can change.
 
     The caller refuses readings and inspections older than the horizon from now
@@ -52,9 +53,11 @@ def settle(site: SiteConfig, gauge_facts: list[Fact], result: SiteClocks,
     the next ``compute`` needs instead of them. In phases: the storm groups that
     are final, the clocks that may go, narrowed until every inspection that goes
     takes all its clocks with it, then out of memory what settled, and the early
-    notices of the clocks still open counted instead of kept.
+    notices of the clocks still open counted instead of kept. ``open_refs`` are the
+    ``gauge_disagrees`` facts the weather rules may still change: a reference storm
+    of one is not final, nor is its group.
     """
-    groups = _final_groups(site, gauge_facts, horizon_ms)
+    groups = _final_groups(site, gauge_facts, horizon_ms, open_refs)
     clock_of_storm = {(c.storm.gauge, c.storm.event_id): c for c in result.clocks
                       if c.storm is not None}
     kept_actions, action_needed, final_action_ids = _action_inputs(site, inspections, horizon_ms)
@@ -87,17 +90,28 @@ def settle(site: SiteConfig, gauge_facts: list[Fact], result: SiteClocks,
     return out
 
 
-def _final_groups(site: SiteConfig, gauge_facts: list[Fact],
-                  horizon_ms: int) -> list[list[GaugeStorm]]:
+def _final_groups(site: SiteConfig, gauge_facts: list[Fact], horizon_ms: int,
+                  open_refs: frozenset[str]) -> list[list[GaugeStorm]]:
     """The spans of weather (``group_storms``; the mean gauge's storms each alone) that
     are final: every storm ended, the last rain plus the dry gap before the horizon."""
     gap = hours_ms(site.rain.dry_gap_hours)
     storms = gauge_storms(gauge_facts)
-    groups = group_storms([s for s in storms if s.gauge != MEAN_GAUGE], gap)
-    if site.rain.gauges == "mean":
-        groups += [[s] for s in storms if s.gauge == MEAN_GAUGE]
+    # A reference storm goes with the storms it may join (the judged ones), so that
+    # what settles never leaves half a storm behind to open a second clock.
+    refs = [replace(r, ended_at=None) if r.event_id in open_refs else r
+            for r in reference_storms(gauge_facts)]
+    mean = site.rain.gauges == "mean"
+    groups = group_storms(_by_start([s for s in storms if s.gauge != MEAN_GAUGE]
+                                    + ([] if mean else refs)), gap)
+    if mean:
+        groups += group_storms(_by_start([s for s in storms if s.gauge == MEAN_GAUGE] + refs),
+                               gap)
     return [g for g in groups if all(s.ended_at is not None for s in g)
             and max(s.ended_at or 0 for s in g) + gap < horizon_ms]
+
+
+def _by_start(storms: list[GaugeStorm]) -> list[GaugeStorm]:
+    return sorted(storms, key=lambda s: (s.started_at, s.gauge))
 
 
 def _settling_clocks(clocks: list[Clock], groups: list[list[GaugeStorm]],

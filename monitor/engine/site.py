@@ -15,12 +15,12 @@ all`` when each gauge was stale) and the silence of sensors never heard from
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..config import SiteConfig, WeatherConfig
-from ..contract.events import Fact, SensorRecovered, SensorStale
+from ..config import SensorConfig, SiteConfig, WeatherConfig
+from ..contract.events import Event, Fact, GaugeDisagrees, SensorRecovered, SensorStale
 from ..contract.inputs import Inspection, Reading, SiteClosure
 from ..contract.times import minutes_ms
 from . import clocks, sitestorms
@@ -33,10 +33,14 @@ from .timeline import Source, Timeline
 from .traps import TrapFold
 from .turbidity import PairFold
 from .weather import (
+    WINDOW_MS,
     GaugeRecord,
     WeatherBook,
     disagreement_truth,
     forecast_truth,
+    prune_forecasts,
+    prune_hours,
+    reference_cut_ms,
     reference_start_ms,
 )
 from .window import Window
@@ -302,10 +306,29 @@ def note_storm_facts(se: SiteEngine, truth: dict[str, Fact], changed: Iterable[s
     return dirty
 
 
+def note_reference_storms(se: SiteEngine, truth: dict[str, Fact], changed: Iterable[str]
+                          ) -> bool:
+    """Mirror the ``gauge_disagrees`` facts that open a clock (``reference_opens_clock``)
+    into ``storm_facts``, where the clocks read them (``sitestorms.reference_storms``).
+    True if any changed."""
+    dirty = False
+    for fid in changed:
+        fact = truth.get(fid)
+        if fact is not None and isinstance(fact.body, GaugeDisagrees) and fact.body.opens_clock:
+            if se.storm_facts.get(fid) != fact:
+                se.storm_facts[fid] = fact
+                dirty = True
+        elif fid in se.storm_facts and se.storm_facts[fid].type == GaugeDisagrees.TYPE:
+            del se.storm_facts[fid]
+            dirty = True
+    return dirty
+
+
 def weather_facts(se: SiteEngine, weather: WeatherConfig, window: Window | None
                   ) -> dict[str, Fact]:
     """The site's ``storm_forecast`` and ``gauge_disagrees`` facts that hold (``weather.py``),
-    the gauges' side read from the window (or, without one, the timelines' memory)."""
+    the gauges' side from the book's tail and, after it, the window (or, without one,
+    the timelines' memory)."""
     if se.forecast_facts is None:
         se.forecast_facts = forecast_truth(se.config, weather, se.weather)
     truth = dict(se.forecast_facts)
@@ -314,24 +337,78 @@ def weather_facts(se: SiteEngine, weather: WeatherConfig, window: Window | None
         return truth
     records = []
     for sensor in se.config.gauges():
-        fold = se.gauges[sensor.id].fold
-        assert isinstance(fold, GaugeFold)
-        stale_ms: int | None = minutes_ms(sensor.stale_after_minutes)
-        if sensor.on_tip:
-            stale_ms = (None if sensor.heartbeat_minutes is None
-                        else minutes_ms(sensor.heartbeat_minutes))
+        stale_ms = _stale_ms(sensor)
         since = start - (stale_ms or 0) - 1
-        # The gauge's health timeline takes what is its sign of life (its messages, and
-        # the status of its node for an on_tip gauge); without a window it keeps them all.
-        found = (window.readings(se.config.id, se.config.heartbeat_sensors(sensor), since)
-                 if window is not None else
-                 [r for _, r in se.health[sensor.id].recent if r.ts_ms >= since])
-        found = [r for r in found if r.sensor == sensor.id or r.kind == "status"]
-        rain = [r for r in found if r.sensor == sensor.id and r.kind != "status"]
-        signs = {r.ts_ms for r in found}
-        depth: dict[int, float] = {}
-        for ts, inches in fold.depths_in(rain):
-            depth[ts] = depth.get(ts, 0.0) + inches
-        records.append(GaugeRecord(sensor.id, tuple((ts, depth.get(ts, 0.0))
-                                                    for ts in sorted(signs)), stale_ms))
+        kept = [m for m in se.weather.tails.get(sensor.id, ()) if m[0] >= since]
+        until = se.weather.tail_until
+        # After a compaction the tail holds what came before it: read on from there.
+        fresh = _gauge_messages(se, sensor, window, since if until is None else until, since)
+        records.append(GaugeRecord(sensor.id, (*kept, *fresh), stale_ms))
     return {**truth, **disagreement_truth(se.config, weather, se.weather, records)}
+
+
+def _stale_ms(sensor: SensorConfig) -> int | None:
+    """How long a silence makes the gauge stale for rule 3 (None: never judged)."""
+    if sensor.on_tip:
+        return None if sensor.heartbeat_minutes is None else minutes_ms(sensor.heartbeat_minutes)
+    return minutes_ms(sensor.stale_after_minutes)
+
+
+def _gauge_messages(se: SiteEngine, sensor: SensorConfig, window: Window | None,
+                    read_from_ms: int, keep_from_ms: int, before_ms: int | None = None
+                    ) -> list[tuple[int, float]]:
+    """The gauge's signs of life read from ``read_from_ms`` (before ``before_ms``) as
+    (time, depth in inches), those from ``keep_from_ms`` on; its depths counted on
+    from the book's baseline counter (what the gauge's counter read before them)."""
+    rain = [r for r in _signs_of_life(se, sensor, window, read_from_ms)
+            if before_ms is None or r.ts_ms < before_ms]
+    baseline = se.weather.baselines.get(sensor.id)
+    fold = se.gauges[sensor.id].fold
+    assert isinstance(fold, GaugeFold)
+    counted = [r for r in rain if r.sensor == sensor.id and r.kind != "status"]
+    depth: dict[int, float] = {}
+    for ts, inches in fold.depths_in([baseline, *counted] if baseline is not None else counted):
+        depth[ts] = depth.get(ts, 0.0) + inches
+    return [(ts, depth.get(ts, 0.0)) for ts in sorted({r.ts_ms for r in rain})
+            if ts >= keep_from_ms]
+
+
+def _signs_of_life(se: SiteEngine, sensor: SensorConfig, window: Window | None,
+                   since_ms: int) -> list[Reading]:
+    """The gauge's messages, and the status of its node for an on_tip gauge, from
+    ``since_ms``: the window's, or without one the gauge's health timeline's (which
+    takes exactly those and keeps them all)."""
+    found = (window.readings(se.config.id, se.config.heartbeat_sensors(sensor), since_ms)
+             if window is not None else
+             [r for _, r in se.health[sensor.id].recent if r.ts_ms >= since_ms])
+    return [r for r in found if r.sensor == sensor.id or r.kind == "status"]
+
+
+def prune_weather(se: SiteEngine, weather: WeatherConfig, window: Window | None,
+                  published: Mapping[str, Event], horizon_ms: int) -> list[str]:
+    """At a compaction, before the readings before ``horizon_ms`` leave memory: keep the
+    gauges' side of the reference windows as the book's tail, prune the book
+    (``weather.py``, bounded memory), and return the ids of the weather facts that are
+    final."""
+    book = se.weather
+    for sensor in se.config.gauges():
+        since = book.tail_until if book.tail_until is not None else -(2**62)
+        book.tails.setdefault(sensor.id, []).extend(
+            _gauge_messages(se, sensor, window, since, since, before_ms=horizon_ms))
+        rain = [r for r in _signs_of_life(se, sensor, window, since)
+                if r.sensor == sensor.id and r.kind != "status" and r.ts_ms < horizon_ms]
+        if rain:
+            fold = se.gauges[sensor.id].fold
+            assert isinstance(fold, GaugeFold)
+            book.baselines[sensor.id] = max(rain, key=fold.key)
+    book.tail_until = horizon_ms
+    final = prune_forecasts(se.config, weather, book, horizon_ms)
+    stations = weather.stations_of(se.config.id)
+    cut = reference_cut_ms(stations, book, horizon_ms)
+    final += [fid for fid in se.weather_ids if (e := published.get(fid)) is not None
+              and e.type == GaugeDisagrees.TYPE and e.at_ms <= cut]
+    stale = max([_stale_ms(g) or 0 for g in se.config.gauges()] or [0])
+    prune_hours(book, stations, cut, cut - WINDOW_MS - stale - 1)
+    se.weather_ids -= set(final)
+    se.forecast_facts = None
+    return final

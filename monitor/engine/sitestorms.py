@@ -31,6 +31,18 @@ one ``storm_qualified`` and one storm clock.
 ``group_storms`` is the older, transitive grouping (through sub-threshold
 events too): no site storm reaches across two of its groups, so ``settle.py``
 uses it to take whole spans of weather out of memory.
+
+Reference storms (``weather.reference_opens_clock``). A ``gauge_disagrees``
+that opens a clock (the reference stations saw the threshold over 24 hours
+while a site gauge was stale or saw under a quarter of it) is a storm of the
+site as well: ``reference_storms`` makes it a storm event of a pseudo-gauge
+``reference:<gauge>``, qualified when the reference's 24 hours reached the
+threshold, its extent the reference's windows plus the dry gap.
+``with_references`` puts those beside the qualifying site storms by the same
+first-to-qualify rule: one that overlaps a site storm (or another reference
+storm) that qualified before it joins it and opens nothing, and a site storm
+that a reference storm qualified before joins that one. So the same storm is
+one clock, however it was seen.
 """
 
 from __future__ import annotations
@@ -42,16 +54,21 @@ from typing import Any
 from ..config import SiteConfig
 from ..contract.events import (
     Fact,
+    GaugeDisagrees,
     GaugeQualified,
     SensorRecovered,
     SensorStale,
     StormEnded,
     StormStarted,
 )
-from ..contract.times import hours_ms, parse_iso
+from ..contract.times import MS_PER_HOUR, hours_ms, parse_iso
 from .rain import ms_or_none
 
 MEAN_GAUGE = "mean"
+#: The pseudo-gauge of a reference storm is this prefix and the disagreeing gauge.
+REFERENCE_PREFIX = "reference:"
+#: The reference's window (``weather.py`` judges 24 hours of it).
+WINDOW_MS = 24 * MS_PER_HOUR
 
 
 def judged_gauge(site: SiteConfig, gauge: str) -> bool:
@@ -80,6 +97,8 @@ class GaugeStorm:
     q_gauges: tuple[str, ...] = ()
     #: Qualified on rain revealed after a silence: the silence's start (rain.py).
     q_not_before: int | None = None
+    #: A reference storm's station (``reference_storms``); None for a gauge's own.
+    reference: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,3 +254,47 @@ def qualifying_storms(site: SiteConfig, storms: list[GaugeStorm],
                 out.append(SiteStorm(rep, group, tuple(sorted(counted))))
                 break
     return out
+
+
+def reference_storms(facts: Iterable[Fact]) -> list[GaugeStorm]:
+    """The ``gauge_disagrees`` facts that open a clock, as storm events (module
+    docstring): qualified at the fact's instant (the end of the first 24 hours in which
+    the reference reached the threshold), with the reference's depth as its totals."""
+    out = []
+    for fact in facts:
+        body = fact.body
+        if not isinstance(body, GaugeDisagrees) or not body.opens_clock:
+            continue
+        window_to = parse_iso(body.window_to)
+        start = min(parse_iso(body.window_from), fact.at_ms - WINDOW_MS)
+        end = max(window_to, fact.at_ms)
+        out.append(GaugeStorm(
+            f"{REFERENCE_PREFIX}{body.gauge}", fact.id, start, end, fact.at_ms,
+            body.reference_in, body.reference_in, end, (fact.id,), 0.0, (body.gauge,),
+            reference=body.reference))
+    out.sort(key=lambda s: (s.started_at, s.gauge))
+    return out
+
+
+def with_references(site_storms: list[SiteStorm], references: list[GaugeStorm],
+                    gap_ms: int) -> list[SiteStorm]:
+    """The qualifying site storms and the reference storms, one per storm (module
+    docstring): in the order they qualified (a site storm first on a tie), each that
+    overlaps one of the other kind already taken, or a reference storm already taken,
+    joins it and is left out."""
+    candidates = [(s.rep.qualified_at or 0, 0, s) for s in site_storms]
+    # No gauge counted for a reference storm: its ``gauges`` is empty.
+    candidates += [(r.qualified_at or 0, 1, SiteStorm(r, [r], ())) for r in references]
+    candidates.sort(key=lambda c: (c[0], c[1], c[2].rep.gauge, c[2].rep.started_at))
+    taken: list[tuple[int, SiteStorm]] = []
+    for _, kind, storm in candidates:
+        if not any((kind or other) and _overlaps(storm, taken_storm, gap_ms)
+                   for other, taken_storm in taken):
+            taken.append((kind, storm))
+    return [storm for _, storm in taken]
+
+
+def _overlaps(a: SiteStorm, b: SiteStorm, gap_ms: int) -> bool:
+    """Whether any event of one site storm overlaps any of the other in extent."""
+    return any(x.started_at < _extent_end(y, gap_ms) and y.started_at < _extent_end(x, gap_ms)
+               for x in a.group for y in b.group)

@@ -41,22 +41,36 @@ the engine publishes their truth with its usual revision/retraction.
    reported by its largest window; its id names the first window, its time is
    that window's end (when the reference knew).
 
-Deliberately not handled: a forecast says nothing about the site's rain, so no
-rule here opens a clock (with ``reference_opens_clock`` the disagreement carries
-``opens_clock`` and its alert asks for the inspection); a source that could not be fetched gives
-no input at all, and no input concludes nothing (the shell's ``status`` says
-the source is unreachable).
+Bounded memory (a season is months). The engine refuses weather input older
+than the site's compaction horizon, as it does readings; at each compaction
+(``prune``) what is final before it leaves the book. Forecast issues before
+the horizon are folded into a *base* (rule 2 continues from it) and the
+storms whose window began before it are final: no issue the engine still
+takes has them in scope. Reference hours go at a *cut*: the latest instant at
+or before the horizon with no rainy hour in the 24 hours before it, so no
+run of rule 3 spans it; the disagreements before the cut are final, and the
+hours more than a day before it no window after it reads. The gauge's side of
+the windows that reach back before the horizon (its readings there leave the
+engine's memory) is kept as a *tail* of (time, depth) per gauge, taken at each
+compaction before the readings go.
+
+Deliberately not handled: a forecast says nothing about the site's rain, so it
+opens no clock; nor does a disagreement here (with ``reference_opens_clock`` it
+carries ``opens_clock``, and ``sitestorms.py`` makes it a storm of the site for
+the clocks); a source that could not be fetched gives no input at all, and no
+input concludes nothing (the shell's ``status`` says the source is unreachable).
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import SiteConfig, WeatherConfig
 from ..contract.events import Fact, GaugeDisagrees, StormForecast, make_id
-from ..contract.inputs import Forecast, ReferenceObservation
+from ..contract.inputs import Forecast, Reading, ReferenceObservation
 from ..contract.times import MS_PER_HOUR, hours_ms, iso
 
 MM_PER_IN = 25.4
@@ -109,9 +123,30 @@ class WeatherBook:
             self.rainy_until = end if self.rainy_until is None else max(self.rainy_until, end)
         return True
 
+    #: Rule 2 folded over the issues before the last horizon: the last of them and the
+    #: tracks still in scope of a later issue (module docstring, bounded memory).
+    base_last: tuple[int, str] = (-1, "")
+    base_tracks: dict[str, Track] = field(default_factory=dict)
+    #: Each gauge's messages before ``tail_until`` as (time, depth in inches), and its
+    #: last rain reading before it (the counter the next depths continue from).
+    tails: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
+    tail_until: int | None = None
+    baselines: dict[str, Reading] = field(default_factory=dict)
+
+    def size(self) -> int:
+        """How many inputs and kept values the book holds (what pruning bounds)."""
+        return (len(self.forecasts) + len(self.hours) + len(self.base_tracks)
+                + sum(len(t) for t in self.tails.values()))
+
     def dump(self) -> dict[str, Any]:
         return {"forecasts": [f.to_json() for f in self.forecasts.values()],
-                "hours": [[s, h, v] for (s, h), v in self.hours.items()]}
+                "hours": [[s, h, v] for (s, h), v in self.hours.items()],
+                "base_last": list(self.base_last),
+                "base_tracks": [[fid, fact.to_json(), a, b]
+                                for fid, (fact, (a, b)) in self.base_tracks.items()],
+                "tails": {g: [list(m) for m in t] for g, t in self.tails.items()},
+                "tail_until": self.tail_until,
+                "baselines": {g: r.to_json() for g, r in self.baselines.items()}}
 
     @classmethod
     def load(cls, data: dict[str, Any]) -> WeatherBook:
@@ -122,6 +157,15 @@ class WeatherBook:
         book.hours = {(str(s), int(h)): v for s, h, v in data.get("hours", ())}
         rainy = [hour for (_, hour), mm in book.hours.items() if mm]
         book.rainy_until = max(rainy) + MS_PER_HOUR if rainy else None
+        last = data.get("base_last", (-1, ""))
+        book.base_last = (int(last[0]), str(last[1]))
+        book.base_tracks = {str(fid): (Fact.from_json(raw), (int(a), int(b)))
+                            for fid, raw, a, b in data.get("base_tracks", ())}
+        book.tails = {str(g): [(int(ts), float(d)) for ts, d in t]
+                      for g, t in data.get("tails", {}).items()}
+        book.tail_until = data.get("tail_until")
+        book.baselines = {str(g): Reading.from_json(r)
+                          for g, r in data.get("baselines", {}).items()}
         return book
 
 
@@ -181,7 +225,7 @@ def forecast_truth(site: SiteConfig, weather: WeatherConfig, book: WeatherBook
     """Every ``storm_forecast`` that holds after all issues (rule 2), by id."""
     params = (site.id, site.rain.threshold_in, weather.forecast_hours)
     if book.fold is None or book.fold[0] != params:
-        book.fold = (params, (-1, ""), {})
+        book.fold = (params, book.base_last, dict(book.base_tracks))
     _, last, tracks = book.fold
     newer = sorted((f for f in book.forecasts.values() if (f.ts_ms, f.source) > last),
                    key=lambda f: (f.ts_ms, f.source))
@@ -313,3 +357,51 @@ def disagreement_truth(site: SiteConfig, weather: WeatherConfig, book: WeatherBo
                 threshold_in=site.rain.threshold_in,
                 opens_clock=weather.reference_opens_clock, reference_unknown_hours=unknown))
     return out
+
+
+# --------------------------------------------------------------------------- bounded memory
+
+
+def prune_forecasts(site: SiteConfig, weather: WeatherConfig, book: WeatherBook,
+                    horizon_ms: int) -> list[str]:
+    """Fold the issues before ``horizon_ms`` into the book's base and drop them; the ids
+    of the forecast storms that are final (their window began before the horizon, so
+    no issue at or after it has them in scope: rule 2)."""
+    older = sorted((f for f in book.forecasts.values() if f.ts_ms < horizon_ms),
+                   key=lambda f: (f.ts_ms, f.source))
+    for forecast in older:
+        _fold_issue(book.base_tracks, forecast, site, weather)
+        del book.forecasts[forecast.key]
+    if older:
+        book.base_last = (older[-1].ts_ms, older[-1].source)
+    final = [fid for fid, (_, (a, _)) in book.base_tracks.items() if a < horizon_ms]
+    for fid in final:
+        del book.base_tracks[fid]
+        if book.fold is not None:
+            book.fold[2].pop(fid, None)
+    return final
+
+
+def reference_cut_ms(stations: Sequence[str], book: WeatherBook, horizon_ms: int) -> int:
+    """The latest hour at or before ``horizon_ms`` with no rainy hour of the site's
+    stations ending in the 24 hours up to it: none of rule 3's runs spans it."""
+    ends = sorted({hour + MS_PER_HOUR for (station, hour), mm in book.hours.items()
+                   if station in stations and mm and hour + MS_PER_HOUR <= horizon_ms},
+                  reverse=True)
+    cut = horizon_ms - horizon_ms % MS_PER_HOUR
+    for end in ends:
+        if end <= cut - WINDOW_MS:
+            return cut
+        cut = end - MS_PER_HOUR
+    return cut
+
+
+def prune_hours(book: WeatherBook, stations: Sequence[str], cut_ms: int,
+                keep_from_ms: int) -> None:
+    """Drop the stations' hours a day and more before ``cut_ms`` (no window after the
+    cut reads them) and the gauges' tail before ``keep_from_ms`` (before what any
+    window after the cut reads of the gauge)."""
+    for key in [k for k in book.hours if k[0] in stations and k[1] < cut_ms - WINDOW_MS]:
+        del book.hours[key]
+    for tail in book.tails.values():
+        del tail[:bisect_left(tail, keep_from_ms, key=lambda m: m[0])]

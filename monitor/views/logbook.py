@@ -39,7 +39,7 @@ import io
 import re
 import socket
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 from zoneinfo import ZoneInfo
@@ -437,6 +437,9 @@ class Recorded:
     head: Head
     events: list[Event]
     pending: int
+    #: The facts whose latest revision is a retraction (a forecast a later issue no
+    #: longer holds): not in ``events``, but a report may say what was withdrawn.
+    retracted: list[Event] = field(default_factory=list)
 
 
 def current_events(store: Store, site: str) -> Recorded:
@@ -457,7 +460,9 @@ def current_events(store: Store, site: str) -> Recorded:
             latest[event.id] = event
     current = sorted((e for e in latest.values() if not e.retracted),
                      key=lambda e: (e.at_ms, e.id))
-    return Recorded(head_of(rows), current, len(pending))
+    retracted = sorted((e for e in latest.values() if e.retracted),
+                       key=lambda e: (e.at_ms, e.id))
+    return Recorded(head_of(rows), current, len(pending), retracted)
 
 
 # --------------------------------------------------------------------------- sending it off

@@ -13,10 +13,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import Config, SiteConfig
-from ..contract.events import Event, InspectionRecorded, StormQualified
+from ..contract.events import (
+    Event,
+    GaugeDisagrees,
+    InspectionRecorded,
+    StormForecast,
+    StormQualified,
+)
 from ..contract.localtime import local_text
+from ..contract.times import MS_PER_HOUR, parse_iso
 from ..store import Store
 from ..views.status import build_status
+
+#: A disagreement is shown for the 24 hours after its window, the time § 134-9A(2)
+#: gives an inspection after a storm: the gauge should have been looked at by then.
+DISAGREEMENT_SHOWN_MS = 24 * MS_PER_HOUR
 
 #: An open finding: a practice the last inspection did not find ``ok``.
 OK_CONDITIONS = ("ok", "not_applicable")
@@ -33,6 +44,28 @@ class SiteView:
     last: InspectionRecorded | None = None
     logbook: tuple[tuple[str, str, str], ...] = ()
     head: str = ""
+    #: The engine's current weather facts of the site, and the request's instant.
+    forecasts: tuple[StormForecast, ...] = ()
+    disagreements: tuple[GaugeDisagrees, ...] = ()
+    now_ms: int = 0
+
+    @property
+    def weather(self) -> dict[str, Any] | None:
+        """The weather source's state as ``status`` has it (``{source, last_ok,
+        last_error}``); None without ``weather:`` in the configuration."""
+        state: dict[str, Any] | None = self.status.get("weather")
+        return state
+
+    @property
+    def upcoming(self) -> list[StormForecast]:
+        """The storm forecasts whose window has not passed yet."""
+        return [f for f in self.forecasts if parse_iso(f.window_to) > self.now_ms]
+
+    @property
+    def open_disagreements(self) -> list[GaugeDisagrees]:
+        """The gauge disagreements of the last day (``DISAGREEMENT_SHOWN_MS``)."""
+        return [d for d in self.disagreements
+                if parse_iso(d.window_to) + DISAGREEMENT_SHOWN_MS > self.now_ms]
 
     @property
     def open_clocks(self) -> list[dict[str, Any]]:
@@ -77,13 +110,13 @@ def read_sites(config: Config, store: Store, now_ms: int, sites: list[str] | Non
         if sites is not None and site.id not in sites:
             continue
         out.append(_view(site, status["sites"][site.id], by_site.get(site.id, []), detail,
-                         head))
+                         head, now_ms))
     out.sort(key=lambda v: (not v.overdue, not v.open_clocks, v.site.id))
     return out
 
 
 def _view(site: SiteConfig, status: dict[str, Any], events: list[Event], detail: bool,
-          head: str) -> SiteView:
+          head: str, now_ms: int) -> SiteView:
     storms: dict[str, StormQualified] = {}
     last: InspectionRecorded | None = None
     rows: list[tuple[str, str, str]] = []
@@ -97,7 +130,10 @@ def _view(site: SiteConfig, status: dict[str, Any], events: list[Event], detail:
         for event in events[-50:][::-1]:
             rows.append((local_text(event.at_ms, site.zone), event.type,
                          _summary(event.body.to_json())))
-    return SiteView(site, status, storms, last, tuple(rows), head)
+    return SiteView(site, status, storms, last, tuple(rows), head,
+                    tuple(e.body for e in events if isinstance(e.body, StormForecast)),
+                    tuple(e.body for e in events if isinstance(e.body, GaugeDisagrees)),
+                    now_ms)
 
 
 def _summary(body: dict[str, Any]) -> str:

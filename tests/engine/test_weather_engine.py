@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from monitor.config import Config
 from monitor.config.file import parse_config
 from monitor.contract.events import Event, GaugeDisagrees, StormForecast, make_id
-from monitor.contract.inputs import Reading, ReferenceObservation
+from monitor.contract.inputs import Inspection, Reading, ReferenceObservation
 from monitor.contract.times import MS_PER_HOUR, MS_PER_MINUTE
 from monitor.engine.core import Engine
 from monitor.engine.window import MemoryWindow
@@ -153,39 +153,50 @@ def scenario(seed: int) -> list[Any]:
         precip = [nws_interval(6 * k, "PT6H", rng.choice([0.0, 2.0, 5.0]))
                   for k in range(n, 8)]
         items.append(issue(n, precip, CHANCE))
+    # With reference_opens_clock a disagreement opens a storm clock: inspections
+    # before, during and after it close it, or not.
+    for _ in range(rng.randrange(0, 3)):
+        items.append(Inspection(SITE, "J. Rivera", T0 + rng.randrange(-4 * H, 12 * H),
+                                rng.choice(("storm", "routine", "other"))))
     return items
 
 
-def final(items: list[Any], window: bool = False) -> list[dict[str, Any]]:
-    eng, _ = run(items, window=window)
+#: The invariants hold with and without the reference's clocks.
+OPENS = {False: weather_config(), True: weather_config(reference_opens_clock=True)}
+
+
+def final(items: list[Any], window: bool = False, opens: bool = False
+          ) -> list[dict[str, Any]]:
+    eng, _ = run(items, config=OPENS[opens], window=window)
     return [{k: v for k, v in e.to_json().items() if k != "revision"}
             for e in eng.current_events()]
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 2**32), shuffle_seed=st.integers(0, 2**32))
+@given(seed=st.integers(0, 2**32), shuffle_seed=st.integers(0, 2**32), opens=st.booleans())
 def test_order_and_duplicates_of_weather_inputs_do_not_change_events(
-        seed: int, shuffle_seed: int) -> None:
+        seed: int, shuffle_seed: int, opens: bool) -> None:
     rnd = random.Random(shuffle_seed)
     items = scenario(seed)
-    expected = final(items)
+    expected = final(items, opens=opens)
     shuffled = list(items)
     rnd.shuffle(shuffled)
-    assert final(shuffled) == expected
+    assert final(shuffled, opens=opens) == expected
     duplicated = items + rnd.sample(items, len(items) // 3)
     rnd.shuffle(duplicated)
-    assert final(duplicated) == expected
-    assert final(shuffled, window=True) == expected
+    assert final(duplicated, opens=opens) == expected
+    assert final(shuffled, window=True, opens=opens) == expected
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 2**32), cut=st.floats(0.1, 0.9))
-def test_a_snapshot_restored_mid_stream_changes_nothing(seed: int, cut: float) -> None:
+@given(seed=st.integers(0, 2**32), cut=st.floats(0.1, 0.9), opens=st.booleans())
+def test_a_snapshot_restored_mid_stream_changes_nothing(seed: int, cut: float,
+                                                        opens: bool) -> None:
     items = scenario(seed)
     rnd = random.Random(seed)
     rnd.shuffle(items)
     k = int(len(items) * cut)
-    config = weather_config()
+    config = OPENS[opens]
     whole = Engine(config)
     half = Engine(config)
     for it in items[:k]:

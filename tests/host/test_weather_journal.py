@@ -14,6 +14,7 @@ from typing import Any
 
 from monitor.config.file import parse_config
 from monitor.contract.events import make_id
+from monitor.contract.inputs import Inspection
 from monitor.contract.times import MS_PER_HOUR
 from monitor.engine.core import Engine
 from monitor.host.engine import EngineHost
@@ -90,3 +91,37 @@ def test_replaying_the_journal_reproduces_the_weather_events(tmp_path: Path) -> 
     replayed.tick(T0 + 12 * H)
     assert [e.to_json() for e in replayed.current_events() if e.type in WEATHER] == current
     assert {e["type"] for e in current} == set(WEATHER)
+
+
+def test_replaying_the_journal_reproduces_the_reference_clock(tmp_path: Path) -> None:
+    """``reference_opens_clock``: the clock the reference opened, its notices and the
+    inspection that closed it come back the same from the journal's rows."""
+    config = parse_config({"state_dir": str(tmp_path), "sites": [{
+        "id": SITE, "condition": "B", "location": {"lat": 41.05, "lon": -73.54},
+        "sensors": [{"id": "rg1", "kind": "rain", "in_per_tip": 0.01}]}],
+        "weather": {"nws": {"user_agent": "test (ops@example.org)"},
+                    "reference_stations": ["KHPN"], "reference_opens_clock": True}}, env={})
+    clock = Clock(T0 - 20 * H)
+    kinds = ("storm_qualified", "inspection_due_soon", "clock_closed")
+    with open_store(config) as store:
+        host = EngineHost.restore(config, store, clock=clock, routes=lambda e: ["qp"])
+        batches: list[list[Any]] = [counter([], until_h=-1), observations(REFERENCE),
+                                    [Inspection(SITE, "J. Rivera", T0 + 27 * H, "storm")]]
+        for batch in batches:
+            clock.ms = max(clock.ms, max(i.ts_ms for i in batch))
+            seqs = store.journal.commit([journal_in(i, topic=None, received_ms=clock.ms)
+                                         for i in batch])
+            host.apply_committed([(seq, i, clock.ms) for seq, i in zip(seqs, batch, strict=True)
+                                  if seq is not None])
+            host.tick()
+        current = [e.to_json() for e in host.engine.current_events() if e.type in kinds]
+        rows = store.journal.after(0, limit=100_000)
+    replayed = Engine(config)
+    for row in rows:
+        apply_row(replayed, row)
+    replayed.tick(clock.ms)
+    assert [e.to_json() for e in replayed.current_events() if e.type in kinds] == current
+    assert [(e["type"], e.get("source")) for e in current if e["type"] != "clock_closed"
+            or e["clock"] == "storm"] == [
+        ("storm_qualified", "reference"), ("inspection_due_soon", "reference"),
+        ("clock_closed", "reference")]

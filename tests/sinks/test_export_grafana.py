@@ -24,10 +24,12 @@ import pytest
 import yaml
 
 from monitor.config.file import load_config
-from monitor.contract.inputs import Inspection, Reading
+from monitor.contract.inputs import Forecast, Reading, ReferenceObservation
+from monitor.contract.times import MS_PER_HOUR as H
+from monitor.host.rows import Input
 from monitor.store import Store
 
-from ..support.influxd import Influxd, export_config, fill_store, session, site_readings
+from ..support.influxd import WEATHER, Influxd, export_config, fill_store, session, site_readings
 from ..support.util import SITE
 
 pytest_plugins = ("tests.support.conftest_influx",)
@@ -105,7 +107,8 @@ def test_the_site_dashboard_has_a_site_variable_every_query_uses() -> None:
             assert '"site" =~ /^$site$/' in query, where
     titles = " | ".join(p["title"] for p in dash["panels"])
     for needed in ("Rainfall", "running total", "last 24 h", "clock", "trap fill",
-                   "upstream, downstream", "battery and last seen"):
+                   "upstream, downstream", "battery and last seen", "forecast vs observed",
+                   "gauge vs reference"):
         assert needed.lower() in titles.lower(), needed
     annotations = [a for a in dash["annotations"]["list"] if not a.get("builtIn")]
     assert annotations and 'FROM "event"' in annotations[0]["query"]
@@ -157,9 +160,17 @@ def dashboard_data(influx_server: Influxd, tmp_path_factory: pytest.TempPathFact
     """
     influx_server.create_database("dash")
     tmp = tmp_path_factory.mktemp("dash")
-    config = export_config(tmp, influx_server, "dash")
+    config = export_config(tmp, influx_server, "dash", weather=WEATHER)
     now_ms = int(time.time()) * 1000
-    items: list[Reading | Inspection] = site_readings(now_ms - 20 * 3_600_000, 19 * 60)
+    items: list[Input] = [*site_readings(now_ms - 20 * 3_600_000, 19 * 60)]
+    # The weather inputs (forecast vs observed, gauge vs reference): an issue 18 hours
+    # ago for the next day, and KHPN's hours since.
+    issued = now_ms - 18 * H
+    items.append(Forecast(SITE, "nws", "OKX/33,37", issued,
+                          tuple((issued + k * 6 * H, issued + (k + 1) * 6 * H, 3.0 * k)
+                                for k in range(4))))
+    items += [ReferenceObservation(SITE, "KHPN", issued + h * H, 1.5 if h % 3 else None)
+              for h in range(18)]
     items.append(Reading(SITE, "tb-up", "status", now_ms - 3_700_000, battery_v=3.61,
                          buffered=12, dropped=0))
     # Issue 18: one sediment reading past the trap bottom, a sensor_fault for the

@@ -930,8 +930,17 @@ def test_gauge_disagrees_says_the_gauge_may_be_clogged_or_dead() -> None:
                             opens_clock=True, reference_unknown_hours=2))).text
     assert "saw 0.79 in (2 hours unreported, so at least that)" in stale
     assert "rain gauge rg1 was silent in that time (stale), 0.00 in reported" in stale
-    assert ("weather.reference_opens_clock is set: treat this as a storm of the site and "
-            "inspect within 24 hours of it (stormwatch tracks no clock from a station).") in stale
+    assert ("weather.reference_opens_clock is set: this is a storm of the site, and its "
+            "storm inspection clock is open (due 24 hours after the station reached the "
+            "threshold).") in stale
+
+
+def test_a_storm_the_reference_opened_says_so() -> None:
+    m = render(alert(ev("storm_qualified", "q", T0, source="reference", reference="KHPN",
+                        reference_in=0.79, total_in=0.79, max_24h_in=0.79)))
+    assert ("Rain: 0.79 in within 24 hours at the reference station KHPN (threshold 0.50 in), "
+            "while gauge rg1 was silent or saw under a quarter of it") in m.text
+    assert "a storm inspection is due within 24 hours" in m.text
 
 
 def test_probes_suspect_says_why_and_quotes_134_8c() -> None:

@@ -45,7 +45,7 @@ from monitor.config.file import parse_config
 from monitor.contract.inputs import Inspection, Reading
 from monitor.contract.times import MS_PER_MINUTE
 from monitor.host.engine import EngineHost
-from monitor.host.rows import journal_in
+from monitor.host.rows import Input, journal_in
 from monitor.sinks.influx.influx import ExportSession
 from monitor.sinks.influx.writers import V1Writer, Writer
 from monitor.store import Store
@@ -207,11 +207,19 @@ RAW = ("rain", "turbidity", "sediment", "inspection")
 DERIVED = ("storm", "trap", "contrast", "event")
 
 
+#: A ``weather:`` section for ``export_config(weather=...)`` (the site then gets a location).
+WEATHER = {"nws": {"user_agent": "test (ops@example.org)"}, "reference_stations": ["KHPN"]}
+
+
 def export_config(tmp_path: Path, server: Influxd, db: str, *, batch_size: int = 5000,
-                  **site: Any) -> Config:
+                  weather: dict[str, Any] | None = None, **site: Any) -> Config:
+    if weather is not None:
+        site = {"location": {"lat": 41.05, "lon": -73.54}, **site}
     data = site_config(**site).model_dump(mode="json", exclude_none=True)
     data["state_dir"] = str(tmp_path / "state")
     data["influx"] = {"url": server.url, "api": "v1", "database": db, "batch_size": batch_size}
+    if weather is not None:
+        data["weather"] = weather
     return parse_config(data, env={})
 
 
@@ -233,7 +241,7 @@ def site_readings(start_ms: int, minutes: int) -> list[Reading | Inspection]:
     return items
 
 
-def fill_store(config: Config, items: Sequence[Reading | Inspection]) -> None:
+def fill_store(config: Config, items: Sequence[Input]) -> None:
     """Journal the items and record the engine's events, as the daemon does."""
     with Store.in_dir(config.state_dir) as store:
         for k in range(0, len(items), 1000):

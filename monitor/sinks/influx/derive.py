@@ -3,7 +3,8 @@
 Theory of operation
 -------------------
 Raw measurements (``rain``, ``turbidity``, ``sediment``, ``sensor_status``,
-``inspection``) are the journal rows themselves. The derived measurements
+``inspection``, and ``weather``: the forecast and reference inputs the weather
+rules were given) are the journal rows themselves. The derived measurements
 are engine state *after each reading* (a storm's running total, a trap's
 smoothed fill, a pair's contrast), which the journal does not hold. The
 exporter gets them from its own engine, the ``Replica``: an ``Engine``
@@ -45,12 +46,14 @@ from ...contract.events import (
     TrapCleanoutRequired,
     TurbidityContrast,
 )
-from ...contract.times import MS_PER_MINUTE, iso
+from ...contract.inputs import Forecast, ReferenceObservation
+from ...contract.times import MS_PER_HOUR, MS_PER_MINUTE, iso
 from ...engine.core import Engine
 from ...engine.readout import OpenClock, SensorNow, SiteNow
 from ...engine.series import Sample, StormSample, TrapSample, attach
 from ...engine.summary import judged_at, status_at, summarize
-from ...host.rows import apply_row
+from ...engine.weather import MM_PER_IN
+from ...host.rows import WEATHER_KEY, apply_row
 from ...host.window import JournalWindow
 from ...store import JournalRow, canonical
 from .lineprotocol import FieldValue, Int, Point, raw_series
@@ -91,6 +94,8 @@ def raw_points(row: JournalRow) -> list[Point]:
             fields["delay_s"] = round((row.received_ms - ts) / 1000, 3)
         return [Point.at(raw_series(measurement, str(body["site"]), str(body["sensor"])),
                          fields, ts)]
+    if row.kind == "tick" and body.get(WEATHER_KEY):
+        return weather_points(body)
     if row.kind == "inspection" and not body.get("closure"):
         return [Point.make("inspection",
                            {"site": str(body["site"]), "kind": str(body.get("kind", "routine")),
@@ -99,6 +104,31 @@ def raw_points(row: JournalRow) -> list[Point]:
                             "findings": _text(body.get("findings"))},
                            int(body["ts_ms"]))]
     return []
+
+
+def weather_points(body: dict[str, Any]) -> list[Point]:
+    """A journaled weather row as ``weather`` points (tags ``site``, ``source``:
+    ``forecast`` with its ``grid``, or ``reference`` with its ``station``). A forecast:
+    one point per interval at its start, its depth and its depth per hour (the rules
+    spread an interval evenly over it), so a later issue for the same interval
+    replaces it; an observation: ``precipitationLastHour``, left out when the station
+    gave none (unknown, never 0), with ``known`` saying which."""
+    site = str(body["site"])
+    if body.get(WEATHER_KEY) == "forecast":
+        forecast = Forecast.from_json(body)
+        tags = {"site": site, "source": "forecast", "grid": forecast.grid}
+        return [Point.make("weather", tags, {
+            "precip_mm": round(mm, _DIGITS), "precip_in": round(mm / MM_PER_IN, _DIGITS),
+            "precip_in_per_h": round(mm / MM_PER_IN * MS_PER_HOUR / (end - start), _DIGITS),
+            "hours": round((end - start) / MS_PER_HOUR, 3), "issued_at": iso(forecast.ts_ms)},
+            start) for start, end, mm in forecast.precip if end > start]
+    obs = ReferenceObservation.from_json(body)
+    mm = obs.precip_mm
+    return [Point.make("weather", {"site": site, "source": "reference", "station": obs.station},
+                       {"precip_last_hour_mm": None if mm is None else round(mm, _DIGITS),
+                        "precip_last_hour_in": None if mm is None
+                        else round(mm / MM_PER_IN, _DIGITS),
+                        "known": mm is not None}, obs.ts_ms)]
 
 
 def _text(value: Any) -> str | None:

@@ -280,6 +280,11 @@ def _duty_8c() -> Line:
 def _storm_qualified(c: _Ctx, e: StormQualified) -> Content:
     rain = (f"{inches(e.total_in)} this storm, {inches(e.max_24h_in)} within 24 hours "
             f"(threshold {inches(e.threshold_in)}), gauge {e.gauge}")
+    if e.source == "reference":
+        # weather.reference_opens_clock: the station saw it, the site gauge did not.
+        rain = (f"{inches(e.total_in)} within 24 hours at the reference station "
+                f"{e.reference} (threshold {inches(e.threshold_in)}), while gauge {e.gauge} "
+                "was silent or saw under a quarter of it")
     facts = [Line("Rain", rain), Line("Qualified at", c.local(e.qualified_at))]
     if e.uncertain_in:
         facts.insert(1, Line("Timing unknown", f"{inches(e.uncertain_in)} of it was found "
@@ -699,8 +704,9 @@ def _gauge_disagrees(c: _Ctx, e: GaugeDisagrees) -> Content:
     gauge = (f"rain gauge {e.gauge} was silent in that time (stale), "
              f"{inches(e.gauge_in)} reported" if e.stale
              else f"rain gauge {e.gauge} saw {inches(e.gauge_in)}")
-    clock = ("weather.reference_opens_clock is set: treat this as a storm of the site and "
-             "inspect within 24 hours of it (stormwatch tracks no clock from a station)."
+    clock = ("weather.reference_opens_clock is set: this is a storm of the site, and its "
+             "storm inspection clock is open (due 24 hours after the station reached the "
+             "threshold)."
              if e.opens_clock else "It opens no clock: a station miles away is a second "
              "opinion, not the site's rain.")
     return Content(

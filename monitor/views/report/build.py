@@ -53,6 +53,7 @@ from .plots import plots_section
 from .rows import revealed_note, sensor_rows
 from .samples import Series, engine_series
 from .tables import LocalTime, outcome, table, trap_section, turbidity_section
+from .weather import weather_section
 
 __all__ = ["Series", "build_report", "engine_series", "parse_bound"]
 
@@ -144,6 +145,8 @@ def build_report(config: Config, store: Store, site_id: str, from_ms: int, to_ms
         owed_section(site, duties, end, to_ms, kept is not None, p.local),
         _storms(p, storms),
         _open_clocks(state, p.local),
+        weather_section(book.events, book.retracted, p.local, from_ms, to_ms)
+        if config.weather is not None else "",
         "<h2>Sensors (at the time of this report)</h2>" + table(
             ["Sensor", "Kind", "Reporting", "Health", "Last seen"],
             [[escape(c) for c in r] for r in sensor_rows(site, state, p.local)], "No sensors."),
@@ -259,7 +262,9 @@ def _storms(p: _Period, storms: Sequence[StormRecord]) -> str:
         total = _in(s.total_in) + (" (running)" if s.running else "")
         rows.append([escape(local(s.started_ms)), escape(local(s.ended_ms)),
                      escape(total), escape(_in(s.max_24h_in)),
-                     escape(local(s.qualified_ms) + revealed_note(s, local)),
+                     escape(local(s.qualified_ms) + revealed_note(s, local) + (
+                         f" (by the reference station {s.reference}: gauge {s.gauge} did not "
+                         "see it)" if s.reference else "")),
                      escape(local(s.due_ms)),
                      escape(local(s.inspected_ms)), outcome(s.outcome)])
     return "<h2>Storms</h2>" + table(
