@@ -80,12 +80,15 @@ def page(client: TestClient) -> str:
 
 
 def test_the_forecast_and_the_disagreement_are_on_the_site_page(tmp_path: Path) -> None:
-    html = page(client_with(tmp_path, [FORECAST, *REFERENCE], OK))
+    client = client_with(tmp_path, [FORECAST, *REFERENCE], OK)
+    html = page(client)
+    clocks = client.get(f"/sites/{SITE}").text.split("<h2>Weather</h2>")[0]
     assert "Storm forecast: 0.55 in between" in html and "80 % chance" in html
     assert "Check the controls before the rain: § 134-9A(2)" in html
     assert "Gauge rg1 was silent while station KHPN saw 0.79 in" in html
     assert "the gauge may be clogged or dead" in html
     assert "storm inspection clock is open" in html
+    assert "seen by reference station KHPN, not by the site's gauge" in clocks
     assert "unreachable" not in html and "No storm forecast" not in html
 
 
