@@ -432,8 +432,8 @@ def main() -> int:
             resumed = False
         db_mb = db_bytes(store.path) / 1e6
         archive_mb = dir_mb(archive_root(store.path))
-    print(f"database: {db_mb:,.0f} MB; archive {archive_mb:,.0f} MB in"
-          f" {len(list(archive_root(state).rglob('*.parquet')))} file(s);"
+        archive_files = len(list(archive_root(store.path).rglob("*.parquet")))
+    print(f"database: {db_mb:,.0f} MB; archive {archive_mb:,.0f} MB in {archive_files} file(s);"
           f" {len(run.archive_runs)} archive run(s); peak RSS of this process"
           f" {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3:.0f} MB")
     if run.archive_runs:
