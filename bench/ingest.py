@@ -258,12 +258,15 @@ class BareSubscriber:
         self._done = threading.Event()
 
     def _client(self) -> Any:
-        client = mqtt_client(self.client_id, manual_ack=True)
+        client = self._new_client()
         client.max_inflight_messages_set(1000)
         client.on_connect = self._on_connect
         client.on_subscribe = self._on_subscribe
         client.on_message = self._on_message
         return client
+
+    def _new_client(self) -> Any:
+        return mqtt_client(self.client_id, manual_ack=True)
 
     def _connect(self, client: Any) -> None:
         props = Properties(PacketTypes.CONNECT)  # type: ignore[no-untyped-call]
@@ -340,14 +343,9 @@ class BareV311Subscriber(BareSubscriber):
     queued). Same subscriptions at QoS 1 and the same queued messages.
     """
 
-    def _client(self) -> Any:
-        client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=self.client_id,
-                             protocol=mqtt.MQTTv311, clean_session=False)
-        client.max_inflight_messages_set(1000)
-        client.on_connect = self._on_connect
-        client.on_subscribe = self._on_subscribe
-        client.on_message = self._on_message
-        return client
+    def _new_client(self) -> Any:
+        return mqtt.Client(CallbackAPIVersion.VERSION2, client_id=self.client_id,
+                           protocol=mqtt.MQTTv311, clean_session=False)
 
     def _connect(self, client: Any) -> None:
         client.connect("127.0.0.1", self.port, keepalive=60)

@@ -30,21 +30,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
-from typing import Any, Final
+from typing import Any
 from zoneinfo import ZoneInfo
 
-from ..config import Config
+from ..config import ArchiveConfig, Config
 from ..contract.times import MS_PER_DAY, iso
 from ..store import Store
 from ..store.retention import Cut
+from ..store.state import INFLUX_CURSOR, INFLUX_SNAPSHOT_META
 from .snapshots import ENGINE_OWNER
-
-#: Days of the default bound without ``archive.after_days``.
-DEFAULT_AFTER_DAYS: Final = 30.0
-#: The InfluxDB exporter's cursor, and the meta key of its replica's snapshot
-#: (``sinks/influx/influx.py``, a layer above: a test holds the names together).
-INFLUX_CURSOR: Final = "influx"
-INFLUX_SNAPSHOT_META: Final = "export.influx.snapshot"
 
 
 @dataclass
@@ -64,8 +58,8 @@ def day_start_ms(day: date, zone: ZoneInfo) -> int:
 
 def plan(config: Config, store: Store, *, now_ms: int, before: date | None = None) -> Plan:
     """The cut for an archive run now (module docstring)."""
-    after_days = config.archive.after_days if config.archive is not None else \
-        DEFAULT_AFTER_DAYS
+    # Without the section (``stormwatch archive`` alone) its default bound.
+    after_days = (config.archive or ArchiveConfig()).after_days
     requested: dict[str, int] = {}
     for site in config.sites:
         requested[site.id] = (day_start_ms(before, site.zone) if before is not None

@@ -33,6 +33,7 @@ from monitor.host.rows import apply_row
 from monitor.host.window import JournalWindow
 from monitor.store import Store, retention
 from monitor.store.archive import TICKS, archive_root
+from monitor.store.db import DB_NAME
 from monitor.store.opening import open_store
 from monitor.store.retention import move
 from tests.support.daemonkit import cli
@@ -143,7 +144,7 @@ def test_archive_then_every_reader_gives_what_it_gave_before(
         files = store.journal.archive.files()
     assert moved > 0.6 * (moved + left), r.stdout  # most of a 30-day season is final
     assert {f.site for f in files} == {"north-lot", "west-pad", ""}
-    assert all((archive_root(state / "x") / f.name).is_file() for f in files)
+    assert all((archive_root(state / DB_NAME) / f.name).is_file() for f in files)
 
     after = readers(config, cfg, tmp_path)
     shown = after["status"]["journal"].pop("archive")

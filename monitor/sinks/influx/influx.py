@@ -68,19 +68,20 @@ from ...engine.core import Engine
 from ...host.snapshots import ENGINE_OWNER, snapshot_data
 from ...host.window import JournalWindow
 from ...store import DeadLetterIn, Store
+from ...store.state import INFLUX_CURSOR, INFLUX_SNAPSHOT_META
 from .derive import Replica, event_points, minute_points
 from .lineprotocol import Int, Point
 from .writers import Rejected, Unavailable, Writer, make_writer
 
 log = logging.getLogger("stormwatch.export")
 
-CURSOR = "influx"
+CURSOR = INFLUX_CURSOR
 EVENTS_CURSOR = "influx_events"
 #: Meta keys the exporter publishes for ``status`` (all under ``export.influx.``).
 META_LAST_WRITE = "export.influx.last_write_ms"
 META_ERROR = "export.influx.error"
 META_ERROR_SINCE = "export.influx.error_since_ms"
-META_SNAPSHOT = "export.influx.snapshot"
+META_SNAPSHOT = INFLUX_SNAPSHOT_META
 DEAD_LETTER_REASON = "influx_rejected"
 
 #: Journal rows read per query while filling a batch.
