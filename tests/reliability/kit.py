@@ -28,7 +28,7 @@ import paho.mqtt.client as mqtt
 from paho.mqtt.reasoncodes import ReasonCode
 
 from monitor.store import LogbookRow, OutboxRow, Store
-from tests.support.daemonkit import ROOT, Publisher, cli
+from tests.support.daemonkit import ROOT, Publisher, cli, ticked_after_input
 from tests.support.influxd import Influxd
 
 Message = tuple[str, Mapping[str, Any]]
@@ -217,7 +217,17 @@ def current_events(cfg: Path) -> list[dict[str, Any]]:
 
 def export_caught_up(cfg: Path, journal_total: int) -> bool:
     """The export cursor has reached the journal's end (``status --json``: nothing
-    behind), after ``journal_total`` readings were journaled."""
+    behind), after ``journal_total`` readings were journaled and the engine has
+    ticked since it applied the last of them.
+
+    The tick matters: the engine runs behind the journal, and a tick records the
+    events it raises before it records itself, so only then are the events the
+    readings cause in the events table. Without it, ``behind_events == 0`` can hold
+    while the engine has yet to raise most of them (CI saw 3 of 10 events exported
+    "when caught up"). The tick is read before the status, so the status sees them.
+    """
+    if not ticked_after_input(cfg):
+        return False
     now = status(cfg)
     export = now["export"]
     return bool(now["ingest"]["accepted"] == journal_total and export["behind_rows"] == 0
