@@ -35,9 +35,10 @@ What it prints, at day 1, 30, 90 and 180 (and every ``--every`` days):
 Archiving is on (``archive: {after_days: 30}``, ``--no-archive`` turns it off):
 the daemon's archiver (``monitor/daemon/archiver.py``) runs on the simulated
 clock every three days, moving rows older than 30 days into Parquet files
-and shrinking the database; here it runs in line between two minutes and is
-timed on its own (``archive`` lines on stderr), as in the daemon it has a
-thread of its own and no reading waits for it.
+and shrinking the database; each run is a child process of its own, as in
+the daemon (``Archiver.step``). Here the simulation waits for it between two
+minutes and times it on its own (``archive`` lines on stderr); in the daemon
+it has a worker thread and no reading waits for it.
 
 Then the ratio of each at the last day measured (180) to its value at the
 first point measured on or after ``--base-day`` (30; the lateness window is
