@@ -119,7 +119,8 @@ class InspectionRecorded(Body):
     """§ 134-9A(2): an inspection report for the site log book.
 
     ``inspectors`` and ``credentials`` (from the roster when it was entered) are
-    parallel lists; ``entered_at`` is when it reached stormwatch, ``backdated``
+    parallel lists: the first inspector certifies the report and carries the
+    credential, the others are companions (credential ""); ``entered_at`` is when it reached stormwatch, ``backdated``
     whether that was more than ``backdate_alert_hours`` after ``inspected_at``.
     ``findings`` are ``{practice, condition}``, ``corrective_actions`` ``{id, text,
     due}``; ``resolves`` names earlier corrective actions it closes. From the field

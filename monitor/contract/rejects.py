@@ -36,6 +36,13 @@ class RejectReason(str, Enum):
     #: An *inspection* dated > 5 minutes ahead (DESIGN § 3 names it apart: it
     #: would close clocks and settle notices before their time).
     future = "future"
+    #: An *inspection* without ``ts``: an inspection is a fact of its own time, and
+    #: stamping it with its arrival would make every redelivered or retained copy a
+    #: new inspection that closes clocks nobody inspected for (DESIGN § 3).
+    missing_ts = "missing_ts"
+    #: An *inspection* the broker delivered from its retained store: the copy every
+    #: new subscription gets again, at every daemon restart, is never a record.
+    retained = "retained"
     bad_value = "bad_value"                # wrong type (a string for ntu, 1.5 tips)
     #: A reading whose ``seq`` this sensor already used for another body (DESIGN
     #: § 3). Found by the journal commit, which knows what was sent before, not

@@ -2,7 +2,8 @@
 
 In this order, and only in this order (DESIGN § 2, § 3):
 
-1. parse each message (``sources/parse.py``); rejects are noted for the reject
+1. parse each message (``sources/parse.py``), an inspection's photos as their
+   stored files say (``host/evidence.py``); rejects are noted for the reject
    log and for the node-clock notes, accepted inputs become journal rows;
 2. commit the rows and the dead letters in ONE transaction; when it fails
    (``sqlite3.OperationalError``: the disk is full) nothing below happens and
@@ -19,11 +20,12 @@ import time
 from collections.abc import Sequence
 from typing import Protocol
 
-from ..config import Config
+from ..config import Config, photos_dir_of
 from ..contract.inputs import Inspection, Reading
 from ..contract.rejects import Rejection, RejectReason
 from ..contract.times import WallClock
 from ..host.engine import EngineHost
+from ..host.evidence import with_stored_photos
 from ..host.rows import journal_in
 from ..sources.mqtt import Received
 from ..sources.nodeclocks import NodeClocks
@@ -49,6 +51,9 @@ class BatchPath:
         self.rejects = rejects
         self.node_clocks = node_clocks
         self.confirmer = confirmer
+        #: An MQTT inspection's photos are read from here (``host/evidence.py``).
+        self.photos_dir = photos_dir_of(config)
+        self._zones = {site.id: site.zone for site in config.sites}
 
     def ingest(self, store: Store, ingest: Acker, host: EngineHost,
                batch: Sequence[Received]) -> None:
@@ -66,7 +71,9 @@ class BatchPath:
         tick = time.monotonic()
         for m in batch:
             item = parse_message(self.config, m.topic, m.payload, ref_ms=ref_ms,
-                                 received_ms=m.received_ms)
+                                 received_ms=m.received_ms, retained=m.retain)
+            if isinstance(item, Inspection) and item.photos:
+                item = with_stored_photos(self.photos_dir, item, self._zones[item.site])
             parsed.append(item)
             if isinstance(item, Rejection):
                 dead.append(DeadLetterIn(m.topic, m.payload, item.reason.value, item.detail,

@@ -35,7 +35,9 @@ from ..contract.rejects import Rejection, RejectReason
 from ..contract.times import iso, parse_iso
 from ..engine.routine import local_midnight_ms
 from ..errors import UserError
-from ..sources.rules import FUTURE_TOLERANCE_MS, inspection_message, site_index
+from ..sources.inspectionrules import inspection_message
+from ..sources.rules import FUTURE_TOLERANCE_MS, site_index
+from ..store import Store
 from ..store.opening import daemon_lock, open_store
 from .engine import EngineHost
 from .rows import journal_in
@@ -45,6 +47,14 @@ WAIT_FOR_DAEMON_S = 20.0
 
 class InspectError(UserError):
     """The inspection could not be recorded (a usage error: its message names the flag)."""
+
+
+class NotOnRoster(InspectError):
+    """The certifying inspector is not on the site's roster (the field app: 403)."""
+
+
+class ActionIdInUse(InspectError):
+    """A corrective-action id is already another inspection's (the field app: 409)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,8 +95,11 @@ def build_inspection(config: Config, site_id: str, names: Sequence[str], *, at: 
                      certified: bool | None = None) -> Inspection:
     """The inspection the command line (or the field app, ``via="web"``, with its
     photos, location and certification) describes, checked as an MQTT inspection
-    is, or ``InspectError`` naming the flag at fault. Corrective actions get ids
-    ``ca-<time>-<n>`` (printed, to be named by ``--resolved`` later)."""
+    is, or ``InspectError`` naming the flag at fault. The first of ``names`` is
+    the certifying inspector and must be on the roster (when there is one)
+    unless the kind is ``other``; the others are companions. Corrective actions
+    get their ids from ``rules.action_ids`` (printed, to be named by
+    ``--resolved`` later)."""
     at_ms = now_ms if at is None else parse_time("--at", at, config, site_id)
     check_not_ahead("--at", at_ms, now_ms)
     site = config.site(site_id)
@@ -95,10 +108,11 @@ def build_inspection(config: Config, site_id: str, names: Sequence[str], *, at: 
     clean = [n.strip() for n in names if n.strip()]
     if not clean:
         raise InspectError("--inspector: must not be empty")
-    if roster and kind != "other" and not any(n in roster for n in clean):
-        raise InspectError(
-            f"--inspector: {', '.join(clean)} is not on the qualified_professionals roster of "
+    if roster and kind != "other" and clean[0] not in roster:
+        raise NotOnRoster(
+            f"--inspector: {clean[0]} is not on the qualified_professionals roster of "
             f"{site_id} ({'; '.join(_listed(q.name, q.credential) for q in roster.values())});"
+            " the first inspector named certifies the inspection (others are companions);"
             " record a walk-through by someone else with --kind other")
     parsed = []
     for text in findings:
@@ -107,21 +121,18 @@ def build_inspection(config: Config, site_id: str, names: Sequence[str], *, at: 
             raise InspectError(f"--finding: {text!r} is not \"PRACTICE: condition\" (e.g. "
                                "\"silt-fence-north: undermined at station 2+40\")")
         parsed.append({"practice": practice.strip(), "condition": condition.strip()})
-    stamp = datetime.fromtimestamp(at_ms / 1000, tz=site.zone).strftime("%Y%m%dt%H%M")
     payload: dict[str, object] = {
         "inspector": clean if len(clean) > 1 else clean[0], "kind": kind, "ts": iso(at_ms),
         "notes": notes, "findings": parsed, "resolves": list(resolves),
-        "corrective_actions": [
-            # A date is due by the end of that day at the site (models.check_actions).
-            {"id": f"ca-{stamp}-{i}", "text": a.text, "due": a.due}
-            for i, a in enumerate(actions, 1)]}
+        # A date is due by the end of that day at the site (inspectionrules.check_actions).
+        "corrective_actions": [{"text": a.text, "due": a.due} for a in actions]}
     if photos:
         payload["photos"] = [p.to_json() for p in photos]
     if location is not None:
         payload["location"] = location.to_json()
     if certified is not None:
         payload["certified"] = certified
-    result = inspection_message(site_index(config)[site_id], payload, now_ms, now_ms, True,
+    result = inspection_message(site_index(config)[site_id], payload, now_ms, True,
                                 entered_ms=now_ms, via=via)
     if isinstance(result, Rejection):
         detail = result.detail
@@ -166,6 +177,7 @@ def commit_inspection(config: Config, insp: Inspection,
     with daemon_lock(config) as held:
         if held is not None:
             with open_store(config) as store:
+                refuse_ids_in_use(store, insp)
                 store.journal.commit([journal_in(insp, topic=None,
                                                received_ms=round(time.time() * 1000))])
                 host = EngineHost.restore(config, store)
@@ -178,6 +190,7 @@ def commit_inspection(config: Config, insp: Inspection,
     # account would take over the daemon's session. The journal is the
     # daemon's own input; it applies rows written by others within a loop.
     with open_store(config) as store:
+        refuse_ids_in_use(store, insp)
         store.journal.commit([journal_in(insp, topic=None,
                                        received_ms=round(time.time() * 1000))])
     via = "written to the database for the running daemon"
@@ -187,6 +200,26 @@ def commit_inspection(config: Config, insp: Inspection,
             return _outcome(config, insp, via)
         time.sleep(0.2)
     return Outcome(via, None)
+
+
+def refuse_ids_in_use(store: Store, insp: Inspection) -> None:
+    """``ActionIdInUse`` when one of ``insp``'s corrective-action ids names an action of
+    another inspection at the site: an id names one action, and a second one under it
+    would be lost (the first opens it). The same inspection again is no conflict:
+    the journal takes it as a duplicate."""
+    wanted = {a.id for a in insp.corrective_actions}
+    if not wanted:
+        return
+    for e in store.events.current(insp.site):
+        b = e.body
+        if not isinstance(b, InspectionRecorded) or (
+                e.at_ms == insp.ts_ms and b.inspector == insp.inspector):
+            continue
+        for action in b.corrective_actions:
+            if action.get("id") in wanted:
+                raise ActionIdInUse(
+                    f"corrective_actions: id {action['id']} is already in use by the"
+                    f" inspection of {b.inspected_at} by {b.inspector}; nothing was recorded")
 
 
 def _local(config: Config, site_id: str, when: int | str | None) -> str:

@@ -39,10 +39,10 @@ from ..contract.rejects import Rejection, RejectReason
 from ..contract.times import iso
 from ..engine.rain_columns import empty_events, storm_events
 from ..errors import UserError
+from .inspectionrules import inspection_message
 from .rules import (
     FIELD_RULES,
     INSPECTION,
-    inspection_message,
     missing_field,
     sensor_message,
     show,
@@ -180,7 +180,7 @@ def parse_row(config: Config, row: Mapping[str, str], *, ref_ms: int | None,
         for key, text in row.items():
             if text and (text := text.strip()):
                 fields[key] = _cell_ts(text) if key in ("ts", "entered_at") else text
-        return inspection_message(site, fields, None, ref_ms, check_future, via="replay")
+        return inspection_message(site, fields, ref_ms, check_future, via="replay")
 
     kind = site.kinds.get(sensor_id)
     if kind is None:

@@ -127,6 +127,9 @@ class Received:
     qos: int
     generation: int
     received_ms: int
+    #: The broker's retain flag: a copy the broker kept and sends every new
+    #: subscription (an inspection never becomes a record this way: DESIGN § 3).
+    retain: bool = False
 
 
 class Ingest:
@@ -382,7 +385,7 @@ class Ingest:
         if self.paused.is_set():
             return  # not acknowledged: the broker sends it again at the next connection
         message = Received(msg.topic, bytes(msg.payload), msg.mid, msg.qos, self.generation,
-                          round(self.clock() * 1000))
+                          round(self.clock() * 1000), bool(msg.retain))
         # Blocking put: when the engine thread is behind, stop reading the socket.
         while True:
             try:

@@ -173,8 +173,8 @@ class IngestProcess:
                 if self.paused.is_set():
                     continue  # after the marker: not taken, not acknowledged
                 received = round(self.clock() * 1000)
-                for topic, payload, mid, qos, generation in rest[0]:
-                    message = Received(topic, payload, mid, qos, generation, received)
+                for topic, payload, mid, qos, generation, retain in rest[0]:
+                    message = Received(topic, payload, mid, qos, generation, received, retain)
                     while True:
                         try:
                             self.out.put(message, timeout=1.0)
@@ -261,13 +261,13 @@ class ChildSide:
     def _forward(self) -> None:
         up = False
         while not self.pausing.is_set():
-            batch: list[tuple[str, bytes, int, int, int]] = []
+            batch: list[tuple[str, bytes, int, int, int, bool]] = []
             try:
                 m = self.inbox.get(timeout=SEND_EVERY_S * 10)
-                batch.append((m.topic, m.payload, m.mid, m.qos, m.generation))
+                batch.append((m.topic, m.payload, m.mid, m.qos, m.generation, m.retain))
                 while len(batch) < SEND_MAX:
                     m = self.inbox.get_nowait()
-                    batch.append((m.topic, m.payload, m.mid, m.qos, m.generation))
+                    batch.append((m.topic, m.payload, m.mid, m.qos, m.generation, m.retain))
             except queue.Empty:
                 pass
             now_up = self.ingest.connected.is_set()

@@ -17,12 +17,12 @@ from typing import Any
 from ..config import Config
 from ..contract.inputs import Inspection, Reading
 from ..contract.rejects import Rejection, RejectReason
+from .inspectionrules import inspection_message
 from .rules import (
     ID_RE,
     INSPECTION,
     MAX_PAYLOAD_BYTES,
     MessageKind,
-    inspection_message,
     sensor_message,
     show,
     site_index,
@@ -94,23 +94,9 @@ def _whole_characters(text: str, data: dict[str, Any]) -> dict[str, Any] | Rejec
     return data
 
 
-def parse_message(config: Config, topic: str, payload: bytes, *, ref_ms: int,
-                  received_ms: int | None = None,
-                  prefix: str | None = None) -> Reading | Inspection | Rejection:
-    """One MQTT message (DESIGN § 3) as an engine input, or why it is rejected.
-
-    ``topic`` is ``{prefix}/{site}/{sensor}/reading|status`` or
-    ``{prefix}/{site}/inspection``; ``prefix`` defaults to
-    ``config.broker.topic_prefix``. ``ref_ms`` is the reference time of the
-    future / lateness checks (the daemon passes the wall clock).
-    ``received_ms`` is the receipt time, the default ``ts`` of an inspection
-    (``ref_ms`` when not given). Never raises on any input.
-    """
-    if len(payload) > MAX_PAYLOAD_BYTES:
-        return Rejection(RejectReason.oversize,
-                         f"payload: {len(payload)} bytes, at most {MAX_PAYLOAD_BYTES}")
-    if prefix is None:
-        prefix = config.broker.topic_prefix
+def topic_parts(topic: str, prefix: str) -> tuple[str, str | None, str] | Rejection:
+    """(site, sensor or None, ``reading``/``status``/``inspection``) of a topic under
+    ``prefix``, or ``bad_topic``."""
     prefix = prefix.rstrip("/")
     if prefix:
         if not topic.startswith(prefix + "/"):
@@ -130,7 +116,31 @@ def parse_message(config: Config, topic: str, payload: bytes, *, ref_ms: int,
     for name, ident in (("site", site_id), ("sensor", sensor_id)):
         if ident is not None and not ID_RE.match(ident):
             return Rejection(RejectReason.bad_topic, f"topic: {name} id {show(ident)} is invalid")
+    return site_id, sensor_id, kind_word
 
+
+def parse_message(config: Config, topic: str, payload: bytes, *, ref_ms: int,
+                  received_ms: int | None = None, prefix: str | None = None,
+                  retained: bool = False) -> Reading | Inspection | Rejection:
+    """One MQTT message (DESIGN § 3) as an engine input, or why it is rejected.
+
+    ``topic`` is ``{prefix}/{site}/{sensor}/reading|status`` or
+    ``{prefix}/{site}/inspection``; ``prefix`` defaults to
+    ``config.broker.topic_prefix``. ``ref_ms`` is the reference time of the
+    future / lateness checks (the daemon passes the wall clock).
+    ``received_ms`` is the receipt time, when an inspection was entered
+    (``ref_ms`` when not given). ``retained``: the broker's retain flag; a
+    retained inspection is never recorded (``retained``: the broker sends its
+    copy to every new subscription, so to the daemon at every restart). Never
+    raises on any input.
+    """
+    if len(payload) > MAX_PAYLOAD_BYTES:
+        return Rejection(RejectReason.oversize,
+                         f"payload: {len(payload)} bytes, at most {MAX_PAYLOAD_BYTES}")
+    parts = topic_parts(topic, config.broker.topic_prefix if prefix is None else prefix)
+    if isinstance(parts, Rejection):
+        return parts
+    site_id, sensor_id, kind_word = parts
     site = site_index(config).get(site_id)
     if site is None:
         return Rejection(RejectReason.unknown_site, f"site: {show(site_id)} is not configured")
@@ -148,9 +158,12 @@ def parse_message(config: Config, topic: str, payload: bytes, *, ref_ms: int,
                              f"{name}: payload says {show(given)}, topic says {ident!r}")
 
     if sensor_id is None:
-        default_ts = received_ms if received_ms is not None else ref_ms
+        if retained:
+            return Rejection(RejectReason.retained, "inspection: a retained message (the"
+                             " broker's kept copy) is never recorded; publish inspections"
+                             " without the retain flag")
         # Entered when it reached us: an inspection dated well before is backdated.
-        return inspection_message(site, data, default_ts, ref_ms, True, entered_ms=default_ts,
-                                  via="mqtt")
+        entered = received_ms if received_ms is not None else ref_ms
+        return inspection_message(site, data, ref_ms, True, entered_ms=entered, via="mqtt")
     kind: MessageKind = "status" if kind_word == "status" else site.kinds[sensor_id]
     return sensor_message(site, sensor_id, kind, data, ref_ms, True)

@@ -18,11 +18,10 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 
 from ..config.base import ID_PATTERN
 from ..contract.rejects import Rejection
+from .inspectionrules import InspectionKind, check_inspector
 from .rules import (
     FIELD_RULES,
-    InspectionKind,
     MessageKind,
-    check_inspector,
     check_value,
     missing_field,
     timestamp_ms,

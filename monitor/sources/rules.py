@@ -15,7 +15,9 @@ The shared rules are data: ``FIELD_RULES`` gives each numeric payload field its
 type (integer or not), its physical range and the sensor kind it implies, and
 ``REQUIRED`` gives each message kind its alternative required forms. The
 irregular parts sit beside the tables as code: timestamps (two forms, a time
-window), inspections (text fields) and the topic/payload cross-checks.
+window) and the topic/payload cross-checks. An inspection's rules (text
+fields, corrective actions, the roster) are ``inspectionrules.py``'s, on the
+timestamp and window rules of this module.
 
 Order of checks, so one message always gets the same reason:
 
@@ -50,18 +52,15 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta
-from typing import Final, Literal, cast
+from typing import Final, Literal
 from zoneinfo import ZoneInfo
 
 from ..config import ID_PATTERN, Config
-from ..contract.inputs import CorrectiveAction, Finding, Inspection, Reading, SensorKind, Via
+from ..contract.inputs import Reading, SensorKind
 from ..contract.rejects import Rejection, RejectReason
 from ..contract.times import MS_PER_DAY, MS_PER_MINUTE, parse_iso
-from .evidence import check_evidence
 
 MessageKind = Literal["rain", "turbidity", "sediment", "status"]
-InspectionKind = Literal["storm", "routine", "other"]
 
 #: "at most 4 KiB" (DESIGN § 3), counted in bytes of the raw payload.
 MAX_PAYLOAD_BYTES: Final = 4096
@@ -71,10 +70,8 @@ FUTURE_TOLERANCE_MS: Final = 5 * MS_PER_MINUTE
 MAX_TS_MS: Final = 253_402_300_799_999
 #: The topic segment of field inspections, and the ``sensor`` cell of inspection rows.
 INSPECTION: Final = "inspection"
-INSPECTION_KINDS: Final = frozenset({"storm", "routine", "other"})
 
 ID_RE = re.compile(ID_PATTERN)
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
 # --------------------------------------------------------------------------- the rule tables
@@ -236,107 +233,6 @@ def time_window(ts_ms: int, lateness_ms: int, ref_ms: int | None,
     return None
 
 
-def check_inspector(value: object) -> tuple[str, ...] | Rejection:
-    """``inspector``: a name, or a list of names for a joint inspection; non-blank text,
-    kept without surrounding blanks, each name once."""
-    if value is None:
-        return Rejection(RejectReason.missing_field, "inspector: required")
-    values = value if isinstance(value, list) else [value]
-    names: list[str] = []
-    for item in values:
-        if not isinstance(item, str):
-            return Rejection(RejectReason.bad_value,
-                             f"inspector: must be text or a list of text, got {show(item)}")
-        if item.strip() and item.strip() not in names:
-            names.append(item.strip())
-    if not names:
-        return Rejection(RejectReason.missing_field, "inspector: required (blank)")
-    return tuple(names)
-
-
-def check_inspection_kind(value: object) -> InspectionKind | Rejection:
-    """``kind`` of an inspection: storm, routine (the default) or other."""
-    if value is None:
-        return "routine"
-    if isinstance(value, str) and value in INSPECTION_KINDS:
-        return cast(InspectionKind, value)
-    return Rejection(RejectReason.bad_value,
-                     f"kind: must be storm, routine or other, got {show(value)}")
-
-
-def check_text(name: str, value: object) -> str | None | Rejection:
-    """An optional free-text field (``notes``)."""
-    if value is None or isinstance(value, str):
-        return value
-    return Rejection(RejectReason.bad_value, f"{name}: must be text, got {show(value)}")
-
-
-def check_findings(value: object) -> tuple[Finding, ...] | Rejection:
-    """``findings``: a list of ``{practice, condition}`` (one free text is one finding)."""
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        return (Finding("general", value),) if value.strip() else ()
-    if not isinstance(value, list):
-        return Rejection(RejectReason.bad_value, f"findings: must be a list, got {show(value)}")
-    out = []
-    for i, item in enumerate(value):
-        if not (isinstance(item, dict) and isinstance(item.get("practice"), str)
-                and isinstance(item.get("condition"), str) and item["practice"].strip()):
-            return Rejection(RejectReason.bad_value, f"findings.{i}: must be "
-                             f"{{practice, condition}} as text, got {show(item)}")
-        out.append(Finding(item["practice"].strip(), item["condition"].strip()))
-    return tuple(out)
-
-
-def check_actions(value: object, zone: ZoneInfo) -> tuple[CorrectiveAction, ...] | Rejection:
-    """``corrective_actions``: a list of ``{id, text, due}`` (``due`` optional: a time with
-    offset, as ``ts``, or a date, which means by the end of that day at the site)."""
-    if value is None:
-        return ()
-    if not isinstance(value, list):
-        return Rejection(RejectReason.bad_value,
-                         f"corrective_actions: must be a list, got {show(value)}")
-    out = []
-    for i, item in enumerate(value):
-        if not (isinstance(item, dict) and isinstance(item.get("id"), str)
-                and ID_RE.match(item["id"]) and isinstance(item.get("text"), str)):
-            return Rejection(RejectReason.bad_value, f"corrective_actions.{i}: must be {{id, "
-                             f"text, due}} with a lower-case id, got {show(item)}")
-        due = item.get("due")
-        due_ms = None if due is None else (end_of_day_ms(str(due), zone)
-                                           if _DATE.match(str(due)) else timestamp_ms(due))
-        if isinstance(due_ms, Rejection):
-            return Rejection(RejectReason.bad_value, f"corrective_actions.{i}.due: "
-                             f"{due_ms.detail.removeprefix('ts: ')}")
-        out.append(CorrectiveAction(item["id"], item["text"], due_ms))
-    return tuple(out)
-
-
-def end_of_day_ms(day: str, zone: ZoneInfo) -> int | Rejection:
-    """The end of ``day`` (``YYYY-MM-DD``) in ``zone``: the next local midnight."""
-    try:
-        start = datetime.combine(date.fromisoformat(day), time(0, 0), tzinfo=zone)
-    except ValueError:
-        return Rejection(RejectReason.bad_timestamp, f"ts: {show(day)} is not a date")
-    # The range of every other timestamp: the end of 9999-12-31 overflows a datetime,
-    # and a year before 1000 does not print as ISO 8601 (the fuzz target found both).
-    if not date(1970, 1, 1) <= start.date() < date(9999, 12, 31):
-        return Rejection(RejectReason.bad_timestamp, f"ts: {show(day)} is outside 1970..9999")
-    return round((start + timedelta(days=1)).timestamp() * 1000)
-
-
-def check_ids(name: str, value: object) -> tuple[str, ...] | Rejection:
-    """A list of ids (``resolves``: the corrective actions an inspection closes)."""
-    if value is None:
-        return ()
-    values = value if isinstance(value, list) else [value]
-    if not all(isinstance(v, str) and ID_RE.match(v) for v in values):
-        return Rejection(RejectReason.bad_value, f"{name}: must be a list of ids, "
-                         f"got {show(value)}")
-    return tuple(str(v) for v in values)
-
-
 # --------------------------------------------------------------------------- config index
 
 
@@ -421,62 +317,3 @@ def sensor_message(site: SiteIndex, sensor: str, kind: MessageKind, fields: Mapp
         return late
     return Reading(site=site.id, sensor=sensor, kind=kind, ts_ms=ts_ms,
                    **values)  # type: ignore[arg-type]  # keys are FIELD_RULES names
-
-
-def inspection_message(site: SiteIndex, fields: Mapping[str, object], default_ts_ms: int | None,
-                       ref_ms: int | None, check_future: bool, entered_ms: int | None = None,
-                       via: Via | None = None) -> Inspection | Rejection:
-    """An inspection by the qualified professional (§ 134-9A(2); DESIGN § 3 table).
-
-    With a roster, an inspection naming nobody on it is recorded as kind ``other``
-    (it closes no clock); each name's credential is taken from the roster now,
-    so the log book keeps what it was when the inspection was entered. ``via``
-    says how it came (``web``, ``cli``, ``mqtt``, ``replay``); photos, location and
-    certification are checked by ``evidence.check_evidence``."""
-    names = check_inspector(fields.get("inspector"))
-    if isinstance(names, Rejection):
-        return names
-    kind = check_inspection_kind(fields.get("kind"))
-    if isinstance(kind, Rejection):
-        return kind
-    notes = check_text("notes", fields.get("notes"))
-    if isinstance(notes, Rejection):
-        return notes
-    findings = check_findings(fields.get("findings"))
-    if isinstance(findings, Rejection):
-        return findings
-    actions = check_actions(fields.get("corrective_actions"), site.zone)
-    if isinstance(actions, Rejection):
-        return actions
-    resolves = check_ids("resolves", fields.get("resolves"))
-    if isinstance(resolves, Rejection):
-        return resolves
-    evidence = check_evidence(fields)
-    if isinstance(evidence, Rejection):
-        return evidence
-    if site.roster and not any(n in site.roster for n in names):
-        kind = "other"
-    raw_ts = fields.get("ts")
-    ts_ms = timestamp_ms(raw_ts) if raw_ts is not None or default_ts_ms is None else default_ts_ms
-    if isinstance(ts_ms, Rejection):
-        return ts_ms
-    late = time_window(ts_ms, site.lateness_ms, ref_ms, check_future)
-    if late is not None:
-        if late.reason is RejectReason.future_timestamp:
-            return Rejection(RejectReason.future, late.detail, late.ts_ms)
-        return late
-    if entered_ms is None and fields.get("entered_at") is not None:
-        # A replay's record of when the inspection was entered (the MQTT path
-        # passes its receipt time instead: a payload cannot vouch for it).
-        entered = timestamp_ms(fields["entered_at"])
-        if isinstance(entered, Rejection):
-            return Rejection(entered.reason, "entered_at" + entered.detail.removeprefix("ts"))
-        entered_ms = entered
-    return Inspection(site=site.id, inspector=" & ".join(names), ts_ms=ts_ms, kind=kind,
-                      notes=notes, findings=findings,
-                      inspectors=names if len(names) > 1 else (),
-                      credentials=tuple(site.roster.get(n, "") for n in names)
-                      if site.roster else (),
-                      entered_ms=entered_ms, corrective_actions=actions, resolves=resolves,
-                      photos=evidence.photos, location=evidence.location,
-                      certified=evidence.certified, via=via)

@@ -82,7 +82,10 @@ def _summary(body: dict[str, Any], zone: ZoneInfo) -> str:
         value = body.get(key)
         if value in (None, [], "", False) or (key == "credentials" and not any(value)):
             continue
-        if isinstance(value, list):
+        if key == "credentials":
+            # Only the certifying inspector carries one; a companion's is blank.
+            value = ", ".join(str(v) for v in value if v)
+        elif isinstance(value, list):
             value = ", ".join(_item(v, zone) for v in value)
         elif key in TIME_FIELDS:
             value = local_text(value, zone)

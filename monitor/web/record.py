@@ -25,7 +25,14 @@ from ..contract.inputs import Photo
 from ..contract.localtime import local_text
 from ..contract.rejects import Rejection
 from ..contract.times import iso
-from ..host.inspections import ActionArg, InspectError, build_inspection, commit_inspection
+from ..host.inspections import (
+    ActionArg,
+    ActionIdInUse,
+    InspectError,
+    NotOnRoster,
+    build_inspection,
+    commit_inspection,
+)
 from ..sources.evidence import check_location, check_photos
 from ..store.photos import PhotoError, photo_path, read_image
 from ..store.users import User
@@ -71,11 +78,30 @@ def local_input_to_iso(config: Config, site_id: str, text: str) -> str:
     return naive.replace(tzinfo=site.zone).isoformat()
 
 
-def _findings(data: Mapping[str, Any]) -> list[str]:
+def _refused(exc: InspectError) -> Refused:
+    """The command line's refusal as the API's: the flag named as the field."""
+    message = str(exc)
+    for flag, name in _FIELDS.items():
+        if message.startswith(flag + ":"):
+            message = name + message[len(flag):]
+    status = 403 if isinstance(exc, NotOnRoster) else 409 if isinstance(exc, ActionIdInUse) \
+        else 422
+    return Refused(status, message)
+
+
+def _findings(config: Config, site_id: str, data: Mapping[str, Any]) -> list[str]:
+    """The findings as ``build_inspection`` takes them; a practice must be one the site
+    configures (or ``general``), so a finding cannot name a control the site lacks."""
+    site = config.site(site_id)
+    assert site is not None
+    known = {p.id for p in site.practices} | {"general"}
     out = []
     for i, item in enumerate(_list(data, "findings")):
         if not isinstance(item, dict) or not isinstance(item.get("practice"), str):
             raise Refused(422, f"findings.{i}: must be {{practice, condition, note}}")
+        if site.practices and item["practice"] not in known:
+            raise Refused(422, f"findings.{i}.practice: {item['practice'][:64]!r} is not a"
+                               f" practice of {site_id} ({', '.join(sorted(known))})")
         condition = item.get("condition")
         if condition not in CONDITIONS:
             raise Refused(422, f"findings.{i}.condition: must be one of {', '.join(CONDITIONS)}")
@@ -131,6 +157,9 @@ def record(config: Config, photos_dir: Path, user: User, site_id: str,
         raise Refused(422, "inspectors: must be a list of names")
     if user.name not in [n.strip() for n in names]:
         raise Refused(422, f"inspectors: must include you ({user.name})")
+    # The signed-in person certifies (first); whoever else is named came along,
+    # carries no credential and closes nothing (inspectionrules.inspection_message).
+    names = [user.name] + [n for n in names if n.strip() and n.strip() != user.name]
     kind = data.get("kind") or "routine"
     if kind not in KINDS:
         raise Refused(422, f"kind: must be one of {', '.join(KINDS)}")
@@ -149,16 +178,16 @@ def record(config: Config, photos_dir: Path, user: User, site_id: str,
     try:
         insp = build_inspection(
             config, site_id, names, at=at, kind=str(kind),
-            notes=_text(data, "notes"), findings=_findings(data), actions=_actions(data),
+            notes=_text(data, "notes"), findings=_findings(config, site_id, data),
+            actions=_actions(data),
             resolves=resolves, now_ms=now_ms, via="web", photos=_photos(photos_dir, data),
             location=location, certified=certified)
     except InspectError as exc:
-        message = str(exc)
-        for flag, name in _FIELDS.items():
-            if message.startswith(flag + ":"):
-                message = name + message[len(flag):]
-        raise Refused(422, message) from None
-    outcome = commit_inspection(config, insp, wait_s)
+        raise _refused(exc) from None
+    try:
+        outcome = commit_inspection(config, insp, wait_s)
+    except InspectError as exc:
+        raise _refused(exc) from None
     site = config.site(site_id)
     assert site is not None
     rec = outcome.recorded

@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from monitor.contract.inputs import CorrectiveAction, Inspection, Reading, SiteClosure
-from monitor.contract.times import MS_PER_DAY, MS_PER_HOUR, MS_PER_MINUTE, parse_iso
+from monitor.contract.times import MS_PER_DAY, MS_PER_HOUR, MS_PER_MINUTE, iso, parse_iso
 from monitor.engine.core import Engine
 from monitor.engine.routine import missed_weeks
 from monitor.engine.summary import site_status
@@ -105,13 +105,24 @@ def test_kind_other_and_names_off_the_roster_close_no_clock() -> None:
         {"name": "J. Rivera", "credential": "CPESC 12345"}])
     ref = ts("12:00")
     topic = f"stormwatch/v1/{SITE}/inspection"
-    foreman = parse_message(config, topic, json.dumps({"inspector": "site foreman"}).encode(),
-                            ref_ms=ref)
+    at = iso(ref - 60_000)
+    foreman = parse_message(config, topic, json.dumps({"inspector": "site foreman",
+                                                       "ts": at}).encode(), ref_ms=ref)
     assert isinstance(foreman, Inspection) and foreman.kind == "other"
-    qp = parse_message(config, topic, json.dumps({"inspector": "J. Rivera"}).encode(),
+    qp = parse_message(config, topic, json.dumps({"inspector": "J. Rivera", "ts": at}).encode(),
                        ref_ms=ref)
     assert isinstance(qp, Inspection)
     assert (qp.kind, qp.credentials, qp.entered_ms) == ("routine", ("CPESC 12345",), ref)
+    # The first name certifies: someone off the roster naming a qualified professional
+    # as a companion closes nothing, and the companion carries no credential.
+    cover = parse_message(config, topic, json.dumps({"inspector": ["site foreman", "J. Rivera"],
+                                                     "ts": at}).encode(), ref_ms=ref)
+    assert isinstance(cover, Inspection)
+    assert (cover.kind, cover.credentials) == ("other", ("", ""))
+    joint = parse_message(config, topic, json.dumps({"inspector": ["J. Rivera", "site foreman"],
+                                                     "ts": at}).encode(), ref_ms=ref)
+    assert isinstance(joint, Inspection)
+    assert (joint.kind, joint.credentials) == ("routine", ("CPESC 12345", ""))
 
 
 def test_routine_clocks_run_only_in_the_active_period() -> None:

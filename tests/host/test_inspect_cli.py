@@ -106,7 +106,8 @@ def test_a_joint_inspection_with_findings_and_a_corrective_action(cfg: Path) -> 
     (rec,) = [r for r in logbook(cfg) if r["type"] == "inspection_recorded"]
     details = rec["details"]
     assert "inspector=J. Rivera & A. Lee" in details
-    assert "credentials=CPESC 12345, NY PE 098765" in details
+    # The first named certifies; A. Lee came along and carries no credential here.
+    assert "credentials=CPESC 12345;" in details and "NY PE 098765" not in details
     assert "findings=silt-fence-north: undermined at station 2+40" in details
     assert f"corrective_actions={action_id}: re-trench the silt fence (due " in details
     assert "entered_at=" in details and "backdated" not in details

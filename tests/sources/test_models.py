@@ -95,6 +95,8 @@ REASON_CASES: list[tuple[RejectReason, str, dict[str, Any] | bytes, str]] = [
     (RejectReason.too_old, "site-a/rg1/reading", {"ts": REF_S - 8 * 86400, "tips_total": 1},
      "ts"),
     (RejectReason.future, "site-a/inspection", {"ts": REF_S + 301, "inspector": "J"}, "ts"),
+    (RejectReason.missing_ts, "site-a/inspection", {"inspector": "J"}, "ts: required"),
+    (RejectReason.retained, "site-a/inspection", {"ts": ISO, "inspector": "J"}, "retained"),
     (RejectReason.bad_value, "site-a/tb-up/reading", {"ts": ISO, "ntu": "12"}, "ntu"),
 ]
 
@@ -103,6 +105,8 @@ REASON_CASES: list[tuple[RejectReason, str, dict[str, Any] | bytes, str]] = [
 #: before: the journal commit finds them (``tests/sources/test_ingest_hostile.py``, and
 #: ``tests/daemon/test_daemon.py`` through the real daemon).
 JOURNAL_REASONS = {RejectReason.seq_conflict}
+#: How a case's message arrived, when not plainly (the broker's retain flag).
+ARRIVAL: dict[RejectReason, dict[str, Any]] = {RejectReason.retained: {"retained": True}}
 
 
 def test_every_reason_has_a_case() -> None:
@@ -115,7 +119,7 @@ def test_every_reason_has_a_case() -> None:
                          ids=[case[0].value for case in REASON_CASES])
 def test_reason(expected: RejectReason, tail: str, payload: dict[str, Any] | bytes,
                 detail: str) -> None:
-    result = mqtt(tail, payload)
+    result = mqtt(tail, payload, **ARRIVAL.get(expected, {}))
     assert isinstance(result, Rejection), result
     assert result.reason is expected
     assert detail in result.detail
@@ -505,19 +509,43 @@ def test_inspection_structured_fields() -> None:
     assert result.corrective_actions[1].due_ms is None
     assert result.resolves == ("ca-0",)
     for bad in ({"findings": [{"practice": "", "condition": "x"}]},
-                {"corrective_actions": [{"id": "CA 1", "text": "x"}]},
+                {"corrective_actions": [{"id": "ca-1", "text": " "}]},
                 {"corrective_actions": [{"id": "ca-1", "text": "x", "due": "soon"}]},
                 {"resolves": [3]}):
         assert reason(mqtt("site-a/inspection", {**payload, **bad})) is RejectReason.bad_value
 
 
-def test_inspection_without_ts_is_at_receipt() -> None:
-    received = REF - 1234
-    result = mqtt("site-a/inspection", {"inspector": "J. Rivera"}, received_ms=received)
-    assert result == Inspection(site=SITE, inspector="J. Rivera", ts_ms=received, kind="routine",
-                                entered_ms=received, via="mqtt")
-    result = mqtt("site-a/inspection", {"inspector": "J. Rivera", "ts": None})
-    assert isinstance(result, Inspection) and result.ts_ms == REF
+def test_corrective_action_ids_are_stormwatchs() -> None:
+    """The publisher's ids are not used (one could name another inspection's action);
+    each id hashes the whole inspection, so two in one minute never share one, and the
+    same inspection sent again has the same ids (a duplicate, not a second record)."""
+    payload = {"ts": ISO, "inspector": "A. Lee",
+               "corrective_actions": [{"id": "ca-victim-1", "text": "re-trench"},
+                                      {"text": "seed the slope"}]}
+    first = mqtt("site-a/inspection", payload)
+    assert isinstance(first, Inspection)
+    ids = [a.id for a in first.corrective_actions]
+    assert "ca-victim-1" not in ids and len(set(ids)) == 2
+    assert all(i.startswith("ca-20260501t1159-") for i in ids)  # the site's zone is UTC
+    again = mqtt("site-a/inspection", payload, received_ms=REF + 60_000)
+    assert isinstance(again, Inspection) and [a.id for a in again.corrective_actions] == ids
+    other = mqtt("site-a/inspection", {**payload, "inspector": "B. Ortiz"})
+    assert isinstance(other, Inspection)
+    assert not {a.id for a in other.corrective_actions} & set(ids)
+
+
+def test_an_inspection_needs_its_own_time_and_is_never_taken_retained() -> None:
+    """An inspection stamped with its arrival would be a new one at every redelivery:
+    without ``ts`` it is ``missing_ts``; the broker's retained copy (sent again at every
+    subscription, so at every daemon restart) is ``retained``, with or without ``ts``."""
+    for payload in ({"inspector": "J. Rivera"}, {"inspector": "J. Rivera", "ts": None}):
+        assert reason(mqtt("site-a/inspection", payload)) is RejectReason.missing_ts
+    good = {"inspector": "J. Rivera", "ts": ISO}
+    assert isinstance(mqtt("site-a/inspection", good), Inspection)
+    assert reason(mqtt("site-a/inspection", good, retained=True)) is RejectReason.retained
+    # A retained reading is only a duplicate of what was journaled: taken, and the
+    # journal's identity drops it.
+    assert isinstance(mqtt("site-a/rg1/reading", GOOD_RAIN, retained=True), Reading)
 
 
 @pytest.mark.parametrize(("payload", "expected"), [
@@ -542,7 +570,8 @@ def test_inspection_unknown_site() -> None:
 
 def test_inspection_ignores_sensor_fields() -> None:
     # An inspector's app may attach its own observations; they are not sensor data.
-    result = mqtt("site-a/inspection", {"inspector": "J", "depth_in": -3, "sensor": "rg1"})
+    result = mqtt("site-a/inspection", {"inspector": "J", "ts": ISO, "depth_in": -3,
+                                        "sensor": "rg1"})
     assert isinstance(result, Inspection)
 
 
@@ -628,9 +657,9 @@ def test_row_inspection() -> None:
     ({"sensor": "inspection", "ts": ISO, "site": SITE}, RejectReason.missing_field),
     ({"sensor": "inspection", "ts": ISO, "site": SITE, "inspector": ""},
      RejectReason.missing_field),
-    # No receipt time in a file, so the ts cell is required.
+    # An inspection is a fact of its own time: the ts cell is required.
     ({"sensor": "inspection", "ts": "", "site": SITE, "inspector": "J"},
-     RejectReason.missing_field),
+     RejectReason.missing_ts),
     ({"sensor": "inspection", "ts": ISO, "site": SITE, "inspector": "J", "kind": "x"},
      RejectReason.bad_value),
 ])

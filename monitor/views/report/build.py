@@ -285,9 +285,13 @@ def _inspections(p: _Period, events: Sequence[Event],
             continue
         clocks = [f"{local.id(c)} ({closed[c].outcome})" if c in closed else local.id(c)
                   for c in b.closes]
-        who = "; ".join(f"{n} ({c})" if c else n for n, c in
-                        zip(b.inspectors, b.credentials or [""] * len(b.inspectors),
-                            strict=False))
+        # The first named certifies; the others came along (no credential, nothing
+        # closed by them).
+        certifying, *companions = b.inspectors or [b.inspector]
+        credential = (b.credentials or [""])[0]
+        who = f"{certifying} ({credential})" if credential else certifying
+        if companions:
+            who += "; with " + ", ".join(companions)
         entered = local(b.entered_at) + (" BACKDATED" if b.backdated else "")
         found = [f"{f['practice']}: {f['condition']}" for f in b.findings]
         found += [f"asks {a['id']}: {a['text']}" for a in b.corrective_actions]
