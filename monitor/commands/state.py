@@ -123,7 +123,8 @@ def _logbook_verify(config: Config, args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise UserError(f"--anchor: {exc}") from None
     with state_store(config) as store:
-        verdict = verify_logbook(store, anchor, photos_dir_of(config))
+        verdict = verify_logbook(store, anchor, photos_dir_of(config),
+                                 sites=[s.id for s in config.sites])
     if verdict.problems:
         for line in verdict.problems:
             print(line, file=sys.stderr)
@@ -142,7 +143,8 @@ def _logbook_anchor(config: Config, args: argparse.Namespace) -> int:
     from ..views.logbook import chain_zone, verify_logbook
 
     with state_store(config) as store:
-        verdict = verify_logbook(store, photos_dir=photos_dir_of(config))
+        verdict = verify_logbook(store, photos_dir=photos_dir_of(config),
+                                 sites=[s.id for s in config.sites])
     head, config_path = verdict.head, os.path.abspath(args.config)
     sent = _send_anchor(config, args, verdict, config_path) if args.send else None
     if args.json:

@@ -55,6 +55,7 @@ from ..store import Store, is_disk_full
 from ..store.events import AlertRoutes
 from ..store.health import DaemonHealth
 from ..store.opening import LOCK_NAME, daemon_lock, open_store
+from ..views.journalcheck import journal_problems
 from .archiver import Archiver
 from .batch import Acker, BatchPath
 from .confirmer import Confirmer
@@ -171,7 +172,24 @@ class Daemon:
             if store is None:
                 return 0  # told to stop while waiting for it
             with store:
+                if not self._journal_agrees(store):
+                    return 1
                 return self._run(store)
+
+    def _journal_agrees(self, store: Store) -> bool:
+        """Whether the journal's inspections agree with the log book (``journalcheck``):
+        the engine's state is made from the journal, so an inspection edited there
+        would show forged text and close clocks nobody closed. An edit is logged one
+        line per row, and the daemon does not start on it (exit 1)."""
+        problems = journal_problems(store, archived=False,
+                                    sites=[s.id for s in self.config.sites])
+        for line in problems:
+            log.error("%s", line)
+        if problems:
+            log.error("refusing to start: the journal's inspections differ from the log book"
+                      " (%d problem(s) above); restore the journal from a backup, and see"
+                      " `stormwatch logbook verify`", len(problems))
+        return not problems
 
     def _open_store(self) -> Store | None:
         """The store, waited for while it cannot be opened: on a full disk SQLite cannot

@@ -388,24 +388,7 @@ def inspection_facts(site: SiteConfig, insp: Inspection, closes: tuple[str, ...]
     entered = iso(insp.entered_ms) if insp.entered_ms is not None else None
     backdated = is_backdated(site, insp)
     recorded_id, backdated_id = inspection_fact_ids(site.id, insp)
-    out = [Fact(site.id, insp.ts_ms, recorded_id,
-                InspectionRecorded(
-                    inspector=insp.inspector, kind=insp.kind, inspected_at=iso(insp.ts_ms),
-                    closes=closes, entered_at=entered, backdated=backdated,
-                    findings=tuple({"practice": f.practice, "condition": f.condition}
-                                   for f in insp.findings),
-                    corrective_actions=tuple(
-                        {"id": a.id, "text": a.text,
-                         "due": iso(a.due_ms) if a.due_ms is not None else None}
-                        for a in insp.corrective_actions),
-                    inspectors=insp.names, credentials=insp.credentials,
-                    resolves=insp.resolves, notes=insp.notes or None,
-                    # The field app's evidence; a web inspection lists its photos
-                    # even when there are none (§ 5).
-                    photos=tuple(p.to_json() for p in insp.photos)
-                    if insp.photos or insp.via == "web" else None,
-                    location=insp.location.to_json() if insp.location else None,
-                    certified=insp.certified, via=insp.via))]
+    out = [Fact(site.id, insp.ts_ms, recorded_id, recorded_body(insp, closes, backdated))]
     if backdated and insp.entered_ms is not None:
         out.append(Fact(site.id, insp.entered_ms, backdated_id,
                         InspectionBackdated(
@@ -413,6 +396,30 @@ def inspection_facts(site: SiteConfig, insp: Inspection, closes: tuple[str, ...]
                             entered_at=entered or "", closes=closes,
                             hours_late=round((insp.entered_ms - insp.ts_ms) / 3_600_000, 2))))
     return out
+
+
+def recorded_body(insp: Inspection, closes: tuple[str, ...], backdated: bool
+                  ) -> InspectionRecorded:
+    """The ``inspection_recorded`` of ``insp``: everything but ``closes`` and
+    ``backdated`` is the input's own, so the log book's row can be checked against
+    the journal's (``views/journalcheck.py``)."""
+    return InspectionRecorded(
+        inspector=insp.inspector, kind=insp.kind, inspected_at=iso(insp.ts_ms),
+        closes=closes, entered_at=iso(insp.entered_ms) if insp.entered_ms is not None else None,
+        backdated=backdated,
+        findings=tuple({"practice": f.practice, "condition": f.condition}
+                       for f in insp.findings),
+        corrective_actions=tuple(
+            {"id": a.id, "text": a.text, "due": iso(a.due_ms) if a.due_ms is not None else None}
+            for a in insp.corrective_actions),
+        inspectors=insp.names, credentials=insp.credentials,
+        resolves=insp.resolves, notes=insp.notes or None,
+        # The field app's evidence; a web inspection lists its photos even when there
+        # are none (§ 5).
+        photos=tuple(p.to_json() for p in insp.photos)
+        if insp.photos or insp.via == "web" else None,
+        location=insp.location.to_json() if insp.location else None,
+        certified=insp.certified, via=insp.via)
 
 
 def closure_fact(closure: SiteClosure) -> Fact:

@@ -223,14 +223,19 @@ class EventLog:
         return [load_event(body) for (body,) in self.db.conn.execute(
             "SELECT body FROM events WHERE id = ? ORDER BY revision", (event_id,))]
 
-    def logbook(self, site: str | None = None) -> list[LogbookRow]:
-        """Log book rows in order (§ 134-9A(2)); ``body`` is the event as recorded."""
+    def logbook(self, site: str | None = None,
+                types: Sequence[str] | None = None) -> list[LogbookRow]:
+        """Log book rows in order (§ 134-9A(2)); ``body`` is the event as recorded.
+        ``types``: only rows of these types (the others' bodies are not parsed)."""
         sql = ("SELECT seq, recorded_ms, site, type, event_id, revision, body, prev_hash, hash"
-               " FROM logbook")
-        params: tuple[Any, ...] = ()
+               " FROM logbook WHERE 1")
+        params: list[Any] = []
         if site is not None:
-            sql += " WHERE site = ?"
-            params = (site,)
+            sql += " AND site = ?"
+            params.append(site)
+        if types is not None:
+            sql += f" AND type IN ({', '.join('?' * len(types))})"
+            params.extend(types)
         return [LogbookRow(seq, iso(recorded), row_site, type_, event_id, revision,
                            json.loads(body), prev, row_hash)
                 for seq, recorded, row_site, type_, event_id, revision, body, prev, row_hash

@@ -36,7 +36,7 @@ from typing import Any, Final, Literal
 from ..contract.admission import SeqBook, identity, msg_seq
 from ..contract.rejects import RejectReason
 from . import deadletters
-from .archive import ArchiveIndex
+from .archive import ArchiveError, ArchiveIndex, FileReader
 from .db import Db, bump, canonical
 from .deadletters import DeadLetter, DeadLetterIn
 from .journalrows import ArchivedReadings, RowsAsOne, merge_by_seq
@@ -195,6 +195,29 @@ class Journal:
                     "SELECT seq, kind, body, received_ms FROM journal WHERE seq > ?"
                     " ORDER BY seq LIMIT ?", (seq, limit))]
 
+    def inspection_rows(self, *, archived: bool) -> tuple[list[JournalRow], list[str]]:
+        """Every inspection row (site closures included), in seq order: the table's, and
+        with ``archived`` the archive's too; and the archive files that could not be
+        read (altered or missing: ``logbook verify`` says which). The identity index
+        leads with the kind, so the table's part reads only these rows; an archive
+        file is read a row group at a time, its bodies only where a group holds one."""
+        rows = [JournalRow(s, kind, json.loads(body), received)
+                for s, kind, body, received in self.db.conn.execute(
+                    "SELECT seq, kind, body, received_ms FROM journal WHERE kind = 'inspection'"
+                    " ORDER BY seq")]
+        unread: list[str] = []
+        if archived:
+            seen = {r.seq for r in rows}
+            for f in self.archive.files():
+                try:
+                    found = archived_inspections(FileReader(self.archive.root, f, self._checked))
+                except (ArchiveError, OSError, ValueError) as exc:
+                    unread.append(f"{f.name}: {exc}")
+                    continue
+                rows += [r for r in found if r.seq not in seen]
+            rows.sort(key=lambda r: r.seq)
+        return rows, unread
+
     def count(self, kinds: Sequence[str] = INGEST_KINDS) -> int:
         """Journal rows of these kinds. The default (readings and inspections) is the
         ``accepted`` counter, kept with every commit: counting a large journal
@@ -294,6 +317,21 @@ class Journal:
     def counters(self) -> dict[str, int]:
         return {name: int(value) for name, value in self.db.conn.execute(
             "SELECT name, value FROM counters ORDER BY name")}
+
+
+def archived_inspections(reader: FileReader) -> list[JournalRow]:
+    """The inspection rows of one archive file (``Journal.inspection_rows``)."""
+    out = []
+    for group in range(reader.groups):
+        kinds = reader.group(group, ("kind",))["kind"]
+        if "inspection" not in kinds:
+            continue
+        c = reader.group(group, ("seq", "kind", "body", "received_ms"))
+        out += [JournalRow(int(seq), kind, json.loads(body), received)
+                for seq, kind, body, received in zip(c["seq"], c["kind"], c["body"],
+                                                     c["received_ms"], strict=True)
+                if kind == "inspection"]
+    return out
 
 
 # --------------------------------------------------------------------------- seq identity

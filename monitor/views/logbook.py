@@ -20,7 +20,9 @@ anchor.
 The report reads its events from here (``current_events``), not from the
 ``events`` table, so what it shows is what the chain covers; ``verify`` also
 compares the ``events`` table with the log book, since other readers (status,
-the InfluxDB exporter) read that table and an edit there breaks no hash.
+the InfluxDB exporter) read that table and an edit there breaks no hash, and
+the journal's inspections (``journalcheck.py``), from which the engine's
+state is made again after a restart without its snapshot.
 
 Every function takes an open (read-only) store: the caller refuses a missing
 or unreadable database (``commands/common.py``), because an empty log book and
@@ -38,7 +40,7 @@ import csv
 import io
 import re
 import socket
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
@@ -54,6 +56,7 @@ from ..store.archive import ArchiveFile, check_file
 from ..store.events import ARCHIVED, RECORD_TYPES
 from ..store.photos import check_photo
 from .invocation import program
+from .journalcheck import journal_problems
 
 SUMMARY_FIELDS = ("inspector", "credentials", "kind", "inspected_at", "entered_at", "backdated",
                   "notes", "findings", "corrective_actions", "resolves", "closes", "gauge",
@@ -256,18 +259,21 @@ class Verification:
 
 
 def verify_logbook(store: Store, anchor: Anchor | None = None,
-                   photos_dir: Path | None = None) -> Verification:
-    """The chain (``EventLog.logbook_verify``), the ``events`` table against the log
+                   photos_dir: Path | None = None,
+                   sites: Collection[str] | None = None) -> Verification:
+    """The chain (``EventLog.logbook_verify``), the ``events`` table and the journal's
+    inspections (``journalcheck.py``; ``sites``: the configured ones) against the log
     book, when given an anchor, and with ``photos_dir`` every photo the log book
     names (``photo_problems``)."""
     problems: list[str] = []
     rows: list[LogbookRow] | None = None
-    # One snapshot for the rows and the events table they are compared with: a
-    # daemon recording between two reads would look like an edit.
+    # One snapshot for the rows and the tables they are compared with: a daemon
+    # recording between two reads would look like an edit.
     with store.db.read():
         try:
             rows = store.events.logbook()
             problems += _events_table_problems(store, rows)
+            problems += journal_problems(store, archived=True, sites=sites, logbook=rows)
         except LogbookUnreadable as exc:
             problems.append(str(exc))
         except ValueError:

@@ -224,7 +224,8 @@ def verdict(web: Web, store: Store) -> Any:
     held = web.cache.get("verdict")
     if held is not None and held[0] == head and time.monotonic() < held[1]:
         return held[2]
-    found = verify_logbook(store, photos_dir=web.photos_dir)
+    found = verify_logbook(store, photos_dir=web.photos_dir,
+                           sites=[s.id for s in web.config.sites])
     web.cache["verdict"] = (head, time.monotonic() + VERDICT_S, found)
     return found
 
