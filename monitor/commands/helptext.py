@@ -410,9 +410,9 @@ HELP: dict[str, tuple[str, str, str]] = {
         engine. People are added with `stormwatch user add` and sign in with
         `stormwatch user link`.
 
-        Run it behind a TLS reverse proxy (deploy/Caddyfile): the session
-        cookie is marked Secure unless the app listens on loopback only, and
-        sign-in links must not cross the network in the clear. SIGTERM or
+        Run it behind a TLS reverse proxy (deploy/Caddyfile): sign-in links
+        must not cross the network in the clear. Its cookies are marked Secure
+        whenever web.public_url is https or it listens beyond loopback. SIGTERM or
         SIGINT finishes the requests in flight and exits 0.""", """
         example:
           stormwatch web --config /etc/stormwatch/stormwatch.yaml

@@ -3,11 +3,25 @@
 Theory of operation. Sign-in is by a single-use link (``stormwatch user link``):
 ``GET /signin/{token}`` shows a button and redeems nothing (a mail scanner that
 follows links must not use the link up); ``POST`` redeems it (``Users``) and
-sets the session cookie: ``HttpOnly``, ``SameSite=Lax``, ``Secure`` unless the
-app listens on loopback only (then the TLS proxy in front is the only way in,
-or it is a test). A session id, a sign-in token and a bearer token are random
+sets the session cookie. Every cookie of the app is set by ``set_cookie`` and
+cleared by ``clear_cookie``: ``HttpOnly``, ``SameSite``, and ``Secure`` whenever
+``web.public_url`` is https or the app listens beyond loopback
+(``context.cookies_secure``): behind the TLS proxy the app itself sees plain
+http on loopback, but the phone talks https, and a cookie that may travel in
+the clear is one a network can steal. A session id, a sign-in token and a bearer token are random
 and kept only as hashes by ``Users``; none is ever logged (uvicorn's access
 log is off, ``commands/web.py``).
+
+Login CSRF. A page of another site could post a sign-in form of its own
+with a link of the attacker's: the phone would be signed in as the attacker,
+and its offline queue would then send the victim's inspections in the
+attacker's name. So the sign-in page sets a random pre-sign-in cookie
+(``SIGNIN_COOKIE``: ``SameSite=Strict``, so no other site's post carries it)
+and puts the same value in a hidden field; the post must bring both, equal
+(``signin_refusal``), and a browser that says the post is ``cross-site`` or
+``same-site`` (``Sec-Fetch-Site``) is refused whatever it brings. ``Origin``
+is not used: under the app's ``Referrer-Policy: no-referrer`` Chromium sends
+``Origin: null`` for the app's own form. A refused post uses nothing up.
 
 A form post carries a CSRF token: the HMAC of the session id under the app's
 secret, so it needs no storage and a page of another origin cannot know it.
@@ -22,14 +36,17 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
+import secrets
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, Literal
 
 from fastapi import Request
+from fastapi.responses import Response
 
 from ..store.users import User, Users
 
@@ -37,6 +54,11 @@ SESSION_COOKIE: Final = "sw_session"
 NEXT_COOKIE: Final = "sw_next"
 CSRF_FIELD: Final = "csrf"
 CSRF_HEADER: Final = "x-csrf-token"
+SIGNIN_COOKIE: Final = "sw_signin"
+SIGNIN_FIELD: Final = "signin_check"
+#: What ``Sec-Fetch-Site`` may say of a sign-in post (absent: an older browser, a script).
+_SIGNIN_FETCH_SITES: Final = frozenset({"same-origin", "none"})
+_NONCE: Final = re.compile(r"[A-Za-z0-9_-]{43}")
 SIGNIN_ATTEMPTS: Final = 10
 SIGNIN_WINDOW_S: Final = 60.0
 
@@ -44,20 +66,60 @@ SIGNIN_WINDOW_S: Final = 60.0
 class Refused(Exception):
     """A request refused: HTTP ``status`` and ``path.to.field: message``."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, title: str = "Not done") -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.title = title
 
 
 def csrf_token(secret: bytes, session_id: str) -> str:
     return hmac.new(secret, b"csrf\x00" + session_id.encode(), hashlib.sha256).hexdigest()
 
 
+def _same(expected: str, given: str) -> bool:
+    # As bytes: compare_digest raises on a str with a character beyond ASCII.
+    return hmac.compare_digest(expected.encode(), given.encode())
+
+
 def csrf_ok(secret: bytes, session_id: str | None, given: str | None) -> bool:
     if not session_id or not given:
         return False
-    return hmac.compare_digest(csrf_token(secret, session_id), given)
+    return _same(csrf_token(secret, session_id), given)
+
+
+def signin_nonce(request: Request) -> str:
+    """The pre-sign-in value of this browser: its cookie's, or a new random one."""
+    held = request.cookies.get(SIGNIN_COOKIE, "")
+    return held if _NONCE.fullmatch(held) else secrets.token_urlsafe(32)
+
+
+def signin_refusal(request: Request, given: str | None) -> str | None:
+    """Why a sign-in post is not the app's own sign-in page's (``path: message``), or None."""
+    held = request.cookies.get(SIGNIN_COOKIE)
+    fetch_site = request.headers.get("sec-fetch-site")
+    if (fetch_site is None or fetch_site in _SIGNIN_FETCH_SITES) and held and given \
+            and _same(held, given):
+        return None
+    return ("sign-in: refused, this did not come from the sign-in page of this app (another"
+            " site may be trying to sign this phone in as someone else); nothing was signed"
+            " in and the link was not used: open the sign-in link you were sent and press"
+            " Sign in there")
+
+
+def set_cookie(response: Response, name: str, value: str, *, secure: bool,
+               max_age: int | None = None, path: str = "/",
+               samesite: Literal["lax", "strict"] = "lax") -> None:
+    """Set one of the app's cookies: never readable by a script, never sent by a page of
+    another site's subrequests, ``Secure`` as ``secure`` says (``Web.secure_cookies``)."""
+    response.set_cookie(name, value, max_age=max_age, httponly=True, samesite=samesite,
+                        secure=secure, path=path)
+
+
+def clear_cookie(response: Response, name: str, *, secure: bool, path: str = "/") -> None:
+    """Clear one of the app's cookies, with the flags it was set with (a browser may keep
+    a Secure cookie that a non-Secure header tries to clear)."""
+    response.delete_cookie(name, path=path, httponly=True, samesite="lax", secure=secure)
 
 
 @dataclass

@@ -13,7 +13,7 @@ from typing import Any, Final
 from fastapi import Request
 from fastapi.templating import Jinja2Templates
 
-from ..config import Config
+from ..config import Config, WebConfig
 from ..store.idempotency import IdempotencyKeys
 from ..store.users import Users
 from .auth import RateLimit
@@ -34,6 +34,15 @@ def is_loopback(listen: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def cookies_secure(web: WebConfig) -> bool:
+    """Whether the app's cookies carry ``Secure``: whenever people reach it over https
+    (``public_url``), which in the documented deployment is a TLS proxy in front of
+    an app on loopback, and whenever it listens beyond loopback. Only an http
+    ``public_url`` on loopback (a test, the demo) leaves it off: a browser would
+    never send a Secure cookie back over http."""
+    return web.public_url.startswith("https://") or not is_loopback(web.listen)
 
 
 @dataclass

@@ -29,11 +29,17 @@ from .auth import (
     CSRF_FIELD,
     NEXT_COOKIE,
     SESSION_COOKIE,
+    SIGNIN_COOKIE,
+    SIGNIN_FIELD,
     Caller,
     Refused,
     caller_of,
     check_csrf,
+    clear_cookie,
     csrf_token,
+    set_cookie,
+    signin_nonce,
+    signin_refusal,
 )
 from .context import HERE, MAX_FORM_PHOTOS, Web, web_of
 from .record import CONDITIONS, KINDS, STATEMENT, local_input_to_iso
@@ -43,6 +49,8 @@ router = APIRouter()
 STATIC: Final = {"app.js": "text/javascript", "app.css": "text/css", "sw.js": "text/javascript",
                  "manifest.json": "application/manifest+json"}
 FORM_ROWS: Final = 3
+#: The pre-sign-in cookie goes to the sign-in posts only.
+SIGNIN_PATH: Final = "/signin/"
 
 
 @contextmanager
@@ -109,9 +117,16 @@ def _limit(request: Request, web: Web) -> None:
 
 @router.get("/signin/{token}")
 def signin_page(token: str, request: Request) -> Response:
+    """The sign-in button, and the pre-sign-in cookie its post must bring back (``auth``)."""
     web = web_of(request)
     _limit(request, web)
-    return page(web, request, "signin.html", None, token=token)
+    nonce = signin_nonce(request)
+    response = page(web, request, "signin.html", None, token=token, check=nonce,
+                    check_field=SIGNIN_FIELD)
+    set_cookie(response, SIGNIN_COOKIE, nonce, secure=web.secure_cookies, max_age=86400,
+               path=SIGNIN_PATH, samesite="strict")
+    response.headers["Cache-Control"] = "no-store"  # its address holds the token
+    return response
 
 
 @router.post("/signin/{token}")
@@ -119,6 +134,9 @@ async def signin(token: str, request: Request) -> Response:
     web = web_of(request)
     _limit(request, web)
     form = await request.form(max_files=0, max_fields=5)
+    refusal = signin_refusal(request, _field(form, SIGNIN_FIELD))
+    if refusal is not None:  # checked before the link is used: a refusal uses nothing up
+        raise Refused(403, refusal, title="Sign-in refused")
     user = web.users.redeem_signin(token, web.now_ms())
     if user is None:
         raise Refused(400, "link: this sign-in link is used, expired or unknown; ask for a"
@@ -131,10 +149,10 @@ async def signin(token: str, request: Request) -> Response:
     if not target.startswith("/") or target.startswith("//"):
         target = "/"
     response = RedirectResponse(target, status_code=303)
-    response.set_cookie(SESSION_COOKIE, session, max_age=round(days * 86400) if remember
-                        else None, httponly=True, samesite="lax", secure=web.secure_cookies,
-                        path="/")
-    response.delete_cookie(NEXT_COOKIE, path="/")
+    set_cookie(response, SESSION_COOKIE, session, secure=web.secure_cookies,
+               max_age=round(days * 86400) if remember else None)
+    clear_cookie(response, NEXT_COOKIE, secure=web.secure_cookies)
+    clear_cookie(response, SIGNIN_COOKIE, secure=web.secure_cookies, path=SIGNIN_PATH)
     return response
 
 
@@ -147,7 +165,7 @@ async def signout(request: Request) -> Response:
     if caller.session_id:
         web.users.end_session(caller.session_id)
     response = RedirectResponse("/", status_code=303)
-    response.delete_cookie(SESSION_COOKIE, path="/")
+    clear_cookie(response, SESSION_COOKIE, secure=web.secure_cookies)
     return response
 
 
@@ -165,8 +183,7 @@ def alert_link(token: str, request: Request) -> Response:
         response = page(web, request, "message.html", None, status=401, title="Sign in first",
                         message="Open the sign-in link you were sent on this phone; the form"
                                 f" of {claim.site} opens after that.")
-        response.set_cookie(NEXT_COOKIE, target, max_age=3600, httponly=True,
-                            samesite="lax", secure=web.secure_cookies, path="/")
+        set_cookie(response, NEXT_COOKIE, target, secure=web.secure_cookies, max_age=3600)
         return response
     return RedirectResponse(target, status_code=303)
 
