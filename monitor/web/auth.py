@@ -30,6 +30,13 @@ with ``Authorization: Bearer`` needs none (no browser sends that by itself).
 
 The rate limit counts sign-in attempts per client address in a sliding window
 (in memory: it only needs to slow a guesser down; the tokens are 256 bits).
+The address is uvicorn's, which believes ``X-Forwarded-For`` from loopback
+(the TLS proxy, ``commands/web.py``); any process on the machine can forge
+it there, so failed sign-ins are also counted for the whole app
+(``SIGNIN_FAILURES`` a minute): no header makes guessing faster than that.
+Only failures count, so people signing in with good links never fill it; a
+guesser who fills it delays other people's sign-ins by a minute, not their
+sessions.
 """
 
 from __future__ import annotations
@@ -61,6 +68,8 @@ _SIGNIN_FETCH_SITES: Final = frozenset({"same-origin", "none"})
 _NONCE: Final = re.compile(r"[A-Za-z0-9_-]{43}")
 SIGNIN_ATTEMPTS: Final = 10
 SIGNIN_WINDOW_S: Final = 60.0
+#: Failed sign-ins a minute from every address together (``Web.failed_signins``).
+SIGNIN_FAILURES: Final = 30
 
 
 class Refused(Exception):
@@ -124,7 +133,8 @@ def clear_cookie(response: Response, name: str, *, secure: bool, path: str = "/"
 
 @dataclass
 class RateLimit:
-    """At most ``attempts`` per ``window_s`` per key (the client address)."""
+    """At most ``attempts`` per ``window_s`` per key: ``allow`` counts and answers at once;
+    ``full`` and ``count`` do it in two steps, for what is counted only when it fails."""
 
     attempts: int = SIGNIN_ATTEMPTS
     window_s: float = SIGNIN_WINDOW_S
@@ -132,18 +142,31 @@ class RateLimit:
     _seen: dict[str, deque[float]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def allow(self, key: str) -> bool:
+    def _window(self, key: str) -> deque[float]:
+        # Under the lock: the times of ``key`` within the window.
         now = self.clock()
+        if len(self._seen) > 10_000:  # bounded: forget the oldest addresses
+            self._seen.clear()
+        seen = self._seen.setdefault(key, deque())
+        while seen and seen[0] <= now - self.window_s:
+            seen.popleft()
+        return seen
+
+    def allow(self, key: str) -> bool:
         with self._lock:
-            if len(self._seen) > 10_000:  # bounded: forget the oldest addresses
-                self._seen.clear()
-            seen = self._seen.setdefault(key, deque())
-            while seen and seen[0] <= now - self.window_s:
-                seen.popleft()
+            seen = self._window(key)
             if len(seen) >= self.attempts:
                 return False
-            seen.append(now)
+            seen.append(self.clock())
             return True
+
+    def full(self, key: str) -> bool:
+        with self._lock:
+            return len(self._window(key)) >= self.attempts
+
+    def count(self, key: str) -> None:
+        with self._lock:
+            self._window(key).append(self.clock())
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from fastapi.templating import Jinja2Templates
 from ..config import Config, WebConfig
 from ..store.idempotency import IdempotencyKeys
 from ..store.users import Users
-from .auth import RateLimit
+from .auth import SIGNIN_FAILURES, RateLimit
 
 HERE: Final = Path(__file__).parent
 MAX_FORM_PHOTOS: Final = 10
@@ -60,6 +60,9 @@ class Web:
     templates: Jinja2Templates
     limiter: RateLimit
     wait_s: float = 20.0
+    #: Failed sign-ins from every address together (``auth``: the rate limit).
+    failed_signins: RateLimit = field(
+        default_factory=lambda: RateLimit(attempts=SIGNIN_FAILURES))
     #: The officer page's log book verdict, by head (``pages.verdict``).
     cache: dict[str, Any] = field(default_factory=dict)
 

@@ -137,8 +137,13 @@ async def signin(token: str, request: Request) -> Response:
     refusal = signin_refusal(request, _field(form, SIGNIN_FIELD))
     if refusal is not None:  # checked before the link is used: a refusal uses nothing up
         raise Refused(403, refusal, title="Sign-in refused")
+    if web.failed_signins.full("signin"):
+        raise Refused(429, "sign-in: too many failed sign-ins on this server in the last"
+                           " minute; wait a minute and press Sign in again (the link was"
+                           " not used)")
     user = web.users.redeem_signin(token, web.now_ms())
     if user is None:
+        web.failed_signins.count("signin")
         raise Refused(400, "link: this sign-in link is used, expired or unknown; ask for a"
                            " new one")
     assert web.config.web is not None

@@ -1,7 +1,8 @@
 """Who gets in, through the real app (``create_app`` under FastAPI's TestClient) on a
-real state directory: the cookies' flags and sign-in posts from other sites.
+real state directory: the cookies' flags, sign-in posts from other sites, and the
+sign-in limit that no forged header lifts.
 
-Issue 27, items 10 and 11.
+Issue 27, items 10 and 11, and the X-Forwarded-For it noticed.
 """
 
 from __future__ import annotations
@@ -10,16 +11,19 @@ import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
 from monitor.sinks.notify.links import sign_link
 
+from ..support.childproc import free_port
 from ..support.webkit import (
     OTHER,
     QP,
     QP2,
     SITE,
+    WebProcess,
     client_for,
     csrf_of,
     press_sign_in,
@@ -122,3 +126,30 @@ def test_the_signin_page_is_not_kept_and_its_check_goes_to_sign_in_posts_only(
     [cookie] = set_cookies(shown)
     assert cookie.startswith("sw_signin=") and "path=/signin/" in cookie
     assert "samesite=strict" in cookie
+
+
+# --------------------------------------------------------------------------- rate limit
+
+
+def test_a_forged_forwarded_for_does_not_lift_the_signin_limit(tmp_path: Path) -> None:
+    """``stormwatch web`` believes X-Forwarded-For from loopback (the TLS proxy); a guesser
+    on the machine who gives every post an address of its own still meets a limit."""
+    port = free_port()
+    made = web_env(tmp_path, listen=f"127.0.0.1:{port}", public=f"http://127.0.0.1:{port}")
+    web = WebProcess(made["path"], port)
+    try:
+        with httpx.Client(base_url=web.url) as guesser:
+            shown = guesser.get("/signin/guess", headers={"X-Forwarded-For": "10.9.9.9"})
+            check = shown.text.split('name="signin_check" value="')[1][:43]
+            codes = [guesser.post(f"/signin/guess-{i}", data={"signin_check": check},
+                                  headers={"X-Forwarded-For": f"10.0.{i // 250}.{i % 250}"}
+                                  ).status_code for i in range(40)]
+            assert codes == [400] * 30 + [429] * 10, codes
+            # A good link meanwhile: refused for now, and not used up by the refusal.
+            link = f"/signin/{signin_token(made['state'], QP)}"
+            with httpx.Client(base_url=web.url) as phone:
+                held = press_sign_in(phone, link)
+                assert held.status_code == 429 and "the link was not used" in held.text
+    finally:
+        assert web.stop() == 0
+    assert "guess-" not in web.log() and link not in web.log()
