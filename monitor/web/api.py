@@ -21,7 +21,7 @@ from starlette.formparsers import MultiPartException
 
 from ..store.idempotency import Conflict, Done, Pending
 from ..store.photos import PhotoError, PhotoTooLarge, StoredPhoto, store_photo
-from .auth import CSRF_HEADER, Caller, Refused, caller_of, check_csrf
+from .auth import CSRF_HEADER, Caller, Refused, caller_of, check_csrf, check_site
 from .context import Web, web_of
 from .record import record
 
@@ -84,10 +84,7 @@ async def post_inspection(site_id: str, request: Request) -> JSONResponse:
     web = web_of(request)
     caller = require(request, web)
     check_csrf(web.secret, caller, request.headers.get(CSRF_HEADER))
-    if web.config.site(site_id) is None:
-        raise Refused(404, f"site: {site_id[:64]!r} is not configured")
-    if not caller.user.may_record(site_id):
-        raise Refused(403, f"site: {caller.user.name} may not record inspections at {site_id}")
+    check_site(caller, web.config, site_id, record=True)
     key = request.headers.get("idempotency-key", "")
     if not KEY_RE.fullmatch(key):
         raise Refused(400, "Idempotency-Key: required, 8 to 128 characters of A-Z a-z 0-9 . _ : -")

@@ -55,6 +55,7 @@ from typing import Final, Literal
 from fastapi import Request
 from fastapi.responses import Response
 
+from ..config import Config
 from ..store.users import User, Users
 
 SESSION_COOKIE: Final = "sw_session"
@@ -189,6 +190,16 @@ def caller_of(request: Request, users: Users, now_ms: int) -> Caller | None:
         if user is not None:
             return Caller(user, session)
     return None
+
+
+def check_site(caller: Caller, config: Config, site_id: str, *, record: bool = False) -> None:
+    """Refuse a site the caller may not read exactly as one that does not exist (404, the
+    same words): a 403 would tell them which site ids exist. A site they read but may
+    not record on (the officer's case) is 403, since they know it exists."""
+    if config.site(site_id) is None or not caller.user.may_read(site_id):
+        raise Refused(404, f"site: {site_id[:64]!r} is not configured")
+    if record and not caller.user.may_record(site_id):
+        raise Refused(403, f"site: {caller.user.name} may not record inspections at {site_id}")
 
 
 def check_csrf(secret: bytes, caller: Caller, given: str | None) -> None:

@@ -3,7 +3,8 @@ overview, the report and the log book as CSV. Plain HTML forms that work without
 JavaScript; ``static/app.js`` adds the camera, the location and the offline queue.
 
 Every page that shows a site checks ``may_read``, the form ``may_record``, on
-every request; a page without a session asks for sign-in (401).
+every request (``auth.check_site``: a site the person may not read is answered
+as one that does not exist); a page without a session asks for sign-in (401).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from .auth import (
     Refused,
     caller_of,
     check_csrf,
+    check_site,
     clear_cookie,
     csrf_token,
     set_cookie,
@@ -77,13 +79,6 @@ def signed_in(request: Request, web: Web) -> Caller:
         raise Refused(401, "sign-in: you are not signed in on this phone; open the sign-in"
                            " link you were sent (`stormwatch user link --send`)")
     return caller
-
-
-def readable(caller: Caller, web: Web, site_id: str) -> None:
-    if web.config.site(site_id) is None:
-        raise Refused(404, f"site: {site_id[:64]!r} is not configured")
-    if not caller.user.may_read(site_id):
-        raise Refused(403, f"site: {caller.user.name} may not see {site_id}")
 
 
 def _sites_of(web: Web, user: User) -> list[str]:
@@ -213,7 +208,7 @@ def home(request: Request) -> Response:
 def site_page(site_id: str, request: Request) -> Response:
     web = web_of(request)
     caller = signed_in(request, web)
-    readable(caller, web, site_id)
+    check_site(caller, web.config, site_id)
     with reading(web) as store:
         view = read_sites(web.config, store, web.now_ms(), [site_id], detail=True)[0]
     return page(web, request, "site.html", caller, v=view)
@@ -267,9 +262,7 @@ def _form_context(web: Web, caller: Caller, view: SiteView, clock: str | None) -
 def inspect_form(site_id: str, request: Request, clock: str | None = None) -> Response:
     web = web_of(request)
     caller = signed_in(request, web)
-    readable(caller, web, site_id)
-    if not caller.user.may_record(site_id):
-        raise Refused(403, f"site: {caller.user.name} may not record inspections at {site_id}")
+    check_site(caller, web.config, site_id, record=True)
     with reading(web) as store:
         view = read_sites(web.config, store, web.now_ms(), [site_id])[0]
     return page(web, request, "inspect.html", caller, **_form_context(web, caller, view, clock))
@@ -329,9 +322,7 @@ def form_to_json(web: Web, site_id: str, form: FormData) -> dict[str, Any]:
 async def inspect_post(site_id: str, request: Request) -> Response:
     web = web_of(request)
     caller = signed_in(request, web)
-    readable(caller, web, site_id)
-    if not caller.user.may_record(site_id):
-        raise Refused(403, f"site: {caller.user.name} may not record inspections at {site_id}")
+    check_site(caller, web.config, site_id, record=True)
     try:
         form = await request.form(max_files=MAX_FORM_PHOTOS + 20, max_fields=400)
     except MultiPartException as exc:
@@ -356,7 +347,7 @@ async def inspect_post(site_id: str, request: Request) -> Response:
 def report(site_id: str, request: Request, format: str = "html") -> Response:
     web = web_of(request)
     caller = signed_in(request, web)
-    readable(caller, web, site_id)
+    check_site(caller, web.config, site_id)
     from ..views.report.build import build_report, parse_bound
     site = web.config.site(site_id)
     assert site is not None
@@ -390,7 +381,7 @@ def _default_from(web: Web) -> str:
 def logbook_csv(site_id: str, request: Request) -> Response:
     web = web_of(request)
     caller = signed_in(request, web)
-    readable(caller, web, site_id)
+    check_site(caller, web.config, site_id)
     from ..views.logbook import export_logbook
     with reading(web) as store:
         text = export_logbook(web.config, store, site_id, "csv")

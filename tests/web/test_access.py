@@ -1,8 +1,9 @@
 """Who gets in, through the real app (``create_app`` under FastAPI's TestClient) on a
-real state directory: the cookies' flags, sign-in posts from other sites, and the
-sign-in limit that no forged header lifts.
+real state directory: the cookies' flags, sign-in posts from other sites, sites a
+person may not read, and the sign-in limit that no forged header lifts.
 
-Issue 27, items 10 and 11, and the X-Forwarded-For it noticed.
+Issue 27, items 10 and 11, and the 404/403 difference and the X-Forwarded-For it
+noticed.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from ..support.webkit import (
     client_for,
     csrf_of,
     press_sign_in,
+    sign_in,
     signin_token,
     web_env,
 )
@@ -126,6 +128,33 @@ def test_the_signin_page_is_not_kept_and_its_check_goes_to_sign_in_posts_only(
     [cookie] = set_cookies(shown)
     assert cookie.startswith("sw_signin=") and "path=/signin/" in cookie
     assert "samesite=strict" in cookie
+
+
+# --------------------------------------------------------------------------- sites
+
+
+def test_a_site_you_may_not_read_is_answered_as_one_that_does_not_exist(
+        env: dict[str, Any]) -> None:
+    client = env["client"]
+    csrf = sign_in(client, env["state"], QP)  # records on branch-meadows only
+    unknown = "mill-road-lox"  # as long as OTHER: the answers must not differ even in size
+
+    def answers(site: str) -> list[tuple[int, str]]:
+        got = [client.get(f"/sites/{site}"), client.get(f"/sites/{site}/inspect"),
+               client.get(f"/sites/{site}/report?from=2026-11-01&to=2026-11-30"),
+               client.get(f"/sites/{site}/logbook.csv"),
+               client.get(f"/sites/{site}", headers={"Accept": "application/json"}),
+               client.post(f"/sites/{site}/inspect", data={"csrf": csrf}),
+               client.post(f"/api/v1/sites/{site}/inspections", json={"inspectors": [QP]},
+                           headers={"Idempotency-Key": "probe-key-0001",
+                                    "X-CSRF-Token": csrf})]
+        return [(r.status_code, r.text.replace(site, "SITE")) for r in got]
+
+    mine, other, nowhere = answers(SITE), answers(OTHER), answers(unknown)
+    assert other == nowhere
+    assert {status for status, _ in other} == {404}
+    assert other[-1][1] == '{"error":"site: \'SITE\' is not configured"}'
+    assert mine[0][0] == 200  # and their own site is theirs
 
 
 # --------------------------------------------------------------------------- rate limit

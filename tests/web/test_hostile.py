@@ -60,16 +60,16 @@ def test_a_non_image_upload_is_415(env: dict[str, Any]) -> None:
     nothing_written(env)
 
 
-def test_a_form_for_a_site_not_yours_is_403(env: dict[str, Any]) -> None:
+def test_a_form_for_a_site_not_yours_is_404_like_an_unknown_site(env: dict[str, Any]) -> None:
     client = env["client"]
-    assert client.get(f"/sites/{OTHER}/inspect").status_code == 403
+    assert client.get(f"/sites/{OTHER}/inspect").status_code == 404
     got = client.post(f"/sites/{OTHER}/inspect", data=form(env),
                       files={"photo_1": ("a.jpg", jpeg_with_gps(), "image/jpeg")})
-    assert got.status_code == 403 and "may not" in got.text
+    assert got.status_code == 404 and "is not configured" in got.text
     api = client.post(f"/api/v1/sites/{OTHER}/inspections", json={"inspectors": [QP]},
                       headers={"Idempotency-Key": "other-site-1", "X-CSRF-Token": env["csrf"]})
-    assert api.status_code == 403
-    assert api.json() == {"error": f"site: {QP} may not record inspections at {OTHER}"}
+    assert api.status_code == 404
+    assert api.json() == {"error": f"site: {OTHER!r} is not configured"}
     nothing_written(env)
 
 
