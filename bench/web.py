@@ -145,7 +145,7 @@ def upload_memory(config_path: Path, port: int, photos: int, mb: float) -> tuple
     try:
         before = hwm_mb(web.proc.pid)
         with Users.open(config_path.parent / "state") as users:
-            token = users.issue_api_token("J. Rivera")
+            token = users.issue_api_token("J. Rivera", round(time.time() * 1000))
         data = photo(mb)
         codes: list[int] = []
 

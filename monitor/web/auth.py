@@ -182,7 +182,7 @@ def caller_of(request: Request, users: Users, now_ms: int) -> Caller | None:
     """The session cookie's or the bearer token's person, or None."""
     auth = request.headers.get("authorization", "")
     if auth.lower().startswith("bearer "):
-        user = users.api_user(auth[7:].strip())
+        user = users.api_user(auth[7:].strip(), now_ms)
         return Caller(user, None) if user is not None else None
     session = request.cookies.get(SESSION_COOKIE)
     if session:

@@ -1,13 +1,17 @@
 """Who gets in, through the real app (``create_app`` under FastAPI's TestClient) on a
-real state directory: the cookies' flags, sign-in posts from other sites, sites a
-person may not read, and the sign-in limit that no forged header lifts.
+real state directory and the real ``stormwatch user`` commands: the cookies' flags,
+sign-in posts from other sites, sites a person may not read, the sign-in limit
+that no forged header lifts, and revocation, removal, new sites and token expiry
+taking effect on the very next request of the running app.
 
-Issue 27, items 10 and 11, and the 404/403 difference and the X-Forwarded-For it
+Issue 27, items 5, 10 and 11, and the 404/403 difference and the X-Forwarded-For it
 noticed.
 """
 
 from __future__ import annotations
 
+import hashlib
+import sqlite3
 import time
 from pathlib import Path
 from typing import Any
@@ -17,10 +21,13 @@ import pytest
 from fastapi.testclient import TestClient
 
 from monitor.sinks.notify.links import sign_link
+from monitor.web.app import create_app
 
 from ..support.childproc import free_port
+from ..support.daemonkit import cli
 from ..support.webkit import (
     OTHER,
+    PUBLIC,
     QP,
     QP2,
     SITE,
@@ -182,3 +189,122 @@ def test_a_forged_forwarded_for_does_not_lift_the_signin_limit(tmp_path: Path) -
     finally:
         assert web.stop() == 0
     assert "guess-" not in web.log() and link not in web.log()
+
+
+# --------------------------------------------------------------------------- revocation
+
+
+def user(env: dict[str, Any], *args: str) -> str:
+    """``stormwatch user ...`` on the environment's configuration: its standard output."""
+    out = cli("user", *args, "--config", str(env["path"]))
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def bearer(env: dict[str, Any], name: str, *more: str) -> dict[str, str]:
+    return {"Authorization": "Bearer " + user(env, "token", "--name", name, *more).strip()}
+
+
+def test_revoke_ends_every_session_token_and_link_at_the_next_request(
+        env: dict[str, Any]) -> None:
+    app = env["client"].app
+    phone, laptop, chen = (client_for(env["config"], app) for _ in range(3))
+    for client, name in ((phone, QP), (laptop, QP), (chen, QP2)):
+        sign_in(client, env["state"], name)
+    api = bearer(env, QP)
+    unused = user(env, "link", "--name", QP).strip().removeprefix(PUBLIC)
+    assert phone.get(f"/sites/{SITE}").status_code == 200
+    assert env["client"].post("/api/v1/photos", headers=api).status_code == 415  # in: no file
+
+    said = user(env, "revoke", "--name", QP)
+    assert said == (f"revoked {QP}'s access: ended 2 sessions, an API token until "
+                    f"{said.split('until ')[1].split(',')[0]}, 1 unused sign-in link; they stay"
+                    f" (qp, records on {SITE}), and `stormwatch user link` signs them in again\n")
+    # The very next request of each: the app is the same one, nothing restarted.
+    assert phone.get(f"/sites/{SITE}").status_code == 401
+    assert laptop.get(f"/sites/{SITE}/inspect").status_code == 401
+    assert env["client"].post("/api/v1/photos", headers=api).status_code == 401
+    assert press_sign_in(client_for(env["config"], app), unused).status_code == 400
+    assert chen.get(f"/sites/{OTHER}").status_code == 200  # nobody else's
+    # The person stays: a new link signs them in again.
+    fresh = user(env, "link", "--name", QP).strip().removeprefix(PUBLIC)
+    assert press_sign_in(phone, fresh).status_code == 303
+    assert phone.get(f"/sites/{SITE}").status_code == 200
+
+
+def test_remove_takes_the_person_and_their_tokens_and_keeps_their_inspections(
+        env: dict[str, Any]) -> None:
+    client = env["client"]
+    sign_in(client, env["state"], QP)
+    api = bearer(env, QP)
+    body = {"inspectors": [QP], "kind": "routine", "certified": True, "notes": "all fine"}
+    got = client.post(f"/api/v1/sites/{SITE}/inspections", json=body,
+                      headers={**api, "Idempotency-Key": "before-remove-1"})
+    assert got.status_code == 201, got.text
+
+    said = user(env, "remove", "--name", QP)
+    assert said.startswith(f"removed {QP} (qp): ended 1 session, an API token until ")
+    assert said.endswith("; the inspections they recorded keep their name in the log book\n")
+    assert client.get(f"/sites/{SITE}").status_code == 401
+    again = client.post(f"/api/v1/sites/{SITE}/inspections", json=body,
+                        headers={**api, "Idempotency-Key": "after-remove-1"})
+    assert again.status_code == 401
+    assert QP not in user(env, "list")
+    link = cli("user", "link", "--config", str(env["path"]), "--name", QP)
+    assert link.returncode == 2 and link.stderr.startswith(
+        f"stormwatch user link: --name: there is no user named {QP!r}")
+    book = cli("logbook", "--config", str(env["path"]), "--site", SITE)
+    assert book.returncode == 0 and f"inspector={QP};" in book.stdout, book.stdout
+    assert cli("logbook", "verify", "--config", str(env["path"])).returncode == 0
+
+
+def test_new_sites_hold_from_the_next_request(env: dict[str, Any]) -> None:
+    client = env["client"]
+    sign_in(client, env["state"], QP)
+    assert [client.get(f"/sites/{s}").status_code for s in (SITE, OTHER)] == [200, 404]
+    said = user(env, "sites", "--name", QP, "--site", OTHER)
+    assert said == f"{QP} (qp) records on {OTHER} from their next request (before: records" \
+                   f" on {SITE})\n"
+    assert [client.get(f"/sites/{s}").status_code for s in (SITE, OTHER)] == [404, 200]
+    assert client.get(f"/sites/{OTHER}/inspect").status_code == 200
+    user(env, "sites", "--name", QP, "--all-sites")
+    assert [client.get(f"/sites/{s}").status_code for s in (SITE, OTHER)] == [200, 200]
+
+
+def client_at(env: dict[str, Any], now_ms: int) -> TestClient:
+    """A client of a new app on ``env`` whose clock says ``now_ms``."""
+    return client_for(env["config"], create_app(env["config"], clock=lambda: now_ms))
+
+
+def test_an_api_token_expires(env: dict[str, Any]) -> None:
+    out = cli("user", "token", "--config", str(env["path"]), "--name", QP, "--valid-days", "2")
+    assert out.returncode == 0 and out.stderr.startswith("valid 2 days, until "), out.stderr
+    api = {"Authorization": "Bearer " + out.stdout.strip()}
+    now = round(time.time() * 1000)
+    for late_ms, status in ((2 * 86_400_000 - 60_000, 415), (2 * 86_400_000 + 60_000, 401)):
+        got = client_at(env, now + late_ms).post("/api/v1/photos", headers=api)
+        assert got.status_code == status, got.text
+
+
+def test_an_api_token_of_before_expiry_existed_gets_one(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    token = "t" * 43
+    with sqlite3.connect(state / "users.sqlite") as conn:  # as c8acdfb made it
+        conn.execute("CREATE TABLE users (name TEXT PRIMARY KEY, role TEXT NOT NULL,"
+                     " email TEXT, sites TEXT NOT NULL)")
+        conn.execute("CREATE TABLE tokens (hash TEXT PRIMARY KEY, kind TEXT NOT NULL, name"
+                     " TEXT NOT NULL REFERENCES users (name), expires_ms INTEGER, used_ms"
+                     " INTEGER)")
+        conn.execute("INSERT INTO users VALUES ('A. Lee', 'qp', NULL, '[]')")
+        conn.execute("INSERT INTO tokens VALUES (?, 'api', 'A. Lee', NULL, NULL)",
+                     (hashlib.sha256(token.encode()).hexdigest(),))
+    conn.close()
+    env = web_env(tmp_path)
+    api = {"Authorization": f"Bearer {token}"}
+    assert env["client"].post("/api/v1/photos", headers=api).status_code == 415  # works
+    listed = user(env, "list")
+    assert "A. Lee (qp, no e-mail): records on every site; 0 sessions, an API token until" \
+           in listed
+    later = client_at(env, round(time.time() * 1000) + 91 * 86_400_000)
+    assert later.post("/api/v1/photos", headers=api).status_code == 401

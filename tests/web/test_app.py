@@ -89,7 +89,7 @@ def test_the_api_records_once_per_idempotency_key(app_env: dict[str, Any]) -> No
     client, config = app_env["client"], app_env["config"]
     from monitor.store.users import Users
     with Users.open(app_env["state"]) as users:
-        token = users.issue_api_token(QP)
+        token = users.issue_api_token(QP, round(time.time() * 1000))
     auth = {"Authorization": f"Bearer {token}"}
     up = client.post("/api/v1/photos", headers=auth,
                      files={"photo": ("p.jpg", jpeg_with_gps(), "image/jpeg")})
