@@ -166,6 +166,10 @@ async def signout(request: Request) -> Response:
         web.users.end_session(caller.session_id)
     response = RedirectResponse("/", status_code=303)
     clear_cookie(response, SESSION_COOKIE, secure=web.secure_cookies)
+    # What the phone keeps of the session: the worker's copies of the pages (the form
+    # with its CSRF token) and the offline queue. The browser deletes them on this
+    # header; app.js deletes them itself before it posts (a browser without it).
+    response.headers["Clear-Site-Data"] = '"cache", "storage"'
     return response
 
 

@@ -82,6 +82,17 @@ def test_every_cookie_is_secure_whenever_public_url_is_https_or_not_on_loopback(
             assert ("; secure" in header) is secure, (listen, public, header)
 
 
+def test_sign_out_tells_the_browser_to_clear_what_the_phone_kept(env: dict[str, Any]) -> None:
+    """The answer to a sign-out clears the worker's cache and the offline queue (the phone
+    itself: tests/web/test_browser.py)."""
+    client = env["client"]
+    csrf = sign_in(client, env["state"], QP)
+    out = client.post("/signout", data={"csrf": csrf}, follow_redirects=False)
+    assert out.status_code == 303
+    assert out.headers["clear-site-data"] == '"cache", "storage"'
+    assert client.get(f"/sites/{SITE}").status_code == 401
+
+
 # --------------------------------------------------------------------------- login CSRF
 
 
