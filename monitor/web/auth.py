@@ -111,10 +111,10 @@ def signin_refusal(request: Request, given: str | None) -> str | None:
     if (fetch_site is None or fetch_site in _SIGNIN_FETCH_SITES) and held and given \
             and _same(held, given):
         return None
-    return ("sign-in: refused, this did not come from the sign-in page of this app (another"
-            " site may be trying to sign this phone in as someone else); nothing was signed"
-            " in and the link was not used: open the sign-in link you were sent and press"
-            " Sign in there")
+    return ("sign-in: refused, as it did not come from the sign-in page of this app (a page"
+            " of another site may be trying to sign this phone in as another person)."
+            " Nothing was signed in and the link was not used. To sign in, open the link"
+            " you were sent again and press Sign in on that page.")
 
 
 def set_cookie(response: Response, name: str, value: str, *, secure: bool,

@@ -96,7 +96,7 @@ def test_sign_out_tells_the_browser_to_clear_what_the_phone_kept(env: dict[str, 
 # --------------------------------------------------------------------------- login CSRF
 
 
-REFUSED = "sign-in: refused, this did not come from the sign-in page of this app"
+REFUSED = "sign-in: refused, as it did not come from the sign-in page of this app"
 
 
 def test_a_cross_site_signin_post_is_refused_and_uses_nothing_up(
