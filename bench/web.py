@@ -88,7 +88,11 @@ def signed_in(client: object, state: Path, name: str) -> None:
     from monitor.store.users import Users
     with Users.open(state) as users:
         token = users.issue_signin(name, round(time.time() * 1000))
-    client.post(f"/signin/{token}", follow_redirects=False)  # type: ignore[attr-defined]
+    # The sign-in page first: its post must bring back the page's pre-sign-in check.
+    shown = client.get(f"/signin/{token}").text  # type: ignore[attr-defined]
+    check = shown.split('name="signin_check" value="')[1].split('"')[0]
+    client.post(f"/signin/{token}", data={"signin_check": check},  # type: ignore[attr-defined]
+                follow_redirects=False)
 
 
 def page_times(config_path: Path, requests: int) -> dict[str, list[float]]:
@@ -141,7 +145,7 @@ def upload_memory(config_path: Path, port: int, photos: int, mb: float) -> tuple
     try:
         before = hwm_mb(web.proc.pid)
         with Users.open(config_path.parent / "state") as users:
-            token = users.issue_api_token("J. Rivera")
+            token = users.issue_api_token("J. Rivera", round(time.time() * 1000))
         data = photo(mb)
         codes: list[int] = []
 

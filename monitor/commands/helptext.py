@@ -356,12 +356,19 @@ HELP: dict[str, tuple[str, str, str]] = {
         on stderr); 2 for a configuration problem or when no target matches.
         """),
 
-    "user": ("the field app's people: `user add`, `user link`, `user token`", """
+    "user": ("the field app's people: add, link, token, list, sites, revoke, remove", """
         The people who use the field app (`stormwatch web`), kept in
         state_dir/users.sqlite beside the daemon's database. No passwords: a
         person signs in with a single-use link (`user link`), a script with a
         bearer token (`user token`). Tokens are shown once and stored only as
-        their SHA-256.""", EXIT_CODES),
+        their SHA-256.
+
+        `user list` shows who has access and what of it works; `user sites`
+        changes where a qp records, `user revoke` ends every session, token
+        and link of a person, `user remove` removes the person. The web app
+        looks each request's session or token up in that file, so each of
+        these holds from the person's very next request, while the web app
+        runs.""", EXIT_CODES),
 
     "user add": ("add a qualified professional or an officer to the field app", """
         --role qp: a qualified professional, who records inspections (§ 134-9A(2):
@@ -384,8 +391,9 @@ HELP: dict[str, tuple[str, str, str]] = {
     "user link": ("a single-use sign-in link for a person", """
         Prints {web.public_url}/signin/TOKEN: opened once, before it expires
         (15 minutes; --valid-minutes up to 1440), it signs the person in on
-        that phone or browser for web.session_days. Give it to them for a
-        first sign-in; the field app mails later ones itself.
+        that phone or browser for web.session_days. A person needs one for
+        each new phone or browser, after their session ends, and after `user
+        revoke`; this command makes each of them.
 
         --send mails it to the person's own address instead of printing it,
         through the first mail target (mailto:// or mailtos://) of
@@ -399,8 +407,47 @@ HELP: dict[str, tuple[str, str, str]] = {
     "user token": ("a bearer token for the field app's API", """
         Prints a token for `Authorization: Bearer TOKEN` on the API
         (POST /api/v1/sites/ID/inspections, /api/v1/photos): it acts as the
-        person, with their role and sites. It is shown this once; a new one
-        replaces the previous, which stops working.""", EXIT_CODES),
+        person, with their role and sites. It works --valid-days days
+        (default 90, at most 366; when it ends is said on stderr, so standard
+        output is the token alone). It is shown this once; a new one replaces
+        the previous, which stops working, and `user revoke` ends it.""",
+        EXIT_CODES),
+
+    "user list": ("who has access to the field app, and what of it works", """
+        One line per person: name, role, e-mail, where they record (a qp) or
+        that they read every site (an officer), and what still works of their
+        access: sessions (phones and browsers signed in), the API token and
+        until when, unused sign-in links. No token is shown.""", EXIT_CODES),
+
+    "user sites": ("change where a qualified professional records", """
+        --site ID (repeatable) gives the sites they record on from now on,
+        --all-sites every site. Checked as `user add` checks it: an unknown
+        site, or a site whose qualified_professionals roster does not list
+        them, is refused with one line (exit 2). An officer reads every site
+        and has none to change. It holds from their next request: a page or
+        form of a site taken away answers as for a site that does not
+        exist.""", """
+        example:
+          stormwatch user sites --config site.yaml --name "J. Rivera" \\
+              --site branch-meadows --site mill-road-lot
+
+        """ + EXIT_CODES),
+
+    "user revoke": ("end every session, API token and sign-in link of a person", """
+        For a lost phone or a token that leaked: every session of the person
+        (each phone and browser), their API token and every sign-in link not
+        yet used stop working at once, from the very next request, even
+        while `stormwatch web` runs. The person stays, with their role and
+        sites: `user link` signs them in again. Inspections they recorded
+        stay as they are.""", EXIT_CODES),
+
+    "user remove": ("remove a person from the field app", """
+        For someone who leaves: the person and every session, API token and
+        sign-in link of theirs are deleted, effective from the very next
+        request. The inspections they recorded keep their name: they are in
+        the journal and the log book, which this does not touch (and
+        `logbook verify` still verifies). The name may be added again later
+        with `user add`.""", EXIT_CODES),
 
     "web": ("the field app: the inspection form on the phone, the officer's overview", """
         Serves the pages and the API of the field app on web.listen (default
@@ -410,9 +457,9 @@ HELP: dict[str, tuple[str, str, str]] = {
         engine. People are added with `stormwatch user add` and sign in with
         `stormwatch user link`.
 
-        Run it behind a TLS reverse proxy (deploy/Caddyfile): the session
-        cookie is marked Secure unless the app listens on loopback only, and
-        sign-in links must not cross the network in the clear. SIGTERM or
+        Run it behind a TLS reverse proxy (deploy/Caddyfile): sign-in links
+        must not cross the network in the clear. Its cookies are marked Secure
+        whenever web.public_url is https or it listens beyond loopback. SIGTERM or
         SIGINT finishes the requests in flight and exits 0.""", """
         example:
           stormwatch web --config /etc/stormwatch/stormwatch.yaml

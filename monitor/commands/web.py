@@ -35,6 +35,9 @@ def cmd_web(args: argparse.Namespace) -> int:
     host, _, port = config.web.listen.rpartition(":")
     setup_logging(config, args.log_level)
     app = create_app(config)
+    # The TLS proxy on loopback says who the phone is (X-Forwarded-For), for the sign-in
+    # limit per address. Any local process can say it too: failed sign-ins are limited
+    # for the whole app as well (web/auth.py), so no header lifts that limit.
     server = uvicorn.Server(uvicorn.Config(
         app, host=host.strip("[]"), port=int(port), access_log=False, log_config=None,
         log_level=args.log_level, proxy_headers=True, forwarded_allow_ips="127.0.0.1",

@@ -3,8 +3,10 @@
 ``POST /api/v1/photos``: one image (multipart field ``photo``) → ``{"sha256", ...}``.
 ``POST /api/v1/sites/{id}/inspections``: JSON, header ``Idempotency-Key`` → 201
 with the inspection, the clocks it closed and the corrective-action ids; the
-same key again gives the same answer and records nothing twice (the key is
-kept in ``state_dir/web.sqlite``, ``store/idempotency.py``). Errors are
+same key again with the same inspection gives the same answer and records
+nothing twice, and with another inspection is 422 (keys are each person's own
+and kept with a hash of the request in ``state_dir/web.sqlite``,
+``store/idempotency.py``). Errors are
 ``{"error": "path.to.field: message"}`` with a 4xx status.
 """
 
@@ -19,9 +21,9 @@ from fastapi.responses import JSONResponse
 from starlette.datastructures import UploadFile
 from starlette.formparsers import MultiPartException
 
-from ..store.idempotency import Conflict, Done, Pending
+from ..store.idempotency import Conflict, Done, Pending, body_digest
 from ..store.photos import PhotoError, PhotoTooLarge, StoredPhoto, store_photo
-from .auth import CSRF_HEADER, Caller, Refused, caller_of, check_csrf
+from .auth import CSRF_HEADER, Caller, Refused, caller_of, check_csrf, check_site
 from .context import Web, web_of
 from .record import record
 
@@ -84,10 +86,7 @@ async def post_inspection(site_id: str, request: Request) -> JSONResponse:
     web = web_of(request)
     caller = require(request, web)
     check_csrf(web.secret, caller, request.headers.get(CSRF_HEADER))
-    if web.config.site(site_id) is None:
-        raise Refused(404, f"site: {site_id[:64]!r} is not configured")
-    if not caller.user.may_record(site_id):
-        raise Refused(403, f"site: {caller.user.name} may not record inspections at {site_id}")
+    check_site(caller, web.config, site_id, record=True)
     key = request.headers.get("idempotency-key", "")
     if not KEY_RE.fullmatch(key):
         raise Refused(400, "Idempotency-Key: required, 8 to 128 characters of A-Z a-z 0-9 . _ : -")
@@ -104,20 +103,26 @@ async def post_inspection(site_id: str, request: Request) -> JSONResponse:
 
 def once(web: Web, caller: Caller, site_id: str, key: str,
          data: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-    """Record under ``key`` unless it was recorded already (then its answer again)."""
-    claim = web.keys.claim(key, caller.user.name, site_id, web.now_ms())
+    """Record under the caller's ``key`` unless it was recorded already (then its answer
+    again); the same key with another inspection is refused (422)."""
+    try:
+        digest = body_digest(site_id, data)
+    except ValueError:
+        raise Refused(422, "body: NaN and Infinity are not numbers here") from None
+    name = caller.user.name
+    claim = web.keys.claim(key, name, site_id, digest, web.now_ms())
     if isinstance(claim, Done):
         return claim.status, claim.answer
     if isinstance(claim, Pending):
         raise Refused(409, "Idempotency-Key: this inspection is being recorded; ask again"
                            " in a moment")
     if isinstance(claim, Conflict):
-        raise Refused(422, "Idempotency-Key: already used for another inspection")
+        raise Refused(422, "Idempotency-Key: already used with a different inspection")
     try:
         answer = record(web.config, web.photos_dir, caller.user, site_id, data, web.now_ms(),
                         web.wait_s)
     except BaseException:
-        web.keys.release(key)
+        web.keys.release(key, name)
         raise
-    web.keys.finish(key, 201, answer)
+    web.keys.finish(key, name, 201, answer)
     return 201, answer

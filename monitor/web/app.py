@@ -35,7 +35,7 @@ from ..store.idempotency import IdempotencyKeys
 from ..store.users import Users
 from . import api, pages
 from .auth import RateLimit, Refused
-from .context import HERE, MAX_FORM_PHOTOS, Web, is_loopback, wall_ms
+from .context import HERE, MAX_FORM_PHOTOS, Web, cookies_secure, wall_ms
 
 
 class BodyTooLarge(Exception):
@@ -107,7 +107,7 @@ def create_app(config: Config, *, clock: Callable[[], int] = wall_ms,
     web = Web(config=config, secret=read_secret(web_cfg.secret_file),
               users=Users.open(state_dir), keys=IdempotencyKeys.open(state_dir),
               photos_dir=photos_dir_of(config), max_photo_bytes=max_photo,
-              secure_cookies=not is_loopback(web_cfg.listen), clock=clock,
+              secure_cookies=cookies_secure(web_cfg), clock=clock,
               templates=Jinja2Templates(directory=str(HERE / "templates")),
               limiter=RateLimit(), wait_s=wait_s)
     @asynccontextmanager
@@ -154,7 +154,7 @@ def _handlers(app: FastAPI, web: Web) -> None:
         if wants_json(request):
             return JSONResponse({"error": exc.message}, status_code=exc.status)
         return web.templates.TemplateResponse(
-            request, "message.html", {"title": "Not done", "message": exc.message,
+            request, "message.html", {"title": exc.title, "message": exc.message,
                                       "user": None}, status_code=exc.status)
 
     @app.exception_handler(404)

@@ -13,10 +13,10 @@ from typing import Any, Final
 from fastapi import Request
 from fastapi.templating import Jinja2Templates
 
-from ..config import Config
+from ..config import Config, WebConfig
 from ..store.idempotency import IdempotencyKeys
 from ..store.users import Users
-from .auth import RateLimit
+from .auth import SIGNIN_FAILURES, RateLimit
 
 HERE: Final = Path(__file__).parent
 MAX_FORM_PHOTOS: Final = 10
@@ -36,6 +36,15 @@ def is_loopback(listen: str) -> bool:
         return False
 
 
+def cookies_secure(web: WebConfig) -> bool:
+    """Whether the app's cookies carry ``Secure``: whenever people reach it over https
+    (``public_url``), which in the documented deployment is a TLS proxy in front of
+    an app on loopback, and whenever it listens beyond loopback. Only an http
+    ``public_url`` on loopback (a test, the demo) leaves it off: a browser would
+    never send a Secure cookie back over http."""
+    return web.public_url.startswith("https://") or not is_loopback(web.listen)
+
+
 @dataclass
 class Web:
     """What every route needs: the configuration, the secret, the stores, the clock."""
@@ -51,6 +60,9 @@ class Web:
     templates: Jinja2Templates
     limiter: RateLimit
     wait_s: float = 20.0
+    #: Failed sign-ins from every address together (``auth``: the rate limit).
+    failed_signins: RateLimit = field(
+        default_factory=lambda: RateLimit(attempts=SIGNIN_FAILURES))
     #: The officer page's log book verdict, by head (``pages.verdict``).
     cache: dict[str, Any] = field(default_factory=dict)
 

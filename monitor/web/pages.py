@@ -3,7 +3,8 @@ overview, the report and the log book as CSV. Plain HTML forms that work without
 JavaScript; ``static/app.js`` adds the camera, the location and the offline queue.
 
 Every page that shows a site checks ``may_read``, the form ``may_record``, on
-every request; a page without a session asks for sign-in (401).
+every request (``auth.check_site``: a site the person may not read is answered
+as one that does not exist); a page without a session asks for sign-in (401).
 """
 
 from __future__ import annotations
@@ -29,11 +30,18 @@ from .auth import (
     CSRF_FIELD,
     NEXT_COOKIE,
     SESSION_COOKIE,
+    SIGNIN_COOKIE,
+    SIGNIN_FIELD,
     Caller,
     Refused,
     caller_of,
     check_csrf,
+    check_site,
+    clear_cookie,
     csrf_token,
+    set_cookie,
+    signin_nonce,
+    signin_refusal,
 )
 from .context import HERE, MAX_FORM_PHOTOS, Web, web_of
 from .record import CONDITIONS, KINDS, STATEMENT, local_input_to_iso
@@ -43,6 +51,8 @@ router = APIRouter()
 STATIC: Final = {"app.js": "text/javascript", "app.css": "text/css", "sw.js": "text/javascript",
                  "manifest.json": "application/manifest+json"}
 FORM_ROWS: Final = 3
+#: The pre-sign-in cookie goes to the sign-in posts only.
+SIGNIN_PATH: Final = "/signin/"
 
 
 @contextmanager
@@ -69,13 +79,6 @@ def signed_in(request: Request, web: Web) -> Caller:
         raise Refused(401, "sign-in: you are not signed in on this phone; open the sign-in"
                            " link you were sent (`stormwatch user link --send`)")
     return caller
-
-
-def readable(caller: Caller, web: Web, site_id: str) -> None:
-    if web.config.site(site_id) is None:
-        raise Refused(404, f"site: {site_id[:64]!r} is not configured")
-    if not caller.user.may_read(site_id):
-        raise Refused(403, f"site: {caller.user.name} may not see {site_id}")
 
 
 def _sites_of(web: Web, user: User) -> list[str]:
@@ -109,9 +112,16 @@ def _limit(request: Request, web: Web) -> None:
 
 @router.get("/signin/{token}")
 def signin_page(token: str, request: Request) -> Response:
+    """The sign-in button, and the pre-sign-in cookie its post must bring back (``auth``)."""
     web = web_of(request)
     _limit(request, web)
-    return page(web, request, "signin.html", None, token=token)
+    nonce = signin_nonce(request)
+    response = page(web, request, "signin.html", None, token=token, check=nonce,
+                    check_field=SIGNIN_FIELD)
+    set_cookie(response, SIGNIN_COOKIE, nonce, secure=web.secure_cookies, max_age=86400,
+               path=SIGNIN_PATH, samesite="strict")
+    response.headers["Cache-Control"] = "no-store"  # its address holds the token
+    return response
 
 
 @router.post("/signin/{token}")
@@ -119,8 +129,16 @@ async def signin(token: str, request: Request) -> Response:
     web = web_of(request)
     _limit(request, web)
     form = await request.form(max_files=0, max_fields=5)
+    refusal = signin_refusal(request, _field(form, SIGNIN_FIELD))
+    if refusal is not None:  # checked before the link is used: a refusal uses nothing up
+        raise Refused(403, refusal, title="Sign-in refused")
+    if web.failed_signins.full("signin"):
+        raise Refused(429, "sign-in: too many failed sign-ins on this server in the last"
+                           " minute; wait a minute and press Sign in again (the link was"
+                           " not used)")
     user = web.users.redeem_signin(token, web.now_ms())
     if user is None:
+        web.failed_signins.count("signin")
         raise Refused(400, "link: this sign-in link is used, expired or unknown; ask for a"
                            " new one")
     assert web.config.web is not None
@@ -131,10 +149,10 @@ async def signin(token: str, request: Request) -> Response:
     if not target.startswith("/") or target.startswith("//"):
         target = "/"
     response = RedirectResponse(target, status_code=303)
-    response.set_cookie(SESSION_COOKIE, session, max_age=round(days * 86400) if remember
-                        else None, httponly=True, samesite="lax", secure=web.secure_cookies,
-                        path="/")
-    response.delete_cookie(NEXT_COOKIE, path="/")
+    set_cookie(response, SESSION_COOKIE, session, secure=web.secure_cookies,
+               max_age=round(days * 86400) if remember else None)
+    clear_cookie(response, NEXT_COOKIE, secure=web.secure_cookies)
+    clear_cookie(response, SIGNIN_COOKIE, secure=web.secure_cookies, path=SIGNIN_PATH)
     return response
 
 
@@ -147,7 +165,11 @@ async def signout(request: Request) -> Response:
     if caller.session_id:
         web.users.end_session(caller.session_id)
     response = RedirectResponse("/", status_code=303)
-    response.delete_cookie(SESSION_COOKIE, path="/")
+    clear_cookie(response, SESSION_COOKIE, secure=web.secure_cookies)
+    # What the phone keeps of the session: the worker's copies of the pages (the form
+    # with its CSRF token) and the offline queue. The browser deletes them on this
+    # header; app.js deletes them itself before it posts (a browser without it).
+    response.headers["Clear-Site-Data"] = '"cache", "storage"'
     return response
 
 
@@ -165,8 +187,7 @@ def alert_link(token: str, request: Request) -> Response:
         response = page(web, request, "message.html", None, status=401, title="Sign in first",
                         message="Open the sign-in link you were sent on this phone; the form"
                                 f" of {claim.site} opens after that.")
-        response.set_cookie(NEXT_COOKIE, target, max_age=3600, httponly=True,
-                            samesite="lax", secure=web.secure_cookies, path="/")
+        set_cookie(response, NEXT_COOKIE, target, secure=web.secure_cookies, max_age=3600)
         return response
     return RedirectResponse(target, status_code=303)
 
@@ -191,7 +212,7 @@ def home(request: Request) -> Response:
 def site_page(site_id: str, request: Request) -> Response:
     web = web_of(request)
     caller = signed_in(request, web)
-    readable(caller, web, site_id)
+    check_site(caller, web.config, site_id)
     with reading(web) as store:
         view = read_sites(web.config, store, web.now_ms(), [site_id], detail=True)[0]
     return page(web, request, "site.html", caller, v=view)
@@ -246,9 +267,7 @@ def _form_context(web: Web, caller: Caller, view: SiteView, clock: str | None) -
 def inspect_form(site_id: str, request: Request, clock: str | None = None) -> Response:
     web = web_of(request)
     caller = signed_in(request, web)
-    readable(caller, web, site_id)
-    if not caller.user.may_record(site_id):
-        raise Refused(403, f"site: {caller.user.name} may not record inspections at {site_id}")
+    check_site(caller, web.config, site_id, record=True)
     with reading(web) as store:
         view = read_sites(web.config, store, web.now_ms(), [site_id])[0]
     return page(web, request, "inspect.html", caller, **_form_context(web, caller, view, clock))
@@ -308,9 +327,7 @@ def form_to_json(web: Web, site_id: str, form: FormData) -> dict[str, Any]:
 async def inspect_post(site_id: str, request: Request) -> Response:
     web = web_of(request)
     caller = signed_in(request, web)
-    readable(caller, web, site_id)
-    if not caller.user.may_record(site_id):
-        raise Refused(403, f"site: {caller.user.name} may not record inspections at {site_id}")
+    check_site(caller, web.config, site_id, record=True)
     try:
         form = await request.form(max_files=MAX_FORM_PHOTOS + 20, max_fields=400)
     except MultiPartException as exc:
@@ -335,7 +352,7 @@ async def inspect_post(site_id: str, request: Request) -> Response:
 def report(site_id: str, request: Request, format: str = "html") -> Response:
     web = web_of(request)
     caller = signed_in(request, web)
-    readable(caller, web, site_id)
+    check_site(caller, web.config, site_id)
     from ..views.report.build import build_report, parse_bound
     site = web.config.site(site_id)
     assert site is not None
@@ -369,7 +386,7 @@ def _default_from(web: Web) -> str:
 def logbook_csv(site_id: str, request: Request) -> Response:
     web = web_of(request)
     caller = signed_in(request, web)
-    readable(caller, web, site_id)
+    check_site(caller, web.config, site_id)
     from ..views.logbook import export_logbook
     with reading(web) as store:
         text = export_logbook(web.config, store, site_id, "csv")

@@ -1,5 +1,5 @@
-"""``stormwatch user add|link|token`` as a person runs them: the real command line,
-a real ``users.sqlite``, a real mail server for ``--send``.
+"""``stormwatch user add|link|token|list|sites|revoke|remove`` as a person runs them:
+the real command line, a real ``users.sqlite``, a real mail server for ``--send``.
 
 Every refusal is one line naming the flag, exit 2, no traceback; what is
 printed (a sign-in link, a bearer token) is checked by redeeming it in the
@@ -208,12 +208,128 @@ def test_token_is_printed_once_and_a_new_one_replaces_it(tmp_path: Path) -> None
     assert first.returncode == 0 and re.fullmatch(r"[A-Za-z0-9_-]{43}\n", first.stdout)
     second = sw("user", "token", "--config", str(cfg), "--name", "Officer Diaz")
     assert second.returncode == 0 and second.stdout != first.stdout
+    now = round(time.time() * 1000)
     with Users.open(tmp_path / "state") as users:
-        assert users.api_user(first.stdout.strip()) is None
-        user = users.api_user(second.stdout.strip())
+        assert users.api_user(first.stdout.strip(), now) is None
+        user = users.api_user(second.stdout.strip(), now)
     assert user is not None and user.role == "officer"
     raw = b"".join(p.read_bytes() for p in (tmp_path / "state").iterdir() if p.is_file())
     assert second.stdout.strip().encode() not in raw
     refused(sw("user", "token", "--config", str(cfg), "--name", "nobody"),
             "stormwatch user token: --name: there is no user named 'nobody' (users: "
             "Officer Diaz; add one with `stormwatch user add`)")
+
+
+# --------------------------------------------------------------------------- user list
+
+
+def test_list_shows_each_person_and_what_of_their_access_works(tmp_path: Path) -> None:
+    cfg = write(tmp_path)
+    empty = sw("user", "list", "--config", str(cfg))
+    assert (empty.returncode, empty.stdout) == (0, "no users yet; add one with "
+                                                   "`stormwatch user add`\n")
+    assert add(cfg, "J. Rivera", "qp", "--site", "branch-meadows").returncode == 0
+    assert add(cfg, "Officer Diaz", "officer").returncode == 0
+    sw("user", "link", "--config", str(cfg), "--name", "J. Rivera")
+    sw("user", "link", "--config", str(cfg), "--name", "J. Rivera")
+    token = sw("user", "token", "--config", str(cfg), "--name", "Officer Diaz",
+               "--valid-days", "30")
+    until = token.stderr.split("until ")[1].split(";")[0]
+    with Users.open(tmp_path / "state") as users:
+        users.new_session("J. Rivera", round(time.time() * 1000), 30)
+    out = sw("user", "list", "--config", str(cfg))
+    assert (out.returncode, out.stderr) == (0, "")
+    assert out.stdout == (
+        "J. Rivera (qp, rivera@example.org): records on branch-meadows; 1 session, no API"
+        " token, 2 unused sign-in links\n"
+        "Officer Diaz (officer, diaz@example.org): reads every site; 0 sessions, an API token"
+        f" until {until}, 0 unused sign-in links\n")
+    assert token.stdout.strip() not in out.stdout
+
+
+# --------------------------------------------------------------------------- user token
+
+
+def test_token_says_how_long_it_works(tmp_path: Path) -> None:
+    cfg = write(tmp_path)
+    assert add(cfg, "A. Lee", "qp", "--site", "branch-meadows").returncode == 0
+    before = round(time.time() * 1000)
+    out = sw("user", "token", "--config", str(cfg), "--name", "A. Lee")
+    assert out.returncode == 0 and re.fullmatch(r"[A-Za-z0-9_-]{43}\n", out.stdout)
+    assert re.fullmatch(r"valid 90 days, until \d{4}-\d\d-\d\d \d\d:\d\d UTC; any earlier "
+                        r"token of A\. Lee stops working\n", out.stderr), out.stderr
+    with Users.open(tmp_path / "state") as users:
+        assert users.api_user(out.stdout.strip(), before + 90 * 86_400_000 - 60_000)
+        assert users.api_user(out.stdout.strip(), before + 90 * 86_400_000 + 60_000) is None
+    for days in ("0", "367"):
+        refused(sw("user", "token", "--config", str(cfg), "--name", "A. Lee",
+                   "--valid-days", days),
+                f"stormwatch user token: --valid-days: must be 1 to 366 (got {days})")
+
+
+# --------------------------------------------------------------------------- user sites
+
+
+def test_sites_are_changed_as_user_add_checks_them(tmp_path: Path) -> None:
+    cfg = write(tmp_path)
+    assert add(cfg, "J. Rivera", "qp", "--site", "branch-meadows").returncode == 0
+    assert add(cfg, "Officer Diaz", "officer").returncode == 0
+
+    def sites(*args: str) -> subprocess.CompletedProcess[str]:
+        return sw("user", "sites", "--config", str(cfg), *args)
+
+    prefix = "stormwatch user sites: "
+    refused(sites("--name", "J. Rivera", "--site", "mill-road-lot"),
+            prefix + "--name: 'J. Rivera' is not on the qualified_professionals roster of "
+            "site mill-road-lot (M. Chen)")
+    refused(sites("--name", "J. Rivera", "--all-sites"),
+            prefix + "--name: 'J. Rivera' is not on the qualified_professionals roster of "
+            "site mill-road-lot (M. Chen); --site limits the sites they record on")
+    refused(sites("--name", "J. Rivera", "--site", "nowhere"),
+            prefix + "--site: unknown site 'nowhere' (configured: branch-meadows, "
+            "mill-road-lot)")
+    refused(sites("--name", "J. Rivera"),
+            prefix + "--site: give the sites they record on (repeatable), or --all-sites")
+    refused(sites("--name", "J. Rivera", "--site", "branch-meadows", "--all-sites"),
+            prefix + "--all-sites: not together with --site")
+    refused(sites("--name", "Officer Diaz", "--site", "branch-meadows"),
+            prefix + "--name: Officer Diaz is an officer, who reads every site and records "
+            "nothing (--site goes with a qp)")
+    refused(sites("--name", "nobody", "--site", "branch-meadows"),
+            prefix + "--name: there is no user named 'nobody' (users: J. Rivera, Officer "
+            "Diaz; add one with `stormwatch user add`)")
+    assert people(tmp_path)[0].sites == ("branch-meadows",)  # nothing changed by a refusal
+
+    # A change that passes: tests/web/test_access.py, through the running app.
+
+
+# --------------------------------------------------------------------------- revoke, remove
+
+
+def test_revoke_and_remove_end_access_and_refuse_nobody(tmp_path: Path) -> None:
+    cfg = write(tmp_path)
+    assert add(cfg, "A. Lee", "qp", "--site", "branch-meadows").returncode == 0
+    link = sw("user", "link", "--config", str(cfg), "--name", "A. Lee").stdout.strip()
+    token = sw("user", "token", "--config", str(cfg), "--name", "A. Lee").stdout.strip()
+    now = round(time.time() * 1000)
+    out = sw("user", "revoke", "--config", str(cfg), "--name", "A. Lee")
+    assert (out.returncode, out.stderr) == (0, "")
+    assert out.stdout.startswith("revoked A. Lee's access: ended 0 sessions, an API token "
+                                 "until ")
+    with Users.open(tmp_path / "state") as users:
+        assert users.api_user(token, now) is None
+        assert users.redeem_signin(link.rsplit("/", 1)[1], now) is None
+        assert users.get("A. Lee") is not None  # they stay
+    again = sw("user", "revoke", "--config", str(cfg), "--name", "A. Lee")
+    assert again.stdout == ("revoked A. Lee's access: ended 0 sessions, no API token, 0 unused"
+                            " sign-in links; they stay (qp, records on branch-meadows), and "
+                            "`stormwatch user link` signs them in again\n")
+    out = sw("user", "remove", "--config", str(cfg), "--name", "A. Lee")
+    assert out.stdout == ("removed A. Lee (qp): ended 0 sessions, no API token, 0 unused "
+                          "sign-in links; the inspections they recorded keep their name in "
+                          "the log book\n")
+    assert people(tmp_path) == []
+    for action in ("revoke", "remove"):
+        refused(sw("user", action, "--config", str(cfg), "--name", "A. Lee"),
+                f"stormwatch user {action}: --name: there is no user named 'A. Lee' (users: "
+                "none yet; add one with `stormwatch user add`)")

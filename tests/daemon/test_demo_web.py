@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from ..support.daemonkit import ROOT
-from ..support.webkit import csrf_of
+from ..support.webkit import csrf_of, press_sign_in
 
 pytestmark = pytest.mark.integration
 
@@ -42,7 +42,7 @@ def test_the_demo_prints_a_link_whose_form_closes_the_storm_clock() -> None:
         storm_links = re.findall(r"Inspection form: (http://\S+/a/\S+)", text)
         assert signin and storm_links, text
         with httpx.Client() as client:
-            assert client.post(signin.group(1)).status_code == 303
+            assert press_sign_in(client, signin.group(1)).status_code == 303
             forms = [client.get(link, follow_redirects=True) for link in storm_links]
             form = next(f for f in forms if "clock=storm-" in str(f.url))
             key = form.text.split('name="idempotency_key" value="')[1].split('"')[0]

@@ -98,12 +98,12 @@ def test_an_expired_token_stays_refused(users: Users) -> None:
 
 def test_unknown_tokens_and_tokens_of_other_kinds_sign_nobody_in(users: Users) -> None:
     session = users.new_session("J. Rivera", T0, days=30)
-    api = users.issue_api_token("J. Rivera")
+    api = users.issue_api_token("J. Rivera", T0)
     for token in ("", "not-a-token", session, api):
         assert users.redeem_signin(token, T0) is None
     signin = users.issue_signin("J. Rivera", T0)
-    assert users.session_user(signin, T0) is None and users.api_user(signin) is None
-    assert users.session_user(api, T0) is None and users.api_user(session) is None
+    assert users.session_user(signin, T0) is None and users.api_user(signin, T0) is None
+    assert users.session_user(api, T0) is None and users.api_user(session, T0) is None
 
 
 def test_two_racing_redeems_of_one_link_let_one_in(users: Users, tmp_path: Path) -> None:
@@ -126,7 +126,7 @@ def test_two_racing_redeems_of_one_link_let_one_in(users: Users, tmp_path: Path)
 def test_tokens_for_nobody_are_refused(users: Users) -> None:
     issues: list[Callable[[], str]] = [lambda: users.issue_signin("nobody", T0),
                                        lambda: users.new_session("nobody", T0, 30),
-                                       lambda: users.issue_api_token("nobody")]
+                                       lambda: users.issue_api_token("nobody", T0)]
     for issue in issues:
         with pytest.raises(UserError) as info:
             issue()
@@ -166,15 +166,15 @@ def test_sessions_survive_a_reopen(users: Users, tmp_path: Path) -> None:
 
 
 def test_an_api_token_names_its_holder_until_replaced(users: Users) -> None:
-    first = users.issue_api_token("A. Lee")
-    assert users.api_user(first) == LEE
-    second = users.issue_api_token("A. Lee")
+    first = users.issue_api_token("A. Lee", T0)
+    assert users.api_user(first, T0) == LEE
+    second = users.issue_api_token("A. Lee", T0)
     assert second != first
-    assert users.api_user(second) == LEE
-    assert users.api_user(first) is None  # the new one replaces it
-    rivera = users.issue_api_token("J. Rivera")
-    assert users.api_user(rivera) == RIVERA and users.api_user(second) == LEE
-    assert users.api_user("") is None
+    assert users.api_user(second, T0) == LEE
+    assert users.api_user(first, T0) is None  # the new one replaces it
+    rivera = users.issue_api_token("J. Rivera", T0)
+    assert users.api_user(rivera, T0) == RIVERA and users.api_user(second, T0) == LEE
+    assert users.api_user("", T0) is None
 
 
 # --------------------------------------------------------------------------- only hashes
@@ -182,7 +182,7 @@ def test_an_api_token_names_its_holder_until_replaced(users: Users) -> None:
 
 def test_only_hashes_of_tokens_are_stored(users: Users, tmp_path: Path) -> None:
     tokens = [users.issue_signin("J. Rivera", T0), users.issue_signin("A. Lee", T0),
-              users.new_session("J. Rivera", T0, days=30), users.issue_api_token("A. Lee")]
+              users.new_session("J. Rivera", T0, days=30), users.issue_api_token("A. Lee", T0)]
     users.redeem_signin(tokens[1], T0)
     users.close()
     raw = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())

@@ -7,6 +7,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from fastapi.testclient import TestClient
+
+from monitor.config import Config
 from monitor.store.users import User, Users
 
 from .daemonkit import CONFIG
@@ -54,6 +57,32 @@ def write_web_config(tmp_path: Path, port: int = 1, *, listen: str = "127.0.0.1:
     return path
 
 
+def client_for(config: Config, app: Any = None) -> TestClient:
+    """A TestClient of ``app`` (``create_app(config)`` by default) at the scheme of
+    ``web.public_url``: the app's cookies are Secure when it is https, and httpx, like a
+    browser, sends those back over https only."""
+    from monitor.web.app import create_app
+    assert config.web is not None
+    scheme = "https" if config.web.public_url.startswith("https://") else "http"
+    return TestClient(app if app is not None else create_app(config, wait_s=0.5),
+                      base_url=f"{scheme}://testserver")
+
+
+def web_env(tmp_path: Path, *, listen: str = "127.0.0.1:8080", public: str = PUBLIC
+            ) -> dict[str, Any]:
+    """A state directory with a database and the people of ``add_people``, and a client of
+    the app on it: ``client``, ``config``, ``state`` (the directory), ``path`` (the file)."""
+    from monitor.config.file import load_config
+    from monitor.store.opening import open_store
+    path = write_web_config(tmp_path, listen=listen, public=public)
+    loaded = load_config(path, env={})
+    with open_store(loaded):
+        pass
+    add_people(tmp_path / "state")
+    return {"client": client_for(loaded), "config": loaded, "state": tmp_path / "state",
+            "path": path}
+
+
 def add_people(state_dir: Path) -> None:
     with Users.open(state_dir) as users:
         users.add(User(QP, "qp", "jr@example.org", (SITE,)))
@@ -66,10 +95,21 @@ def signin_token(state_dir: Path, name: str) -> str:
         return users.issue_signin(name, round(time.time() * 1000))
 
 
+def press_sign_in(client: Any, link: str, **form: str) -> Any:
+    """What a phone does with a sign-in link: open its page, press "Sign in" (with
+    "Remember this phone"). ``client``: a TestClient or an ``httpx.Client``; ``link``
+    a path or a URL. The answer to the post (not followed)."""
+    shown = client.get(link)
+    assert shown.status_code == 200, shown.text
+    check = re.search(r'name="signin_check" value="([^"]+)"', shown.text)
+    assert check, shown.text[:500]
+    return client.post(link, data={"remember": "on", "signin_check": check[1], **form},
+                       follow_redirects=False)
+
+
 def sign_in(client: Any, state_dir: Path, name: str) -> str:
     """Sign ``client`` (a TestClient) in as ``name``; the CSRF token of its session."""
-    token = signin_token(state_dir, name)
-    got = client.post(f"/signin/{token}", data={"remember": "on"}, follow_redirects=False)
+    got = press_sign_in(client, f"/signin/{signin_token(state_dir, name)}")
     assert got.status_code == 303, got.text
     return csrf_of(client.get("/").text)
 

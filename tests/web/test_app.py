@@ -10,27 +10,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fastapi.testclient import TestClient
 
-from monitor.config.file import load_config
 from monitor.contract.events import InspectionRecorded
 from monitor.sinks.notify.links import sign_link
 from monitor.store.opening import open_store
 
 from ..support.photos import jpeg_with_gps
-from ..support.webkit import OFFICER, QP, SITE, add_people, sign_in, write_web_config
+from ..support.webkit import (
+    OFFICER,
+    QP,
+    SITE,
+    client_for,
+    sign_in,
+    web_env,
+)
 
 
 @pytest.fixture
 def app_env(tmp_path: Path) -> dict[str, Any]:
-    from monitor.web.app import create_app
-    path = write_web_config(tmp_path)
-    config = load_config(path, env={})
-    with open_store(config):
-        pass
-    add_people(tmp_path / "state")
-    client = TestClient(create_app(config, wait_s=0.5))
-    return {"client": client, "config": config, "state": tmp_path / "state", "path": path}
+    return web_env(tmp_path)
 
 
 def inspections(config: Any) -> list[InspectionRecorded]:
@@ -91,7 +89,7 @@ def test_the_api_records_once_per_idempotency_key(app_env: dict[str, Any]) -> No
     client, config = app_env["client"], app_env["config"]
     from monitor.store.users import Users
     with Users.open(app_env["state"]) as users:
-        token = users.issue_api_token(QP)
+        token = users.issue_api_token(QP, round(time.time() * 1000))
     auth = {"Authorization": f"Bearer {token}"}
     up = client.post("/api/v1/photos", headers=auth,
                      files={"photo": ("p.jpg", jpeg_with_gps(), "image/jpeg")})
@@ -109,8 +107,7 @@ def test_the_api_records_once_per_idempotency_key(app_env: dict[str, Any]) -> No
     assert len(inspections(config)) == 1
     assert first.json()["corrective_actions"][0].startswith("ca-")
     # The key survives a new app (it is in the state directory, not in memory).
-    from monitor.web.app import create_app
-    fresh = TestClient(create_app(config, wait_s=0.5))
+    fresh = client_for(config)
     third = fresh.post(f"/api/v1/sites/{SITE}/inspections", headers=headers, json=body)
     assert third.json() == first.json() and len(inspections(config)) == 1
     bad = client.post(f"/api/v1/sites/{SITE}/inspections",

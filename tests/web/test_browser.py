@@ -31,7 +31,16 @@ from ..support.childproc import free_port
 from ..support.daemonkit import DaemonProcess, Publisher, cli, counter_storm, events_of, wait_until
 from ..support.photos import jpeg_with_gps
 from ..support.receivers import HttpReceiver, SmtpReceiver
-from ..support.webkit import OFFICER, QP, SITE, WebProcess, add_people, write_web_config
+from ..support.webkit import (
+    OFFICER,
+    QP,
+    SITE,
+    WebProcess,
+    add_people,
+    signin_token,
+    web_env,
+    write_web_config,
+)
 
 pytestmark = pytest.mark.integration
 CHROMIUM = "/usr/bin/chromium"
@@ -109,7 +118,8 @@ def browser() -> Any:
     from playwright.sync_api import sync_playwright
     pw = sync_playwright().start()
     return pw, pw.chromium.launch(executable_path=CHROMIUM, args=[
-        "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"])
 
 
 def fill_form(page: Any, photo: Path) -> None:
@@ -220,3 +230,118 @@ def test_an_inspection_made_offline_is_sent_once_when_back_online(stack: Stack) 
     assert len(recorded(stack)) == 1
     assert [c["outcome"] for c in events_of(stack.cfg, "clock_closed")
             if c["clock"] == "storm"] == ["met"]
+
+
+# --------------------------------------------------------------------------- sign-out
+
+
+@pytest.fixture
+def lone_web(tmp_path: Path) -> Iterator[dict[str, Any]]:
+    """``stormwatch web`` alone (no daemon: the pages read the state it was left in)."""
+    if not Path(CHROMIUM).exists():
+        pytest.skip("no /usr/bin/chromium (deploy/install-test-deps.sh installs it)")
+    pytest.importorskip("playwright.sync_api")
+    port = free_port()
+    made = web_env(tmp_path, listen=f"127.0.0.1:{port}", public=f"http://127.0.0.1:{port}")
+    web = WebProcess(made["path"], port)
+    try:
+        yield {**made, "web": web}
+    finally:
+        web.stop()
+    assert "Traceback" not in web.log(), web.log()
+
+
+QUEUED = """async () => {
+  const db = await new Promise((ok, fail) => {
+    const req = indexedDB.open("stormwatch", 1);
+    req.onupgradeneeded = () => req.result.createObjectStore("queue", { keyPath: "key" });
+    req.onsuccess = () => ok(req.result); req.onerror = () => fail(req.error);
+  });
+  const n = await new Promise((ok) => {
+    const r = db.transaction("queue").objectStore("queue").count();
+    r.onsuccess = () => ok(r.result);
+  });
+  db.close();
+  return n;
+}"""
+CACHED = """async () => {
+  const urls = [];
+  for (const name of await caches.keys()) {
+    for (const req of await (await caches.open(name)).keys()) urls.push(new URL(req.url).pathname);
+  }
+  return urls;
+}"""
+
+
+def offline_text(page: Any, url: str) -> str:
+    """What the phone shows at ``url`` without a network (its own error page: "")."""
+    from playwright.sync_api import Error
+    try:
+        page.goto(url)
+    except Error as exc:
+        # Chromium's own offline page: said as the error, or as a navigation to it.
+        if "ERR_INTERNET_DISCONNECTED" in str(exc) or "chrome-error://" in str(exc):
+            return ""
+        raise
+    return str(page.content())
+
+
+def test_sign_out_clears_the_pages_and_the_queue_from_the_phone(
+        lone_web: dict[str, Any]) -> None:
+    web: WebProcess = lone_web["web"]
+    site, form = f"{web.url}/sites/{SITE}", f"{web.url}/sites/{SITE}/inspect"
+    pw, chromium = browser()
+    try:
+        ctx = chromium.new_context(**PHONE)
+        page = ctx.new_page()
+        asked: list[str] = []
+
+        def answer(dialog: Any) -> None:  # "sign out anyway?"
+            asked.append(dialog.message)
+            dialog.accept()
+
+        page.on("dialog", answer)
+        page.goto(f"{web.url}/signin/{signin_token(lone_web['state'], QP)}")
+        page.get_by_role("button", name="Sign in").click()
+        page.wait_for_url(web.url + "/")
+        page.evaluate("navigator.serviceWorker.ready.then(() => true)")
+        page.reload()  # now under the worker, which keeps what is opened
+        for url in (site, form):
+            page.goto(url)
+        assert {f"/sites/{SITE}", f"/sites/{SITE}/inspect"} <= set(page.evaluate(CACHED))
+        # Offline, the form opens from the worker's cache, and a submission waits in the
+        # queue; the API is unreachable, so it still waits once the phone is online again.
+        ctx.route("**/api/v1/**", lambda route: route.abort())
+        ctx.set_offline(True)
+        assert "Record inspection" in offline_text(page, form)
+        page.locator("#certified").check()
+        page.get_by_role("button", name="Record inspection").click()
+        page.wait_for_selector("#queue[data-waiting='1']", state="attached")
+        ctx.set_offline(False)
+        page.goto(site)
+        page.wait_for_selector("#queue[data-waiting='1']", state="attached")
+        assert page.evaluate(QUEUED) == 1
+
+        page.get_by_role("button", name="Sign out").click()
+        page.wait_for_url(web.url + "/")
+        assert asked == ["1 inspection has not been sent yet (no network). Signing out"
+                         " deletes them from this phone. Sign out anyway?"]
+        assert "Sign in" in page.content()
+        assert page.evaluate(QUEUED) == 0
+        assert [u for u in page.evaluate(CACHED) if u.startswith("/sites/")] == []
+        ctx.set_offline(True)
+        for url in (site, form):
+            shown = offline_text(page, url)
+            assert "Record inspection" not in shown and SITE not in shown, shown[:300]
+            assert 'name="csrf"' not in shown
+    finally:
+        chromium.close()
+        pw.stop()
+    assert recorded_nowhere(lone_web)
+
+
+def recorded_nowhere(env: dict[str, Any]) -> bool:
+    """No inspection reached the journal (the queued one was never sent)."""
+    from monitor.store.opening import open_store
+    with open_store(env["config"], readonly=True) as store:
+        return store.journal.max_seq() == 0

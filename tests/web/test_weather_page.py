@@ -26,9 +26,8 @@ from monitor.host.engine import EngineHost
 from monitor.host.rows import journal_in
 from monitor.sources.nws import meta_key
 from monitor.store.opening import open_store
-from monitor.web.app import create_app
 
-from ..support.webkit import QP, SITE, add_people, sign_in, write_web_config
+from ..support.webkit import QP, SITE, add_people, client_for, sign_in, write_web_config
 
 H = MS_PER_HOUR
 WEATHER = """\
@@ -58,7 +57,7 @@ def client_with(tmp_path: Path, items: list[Any], source: dict[str, Any] | None)
         if source is not None:
             store.state.meta_set(meta_key(SITE), json.dumps(source))
     add_people(tmp_path / "state")
-    client = TestClient(create_app(config, wait_s=0.5))
+    client: TestClient = client_for(config)
     sign_in(client, tmp_path / "state", QP)
     return client
 

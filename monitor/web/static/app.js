@@ -3,6 +3,10 @@
 // submission goes through the API (photos first, then the inspection with its
 // Idempotency-Key) and, without a network, waits in IndexedDB until the phone
 // is online again. The page says how many wait.
+// Signing out leaves nothing of the session on the phone: the queue and the
+// worker's copies of the pages (the form with its CSRF token) are deleted
+// before the post (after asking, when inspections still wait), and the
+// answer's Clear-Site-Data deletes them again where the browser knows it.
 "use strict";
 (function () {
   const DB = "stormwatch", STORE = "queue";
@@ -27,6 +31,26 @@
   const queued = () => tx("readonly", (s) => s.getAll());
   const enqueue = (item) => tx("readwrite", (s) => s.put(item));
   const dequeue = (key) => tx("readwrite", (s) => s.delete(key));
+  const emptyQueue = () => tx("readwrite", (s) => s.clear());
+
+  async function purge() {
+    await emptyQueue();
+    if (window.caches) for (const name of await caches.keys()) await caches.delete(name);
+  }
+
+  function guardSignOut() {
+    const out = document.querySelector("form[action='/signout']");
+    if (!out) return;
+    out.addEventListener("submit", async (ev) => {
+      ev.preventDefault();
+      const n = (await queued()).length;
+      const waits = n === 1 ? "1 inspection has" : n + " inspections have";
+      if (n && !confirm(waits + " not been sent yet (no network). Signing out deletes"
+                        + " them from this phone. Sign out anyway?")) return;
+      try { await purge(); } catch (e) { /* the answer's Clear-Site-Data still clears */ }
+      out.submit();  // submit() fires no submit event: this handler does not run again
+    });
+  }
 
   async function showQueue() {
     const el = document.getElementById("queue");
@@ -146,6 +170,7 @@
         }, (e) => { where.textContent = "Location refused: " + e.message; }, { enableHighAccuracy: true, timeout: 15000 });
       });
     }
+    guardSignOut();
     if ("serviceWorker" in navigator) navigator.serviceWorker.register("/sw.js", { scope: "/" }).catch(() => {});
     window.addEventListener("online", flush);
     showQueue().then(flush);
