@@ -120,8 +120,9 @@ class InspectionRecorded(Body):
 
     ``inspectors`` and ``credentials`` (from the roster when it was entered) are
     parallel lists: the first inspector certifies the report and carries the
-    credential, the others are companions (credential ""); ``entered_at`` is when it reached stormwatch, ``backdated``
-    whether that was more than ``backdate_alert_hours`` after ``inspected_at``.
+    credential, the others are companions (credential ""); ``entered_at`` is when
+    it reached stormwatch, ``backdated`` whether that was more than
+    ``backdate_alert_hours`` after ``inspected_at``.
     ``findings`` are ``{practice, condition}``, ``corrective_actions`` ``{id, text,
     due}``; ``resolves`` names earlier corrective actions it closes. From the field
     app also ``photos`` (``{sha256, taken_at, lat, lon, caption}``), ``location``

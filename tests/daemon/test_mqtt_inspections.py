@@ -117,11 +117,15 @@ def test_a_retained_inspection_is_recorded_once_however_often_the_daemon_restart
     secured.inspect({"inspector": "J. Rivera", "kind": "routine", "ts": now_iso(10)},
                     retain=True)
     wait_until(lambda: len(secured.recorded()) == 1, 20, "the inspection")
-    for restart in (1, 2):
+
+    def restart(n: int) -> None:
         assert secured.daemon.stop() == 0
         secured.daemon.start()
-        wait_until(lambda: secured.rejected("retained") >= restart, 20,
-                   f"the retained copy at restart {restart}")
+        wait_until(lambda: secured.rejected("retained") >= n, 20,
+                   f"the retained copy at restart {n}")
+
+    restart(1)
+    restart(2)
     assert len(secured.recorded()) == 1
     assert secured.rejected("missing_ts") == 1
 

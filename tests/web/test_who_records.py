@@ -44,7 +44,7 @@ def env(tmp_path: Path) -> dict[str, Any]:
         # them (qualified_professionals: J. Rivera, M. Chen), their account is still there.
         for name in (QP, QP2, GONE):
             users.add(User(name, "qp", None, (SITE,)))
-            tokens[name] = users.issue_api_token(name)
+            tokens[name] = users.issue_api_token(name, round(time.time() * 1000))
     return {"client": TestClient(create_app(config, wait_s=0.5)), "config": config,
             "tokens": tokens}
 
