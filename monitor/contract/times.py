@@ -37,11 +37,17 @@ def iso(ts_ms: int) -> str:
 
 
 def parse_iso(text: str) -> int:
-    """Parse ISO 8601 with an explicit offset into ms; naive times are an error."""
+    """Parse ISO 8601 with an explicit offset into ms; naive times are an error, and so
+    (ValueError, like every other refusal) is a time whose UTC instant falls outside
+    years 1 to 9999 (``0001-01-01T00:00:00+05:00``)."""
     dt = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
     if dt.tzinfo is None:
         raise ValueError("timestamp has no UTC offset")
-    return round(dt.timestamp() * 1000)
+    try:
+        return round(dt.timestamp() * 1000)
+    except OverflowError:
+        raise ValueError(f"{text.strip()[:40]!r} is outside the years 1 to 9999 in UTC"
+                         ) from None
 
 
 def compact(ts_ms: int) -> str:

@@ -14,6 +14,13 @@ tell a missing or altered file (``check_photo``).
 No name from a request reaches the filesystem: the only path component taken
 from outside is the hash, and ``photo_path`` accepts only 64 lowercase hex
 digits.
+
+A camera's clock is not evidence of anything by itself: a time before
+``PLAUSIBLE_FROM`` (no phone wrote one) or more than a day after the upload
+(``now_ms``, which the caller passes: nothing here reads a clock) is kept as
+unknown, ``taken_at`` None, with the camera's words in ``taken_at_text``, so
+that a report shows what the camera said and nothing downstream has to turn
+``0001:01:01 00:00:00 +05:00`` into an instant.
 """
 
 from __future__ import annotations
@@ -28,6 +35,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Final
 
+from ..contract.inputs import MAX_TIME_TEXT
+from ..contract.times import iso
 from ..errors import UserError
 
 #: The image types accepted (Pillow's format names): what phones and cameras write.
@@ -36,6 +45,12 @@ _HEX64: Final = re.compile(r"[0-9a-f]{64}")
 _CHUNK: Final = 1 << 16
 _EXIF_IFD, _GPS_IFD = 0x8769, 0x8825
 _DATETIME_ORIGINAL, _OFFSET_ORIGINAL, _DATETIME = 36867, 36881, 306
+#: The earliest EXIF time taken as a photo's time (1990-01-01 UTC): before digital
+#: cameras kept EXIF, so only a camera whose clock was never set writes one.
+PLAUSIBLE_FROM_MS: Final = 631_152_000_000
+#: How far after the upload an EXIF time may lie (a camera's clock a little fast,
+#: a zone written wrong) before it is taken as unknown.
+PLAUSIBLE_AHEAD_MS: Final = 86_400_000
 
 
 class PhotoError(UserError):
@@ -47,8 +62,21 @@ class PhotoTooLarge(PhotoError):
 
 
 @dataclass(frozen=True, slots=True)
+class ImageInfo:
+    """What Pillow reads of an image file: its format, its EXIF time (ISO UTC, or None
+    with the camera's own text in ``taken_at_text`` when that is no plausible
+    time) and its EXIF position."""
+
+    format: str
+    taken_at: str | None = None
+    lat: float | None = None
+    lon: float | None = None
+    taken_at_text: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class StoredPhoto:
-    """A photo as kept: its hash, size, Pillow format, EXIF time (ISO UTC) and position."""
+    """A photo as kept: its hash and size, and what ``read_image`` read of it."""
 
     sha256: str
     size_bytes: int
@@ -56,6 +84,7 @@ class StoredPhoto:
     taken_at: str | None = None
     lat: float | None = None
     lon: float | None = None
+    taken_at_text: str | None = None
 
 
 def is_sha256(text: str) -> bool:
@@ -70,11 +99,13 @@ def photo_path(photos_dir: Path, sha256: str) -> Path:
     return photos_dir / sha256[:2] / sha256
 
 
-def store_photo(photos_dir: Path, chunks: Iterable[bytes], max_bytes: int) -> StoredPhoto:
+def store_photo(photos_dir: Path, chunks: Iterable[bytes], max_bytes: int, *,
+                now_ms: int) -> StoredPhoto:
     """Stream ``chunks`` to disk, check the image, keep it under its hash.
 
     ``PhotoTooLarge`` as soon as more than ``max_bytes`` arrive, ``PhotoError``
     when it is no image of ``IMAGE_FORMATS``; either way nothing is kept.
+    ``now_ms`` is the upload's time, which bounds a plausible EXIF time.
     """
     tmp_dir = photos_dir / "tmp"
     tmp_dir.mkdir(parents=True, exist_ok=True)
@@ -92,7 +123,7 @@ def store_photo(photos_dir: Path, chunks: Iterable[bytes], max_bytes: int) -> St
                 out.write(chunk)
         if size == 0:
             raise PhotoError("photo: empty")
-        info = read_image(tmp)
+        info = read_image(tmp, now_ms=now_ms)
         sha = digest.hexdigest()
         final = photo_path(photos_dir, sha)
         final.parent.mkdir(parents=True, exist_ok=True)
@@ -101,15 +132,17 @@ def store_photo(photos_dir: Path, chunks: Iterable[bytes], max_bytes: int) -> St
         else:
             os.chmod(tmp, 0o444)
             os.replace(tmp, final)
-        return StoredPhoto(sha, size, *info)
+        return StoredPhoto(sha, size, info.format, info.taken_at, info.lat, info.lon,
+                           info.taken_at_text)
     finally:
         tmp.unlink(missing_ok=True)
 
 
-def store_photo_bytes(photos_dir: Path, data: bytes, max_bytes: int) -> StoredPhoto:
+def store_photo_bytes(photos_dir: Path, data: bytes, max_bytes: int, *,
+                      now_ms: int) -> StoredPhoto:
     """``store_photo`` of bytes already in memory (a test, a small file)."""
     return store_photo(photos_dir, [data[i:i + _CHUNK] for i in range(0, len(data), _CHUNK)],
-                       max_bytes)
+                       max_bytes, now_ms=now_ms)
 
 
 def read_file_chunks(path: Path) -> Iterable[bytes]:
@@ -119,9 +152,10 @@ def read_file_chunks(path: Path) -> Iterable[bytes]:
             yield chunk
 
 
-def read_image(path: Path) -> tuple[str, str | None, float | None, float | None]:
-    """(format, EXIF time as ISO UTC, latitude, longitude) of an image file, or
-    ``PhotoError`` when Pillow does not take it as an image of ``IMAGE_FORMATS``."""
+def read_image(path: Path, *, now_ms: int) -> ImageInfo:
+    """What an image file says of itself (``ImageInfo``; an EXIF time later than a day
+    after ``now_ms`` is unknown), or ``PhotoError`` when Pillow does not take it as
+    an image of ``IMAGE_FORMATS``."""
     from PIL import Image, UnidentifiedImageError
 
     try:
@@ -132,33 +166,42 @@ def read_image(path: Path) -> tuple[str, str | None, float | None, float | None]
             raise PhotoError(f"photo: a {fmt or 'unknown'} image; send JPEG, PNG or WebP")
         with Image.open(path) as img:
             exif = img.getexif()
-            taken = _exif_time(exif)
+            taken, taken_text = _exif_time(exif, now_ms)
             lat, lon = _exif_position(exif)
     except PhotoError:
         raise
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
         raise PhotoError(f"photo: not an image ({type(exc).__name__}); send JPEG, PNG or WebP"
                          ) from None
-    return fmt, taken, lat, lon
+    return ImageInfo(fmt, taken, lat, lon, taken_text)
 
 
-def _exif_time(exif: Any) -> str | None:
-    """EXIF DateTimeOriginal (or DateTime) as ISO UTC; a time without OffsetTimeOriginal
-    is the camera's local time of an unknown zone, so it is taken as given (UTC)."""
+def _exif_time(exif: Any, now_ms: int) -> tuple[str | None, str | None]:
+    """EXIF DateTimeOriginal (or DateTime) as (ISO UTC, None), or (None, the camera's
+    text) when that is no plausible time (module docstring); (None, None) without one.
+
+    A time without OffsetTimeOriginal is the camera's local time of an unknown zone,
+    so it is taken as given (UTC)."""
     sub = exif.get_ifd(_EXIF_IFD)
     text = sub.get(_DATETIME_ORIGINAL) or exif.get(_DATETIME)
     if not isinstance(text, str):
-        return None
-    try:
-        when = datetime.strptime(text.strip("\x00 "), "%Y:%m:%d %H:%M:%S")
-    except ValueError:
-        return None
+        return None, None
+    text = text.strip("\x00 ")
     offset = sub.get(_OFFSET_ORIGINAL)
+    offset = offset.strip("\x00 ") if isinstance(offset, str) else ""
     tz = timezone.utc
-    if isinstance(offset, str) and re.fullmatch(r"[+-]\d\d:\d\d", offset.strip("\x00 ")):
+    if re.fullmatch(r"[+-]\d\d:\d\d", offset):
         sign = -1 if offset[0] == "-" else 1
         tz = timezone(sign * timedelta(hours=int(offset[1:3]), minutes=int(offset[4:6])))
-    return when.replace(tzinfo=tz).astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    try:
+        when = datetime.strptime(text, "%Y:%m:%d %H:%M:%S").replace(tzinfo=tz)
+        ms = round(when.timestamp() * 1000)
+    except (ValueError, OverflowError):  # "0000:00:00 00:00:00", year 1 east of UTC
+        ms = None
+    if ms is not None and PLAUSIBLE_FROM_MS <= ms <= now_ms + PLAUSIBLE_AHEAD_MS:
+        return iso(ms - ms % 1000), None
+    said = "".join(c for c in f"{text} {offset}".strip() if c.isprintable())
+    return None, said[:MAX_TIME_TEXT] or None
 
 
 def _exif_position(exif: Any) -> tuple[float | None, float | None]:

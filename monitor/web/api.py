@@ -46,7 +46,7 @@ def save_upload(web: Web, upload: UploadFile) -> StoredPhoto:
             yield chunk
 
     try:
-        return store_photo(web.photos_dir, chunks(), web.max_photo_bytes)
+        return store_photo(web.photos_dir, chunks(), web.max_photo_bytes, now_ms=web.now_ms())
     except PhotoTooLarge as exc:
         raise Refused(413, str(exc)) from None
     except PhotoError as exc:
@@ -54,8 +54,11 @@ def save_upload(web: Web, upload: UploadFile) -> StoredPhoto:
 
 
 def photo_json(photo: StoredPhoto) -> dict[str, Any]:
+    """The answer to an upload: ``taken_at`` null and the camera's words in
+    ``taken_at_text`` when its EXIF time is no plausible time."""
     return {"sha256": photo.sha256, "size_bytes": photo.size_bytes, "format": photo.format,
-            "taken_at": photo.taken_at, "lat": photo.lat, "lon": photo.lon}
+            "taken_at": photo.taken_at, "taken_at_text": photo.taken_at_text,
+            "lat": photo.lat, "lon": photo.lon}
 
 
 @router.post("/api/v1/photos")

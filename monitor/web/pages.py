@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any, Final
+from zoneinfo import ZoneInfo
 
 from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, RedirectResponse, Response
@@ -20,6 +21,7 @@ from starlette.datastructures import FormData, UploadFile
 from starlette.formparsers import MultiPartException
 
 from ..contract.inputs import fix_caption
+from ..contract.localtime import local_datetime
 from ..sinks.notify.links import LinkError, verify_link
 from ..store import Store
 from ..store.opening import open_store
@@ -230,7 +232,7 @@ def verdict(web: Web, store: Store) -> Any:
 
 
 def _form_context(web: Web, caller: Caller, view: SiteView, clock: str | None) -> dict[str, Any]:
-    now = datetime.fromtimestamp(web.now_ms() / 1000, tz=view.site.zone)
+    now = _local_now(web, view.site.zone)
     return {"v": view, "clock": clock, "conditions": CONDITIONS, "kinds": KINDS,
             "statement": STATEMENT, "now_local": now.strftime("%Y-%m-%dT%H:%M"),
             "due_default": (now + timedelta(days=1)).strftime("%Y-%m-%d"),
@@ -339,11 +341,13 @@ def report(site_id: str, request: Request, format: str = "html") -> Response:
     site = web.config.site(site_id)
     assert site is not None
     texts = request.query_params
-    try:
-        from_ms = parse_bound(texts.get("from") or _default_from(web), site, end=False)
-        to_ms = parse_bound(texts.get("to") or _today(web, site), site, end=True)
-    except ValueError as exc:
-        raise Refused(422, f"from: {exc} (use YYYY-MM-DD)") from None
+    bounds = []
+    for name, default, end in (("from", _default_from, False), ("to", _today, True)):
+        try:
+            bounds.append(parse_bound(texts.get(name) or default(web, site), site, end=end))
+        except ValueError as exc:
+            raise Refused(422, f"{name}: {exc} (use YYYY-MM-DD)") from None
+    from_ms, to_ms = bounds
     with reading(web) as store:
         html = build_report(web.config, store, site_id, from_ms, to_ms, web.now_ms())
     if format == "pdf":
@@ -356,12 +360,19 @@ def report(site_id: str, request: Request, format: str = "html") -> Response:
     return Response(html, media_type="text/html; charset=utf-8")
 
 
+def _local_now(web: Web, zone: ZoneInfo) -> datetime:
+    """The app's clock in the site's zone (an instant every zone can show)."""
+    now = local_datetime(web.now_ms(), zone)
+    assert now is not None, "the clock is outside years 1 to 9999"
+    return now
+
+
 def _today(web: Web, site: Any) -> str:
-    return datetime.fromtimestamp(web.now_ms() / 1000, tz=site.zone).strftime("%Y-%m-%d")
+    return _local_now(web, site.zone).strftime("%Y-%m-%d")
 
 
-def _default_from(web: Web) -> str:
-    return datetime.fromtimestamp(web.now_ms() / 1000 - 30 * 86400).strftime("%Y-%m-%d")
+def _default_from(web: Web, site: Any) -> str:
+    return (_local_now(web, site.zone) - timedelta(days=30)).strftime("%Y-%m-%d")
 
 
 @router.get("/sites/{site_id}/logbook.csv")

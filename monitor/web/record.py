@@ -102,7 +102,7 @@ def _actions(data: Mapping[str, Any]) -> list[ActionArg]:
     return out
 
 
-def _photos(photos_dir: Path, data: Mapping[str, Any]) -> list[Photo]:
+def _photos(photos_dir: Path, data: Mapping[str, Any], now_ms: int) -> list[Photo]:
     given = check_photos(data.get("photos"))
     if isinstance(given, Rejection):
         raise Refused(422, given.detail)
@@ -113,10 +113,11 @@ def _photos(photos_dir: Path, data: Mapping[str, Any]) -> list[Photo]:
             raise Refused(422, f"photos.{i}.sha256: no such photo; send it to /api/v1/photos"
                                " first")
         try:
-            _, taken, lat, lon = read_image(path)
+            info = read_image(path, now_ms=now_ms)
         except PhotoError as exc:
             raise Refused(422, f"photos.{i}: {exc}") from None
-        out.append(Photo(p.sha256, taken, lat, lon, p.caption))
+        out.append(Photo(p.sha256, info.taken_at, info.lat, info.lon, p.caption,
+                         info.taken_at_text))
     return out
 
 
@@ -150,7 +151,7 @@ def record(config: Config, photos_dir: Path, user: User, site_id: str,
         insp = build_inspection(
             config, site_id, names, at=at, kind=str(kind),
             notes=_text(data, "notes"), findings=_findings(data), actions=_actions(data),
-            resolves=resolves, now_ms=now_ms, via="web", photos=_photos(photos_dir, data),
+            resolves=resolves, now_ms=now_ms, via="web", photos=_photos(photos_dir, data, now_ms),
             location=location, certified=certified)
     except InspectError as exc:
         message = str(exc)

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import io
 
+#: The upload time the store tests tell it (2027-01-15 08:00 UTC): after every EXIF
+#: time these photos carry, so each is plausible.
+NOW_MS = 1_800_000_000_000
+
 
 def jpeg_with_gps(lat: float = 40.7128, lon: float = -74.006,
                   taken: str = "2026:11:30 09:15:00", offset: str | None = "-05:00",

@@ -97,12 +97,15 @@ def parse_bound(text: str, site: SiteConfig, *, end: bool) -> int:
     """``--from``/``--to``: a local date (inclusive: ``--to`` ends at the next midnight)
     or an ISO time with offset. Raises ValueError."""
     text = text.strip()
-    if len(text) == 10:
-        day = date.fromisoformat(text)
+    if len(text) != 10:
+        return parse_iso(text)
+    day = date.fromisoformat(text)
+    try:
         if end:
             day += timedelta(days=1)
         return round(datetime.combine(day, time(0), tzinfo=site.zone).timestamp() * 1000)
-    return parse_iso(text)
+    except OverflowError:
+        raise ValueError(f"{text} is beyond the dates a report can cover") from None
 
 
 def build_report(config: Config, store: Store, site_id: str, from_ms: int, to_ms: int,

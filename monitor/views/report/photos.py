@@ -7,7 +7,9 @@ it was stored, or null). The bytes are kept under ``photos_dir`` by their hash
 (``store/photos.py``: read only through ``photo_path``). Each photo is shown as
 a small JPEG thumbnail made with Pillow and inlined as a data URI (the report
 stays one self-contained file, and its PDF fetches nothing), with the full
-SHA-256 under it, its EXIF time in the site's zone, its position and caption.
+SHA-256 under it, its EXIF time in the site's zone (or, when the camera's time
+was no plausible one, what the camera said: ``taken_at_text``), its position
+and caption.
 
 A photo whose file is missing, whose bytes no longer have the recorded hash,
 or that Pillow cannot read is shown as such in its place, never dropped: an
@@ -21,7 +23,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -77,13 +79,24 @@ def _figure(photo: Mapping[str, Any], photos_dir: Path, local: LocalTime) -> str
     lines = []
     if photo.get("caption"):
         lines.append(escape(str(photo["caption"])))
-    taken = photo.get("taken_at")
-    lines.append(escape(f"taken {local(str(taken))}" if taken else "taken: no EXIF time"))
+    lines.append(escape(taken_words(photo, local)))
     lat, lon = photo.get("lat"), photo.get("lon")
     lines.append(escape(f"at {float(lat):.5f}, {float(lon):.5f}" if lat is not None
                         and lon is not None else "position: no EXIF GPS"))
     lines.append(f'<span class="sha">SHA-256 {escape(sha)}</span>')
     return f"<figure>{top}<figcaption>{'<br>'.join(lines)}</figcaption></figure>"
+
+
+def taken_words(photo: Mapping[str, Any], local: Callable[[str], str]) -> str:
+    """When a photo was taken, for people: ``taken 2026-11-30 09:15 EST`` (``local``
+    formats the instant), or what the camera said when that was no plausible time
+    (``taken_at_text``), or that its file had no EXIF time."""
+    taken, said = photo.get("taken_at"), photo.get("taken_at_text")
+    if taken:
+        return f"taken {local(str(taken))}"
+    if said:
+        return f"taken: unknown (the camera said {str(said)!r})"
+    return "taken: no EXIF time"
 
 
 def _alt(photo: Mapping[str, Any]) -> str:
