@@ -12,9 +12,11 @@ Every request passes ``BodyLimit`` first: a body larger than its bound (one
 photo for the photo API, a form of ``MAX_FORM_PHOTOS`` photos for the form) is
 refused with 413 as soon as it grows past it, before anything is parsed or
 written. Errors of the API are JSON ``{"error": "path.to.field: message"}``;
-those of a page are a page saying the same. No path component of a request
-reaches the filesystem: photos are named by their hash (``store/photos.py``),
-templates and static files by the app's own routes.
+those of a page are a page saying the same (``answer``); an exception no route
+meant is a 500 of the same shape that keeps the connection (``safetynet.py``).
+No path component of a request reaches the filesystem: photos are named by
+their hash (``store/photos.py``), templates and static files by the app's own
+routes.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from ..store.users import Users
 from . import api, pages
 from .auth import RateLimit, Refused
 from .context import HERE, MAX_FORM_PHOTOS, Web, is_loopback, wall_ms
+from .safetynet import SafetyNet, Tracked
 
 
 class BodyTooLarge(Exception):
@@ -59,7 +62,6 @@ class BodyLimit:
                 await _too_large(scope, send, limit)
                 return
         seen = 0
-        started = False
 
         async def counted() -> Message:
             nonlocal seen
@@ -69,15 +71,11 @@ class BodyLimit:
                 raise BodyTooLarge()
             return message
 
-        async def tracked(message: Message) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
+        tracked = Tracked(send)
         try:
             await self.app(scope, counted, tracked)
         except BodyTooLarge:
-            if not started:
+            if not tracked.started:
                 await _too_large(scope, send, limit)
 
 
@@ -128,11 +126,25 @@ def create_app(config: Config, *, clock: Callable[[], int] = wall_ms,
         return 1_000_000
 
     app.add_middleware(BodyLimit, bound=bound)
+    # Inside the security headers (added by _handlers, so outside this), so that a
+    # 500 carries them too.
+    app.add_middleware(SafetyNet, answer=lambda request, status, message:
+                       answer(web, request, status, message))
 
     _handlers(app, web)
     app.include_router(pages.router)
     app.include_router(api.router)
     return app
+
+
+def answer(web: Web, request: Request, status: int, message: str) -> Response:
+    """An error as the API answers it (``{"error": "field: message"}``) or as a page."""
+    if wants_json(request):
+        return JSONResponse({"error": message}, status_code=status)
+    return web.templates.TemplateResponse(
+        request, "message.html", {"title": "Not done" if status < 500 else "Something went"
+                                  " wrong", "message": message, "user": None},
+        status_code=status)
 
 
 def _handlers(app: FastAPI, web: Web) -> None:
@@ -151,11 +163,7 @@ def _handlers(app: FastAPI, web: Web) -> None:
 
     @app.exception_handler(Refused)
     async def refused(request: Request, exc: Refused) -> Response:
-        if wants_json(request):
-            return JSONResponse({"error": exc.message}, status_code=exc.status)
-        return web.templates.TemplateResponse(
-            request, "message.html", {"title": "Not done", "message": exc.message,
-                                      "user": None}, status_code=exc.status)
+        return answer(web, request, exc.status, exc.message)
 
     @app.exception_handler(404)
     async def not_found(request: Request, exc: Exception) -> Response:

@@ -54,6 +54,21 @@ def write_web_config(tmp_path: Path, port: int = 1, *, listen: str = "127.0.0.1:
     return path
 
 
+def web_app(tmp_path: Path, path: Path | None = None, **app: Any) -> tuple[Any, Any]:
+    """(config, app): the real app (``create_app``, ``wait_s`` 0.5 unless given) over
+    a fresh state directory of the configuration at ``path`` (default:
+    ``write_web_config``), with the people of ``add_people``."""
+    from monitor.config.file import load_config
+    from monitor.store.opening import open_store
+    from monitor.web.app import create_app
+
+    config = load_config(path or write_web_config(tmp_path), env={})
+    with open_store(config):
+        pass
+    add_people(Path(config.state_dir))
+    return config, create_app(config, **{"wait_s": 0.5, **app})
+
+
 def add_people(state_dir: Path) -> None:
     with Users.open(state_dir) as users:
         users.add(User(QP, "qp", "jr@example.org", (SITE,)))

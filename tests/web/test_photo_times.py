@@ -21,14 +21,12 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from monitor.config.file import load_config
 from monitor.contract.inputs import Inspection, Photo
 from monitor.host.inspections import commit_inspection
-from monitor.store.opening import open_store
 
 from ..support.daemonkit import cli
 from ..support.photos import jpeg_with_gps
-from ..support.webkit import OTHER, QP, QP2, SITE, add_people, sign_in, write_web_config
+from ..support.webkit import OTHER, QP, QP2, SITE, sign_in, web_app, write_web_config
 
 #: The second site, moved east of UTC: a time near year 9999 there is past 9999.
 EAST = "Asia/Kolkata"
@@ -37,17 +35,12 @@ YEAR_ONE = "0001-01-01T00:00:00Z"
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, Any]:
-    from monitor.web.app import create_app
     path = write_web_config(tmp_path)
     text = path.read_text()
     head, sep, other = text.rpartition("  - id: mill-road-lot\n")
     path.write_text(head + sep + other.replace("America/New_York", EAST))
-    config = load_config(path, env={})
-    assert config.site(OTHER).timezone == EAST  # type: ignore[union-attr]
-    with open_store(config):
-        pass
-    add_people(tmp_path / "state")
-    app = create_app(config, wait_s=0.5)
+    config, app = web_app(tmp_path, path)
+    assert config.site(OTHER).timezone == EAST
     return {"app": app, "config": config, "state": tmp_path / "state", "path": path,
             "tmp": tmp_path}
 
