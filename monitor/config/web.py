@@ -33,6 +33,15 @@ MAKE_SECRET = "make one with: head -c 32 /dev/urandom > FILE; chmod 600 FILE"
 #: Fewer bytes than this cannot be a key anybody meant (an empty file, a newline).
 MIN_SECRET_BYTES = 16
 
+#: ``web.max_photo_mpx`` by default: every phone camera mode whose JPEG fits in
+#: ``max_photo_mb`` (12, 48, 50, 64 MP) with room to spare; a 108 or 200 MP JPEG
+#: is 25 to 60 MB and refused for its bytes anyway.
+DEFAULT_MAX_PHOTO_MPX = 100.0
+DEFAULT_MAX_PHOTO_PIXELS = round(DEFAULT_MAX_PHOTO_MPX * 1_000_000)
+#: Pillow refuses outright to open more (``DecompressionBombError``: twice its
+#: ``MAX_IMAGE_PIXELS`` of 89 478 485), so a larger cap could not be honoured.
+PILLOW_MAX_MPX = 178.0
+
 
 class Practice(Model):
     """One erosion or sediment control of a site, asked about on the inspection form."""
@@ -53,6 +62,9 @@ class WebConfig(Model):
     link_hours: PositiveFloat = 72.0
     session_days: PositiveFloat = 30.0
     max_photo_mb: PositiveFloat = 15.0
+    #: The most pixels a photo may have, in millions (config/README.md says why 100).
+    max_photo_mpx: float = Field(default=DEFAULT_MAX_PHOTO_MPX, gt=0, le=PILLOW_MAX_MPX,
+                                 allow_inf_nan=False)
     #: None: ``state_dir/photos`` (``schema.photos_dir_of``).
     photos_dir: str | None = None
 
@@ -90,6 +102,10 @@ class WebConfig(Model):
     @property
     def max_photo_bytes(self) -> int:
         return int(self.max_photo_mb * 1024 * 1024)
+
+    @property
+    def max_photo_pixels(self) -> int:
+        return round(self.max_photo_mpx * 1_000_000)
 
 
 def secret_file_problem(secret_file: str | Path) -> str | None:

@@ -4,8 +4,9 @@ Theory of operation. A photo arrives as a stream of bytes (an upload of the
 field app, or a file). ``store_photo`` writes it to a temporary file in
 ``photos_dir/tmp`` while hashing it, refusing it as soon as it grows past the
 limit (so a huge upload never fills memory or the disk), then checks with
-Pillow that it is an image of an accepted type, reads its EXIF time and GPS
-position, and renames it to ``photos_dir/<sha256[:2]>/<sha256>``: the rename
+Pillow that it is an image of an accepted type and of at most ``max_pixels``
+(read from its header: nothing is decoded, ``open_image``), reads its EXIF
+time and GPS position, and renames it to ``photos_dir/<sha256[:2]>/<sha256>``: the rename
 is atomic, so a reader sees the whole photo or none. A photo already stored
 (the same bytes) is left as it is. Nothing here rewrites or deletes a stored
 photo; the inspection's journal row holds the hash, so ``logbook verify`` can
@@ -29,18 +30,25 @@ import hashlib
 import os
 import re
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Final
+from typing import IO, TYPE_CHECKING, Any, Final
 
+from ..config.web import DEFAULT_MAX_PHOTO_PIXELS
 from ..contract.inputs import MAX_TIME_TEXT
 from ..contract.times import iso
 from ..errors import UserError
 
+if TYPE_CHECKING:
+    from PIL.Image import Image as PILImage
+
 #: The image types accepted (Pillow's format names): what phones and cameras write.
 IMAGE_FORMATS: Final = frozenset({"JPEG", "PNG", "WEBP", "MPO"})
+#: The most pixels an image may have (``web.max_photo_mpx``'s default).
+DEFAULT_MAX_PIXELS: Final = DEFAULT_MAX_PHOTO_PIXELS
 _HEX64: Final = re.compile(r"[0-9a-f]{64}")
 _CHUNK: Final = 1 << 16
 _EXIF_IFD, _GPS_IFD = 0x8769, 0x8825
@@ -58,7 +66,8 @@ class PhotoError(UserError):
 
 
 class PhotoTooLarge(PhotoError):
-    """A photo larger than the limit (``web.max_photo_mb``)."""
+    """A photo larger than the limits: its bytes (``web.max_photo_mb``) or its pixels
+    (``web.max_photo_mpx``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,12 +109,13 @@ def photo_path(photos_dir: Path, sha256: str) -> Path:
 
 
 def store_photo(photos_dir: Path, chunks: Iterable[bytes], max_bytes: int, *,
-                now_ms: int) -> StoredPhoto:
+                now_ms: int, max_pixels: int = DEFAULT_MAX_PIXELS) -> StoredPhoto:
     """Stream ``chunks`` to disk, check the image, keep it under its hash.
 
-    ``PhotoTooLarge`` as soon as more than ``max_bytes`` arrive, ``PhotoError``
-    when it is no image of ``IMAGE_FORMATS``; either way nothing is kept.
-    ``now_ms`` is the upload's time, which bounds a plausible EXIF time.
+    ``PhotoTooLarge`` as soon as more than ``max_bytes`` arrive or when its header
+    says more than ``max_pixels``, ``PhotoError`` when it is no image of
+    ``IMAGE_FORMATS``; either way nothing is kept. ``now_ms`` is the upload's
+    time, which bounds a plausible EXIF time.
     """
     tmp_dir = photos_dir / "tmp"
     tmp_dir.mkdir(parents=True, exist_ok=True)
@@ -123,7 +133,7 @@ def store_photo(photos_dir: Path, chunks: Iterable[bytes], max_bytes: int, *,
                 out.write(chunk)
         if size == 0:
             raise PhotoError("photo: empty")
-        info = read_image(tmp, now_ms=now_ms)
+        info = read_image(tmp, now_ms=now_ms, max_pixels=max_pixels)
         sha = digest.hexdigest()
         final = photo_path(photos_dir, sha)
         final.parent.mkdir(parents=True, exist_ok=True)
@@ -139,10 +149,10 @@ def store_photo(photos_dir: Path, chunks: Iterable[bytes], max_bytes: int, *,
 
 
 def store_photo_bytes(photos_dir: Path, data: bytes, max_bytes: int, *,
-                      now_ms: int) -> StoredPhoto:
+                      now_ms: int, max_pixels: int = DEFAULT_MAX_PIXELS) -> StoredPhoto:
     """``store_photo`` of bytes already in memory (a test, a small file)."""
     return store_photo(photos_dir, [data[i:i + _CHUNK] for i in range(0, len(data), _CHUNK)],
-                       max_bytes, now_ms=now_ms)
+                       max_bytes, now_ms=now_ms, max_pixels=max_pixels)
 
 
 def read_file_chunks(path: Path) -> Iterable[bytes]:
@@ -152,19 +162,45 @@ def read_file_chunks(path: Path) -> Iterable[bytes]:
             yield chunk
 
 
-def read_image(path: Path, *, now_ms: int) -> ImageInfo:
-    """What an image file says of itself (``ImageInfo``; an EXIF time later than a day
-    after ``now_ms`` is unknown), or ``PhotoError`` when Pillow does not take it as
-    an image of ``IMAGE_FORMATS``."""
-    from PIL import Image, UnidentifiedImageError
+@contextmanager
+def open_image(source: Path | IO[bytes], max_pixels: int) -> Iterator[PILImage]:
+    """The image in ``source``, opened (its header read, nothing decoded), or
+    ``PhotoTooLarge`` when it has more than ``max_pixels``: a few kilobytes of PNG
+    can say 13 000 x 13 000, and decoding that takes most of a gigabyte. Pillow's
+    own guard (``DecompressionBombError``, and its warning where warnings are
+    errors) fires before the size can be read; it is the same refusal."""
+    from PIL import Image
 
     try:
-        with Image.open(path) as img:
+        img = Image.open(source)
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+        limit = Image.MAX_IMAGE_PIXELS or 0
+        raise PhotoTooLarge(f"photo: more pixels than Pillow opens safely (over"
+                            f" {limit / 1e6:.0f} megapixels), at most"
+                            f" {max_pixels / 1e6:g} megapixels") from None
+    with img:
+        width, height = img.size
+        if width * height > max_pixels:
+            raise PhotoTooLarge(f"photo: {width}\u00d7{height} pixels, at most"
+                                f" {max_pixels / 1e6:g} megapixels")
+        yield img
+
+
+def read_image(path: Path, *, now_ms: int, max_pixels: int = DEFAULT_MAX_PIXELS
+               ) -> ImageInfo:
+    """What an image file says of itself (``ImageInfo``; an EXIF time later than a day
+    after ``now_ms`` is unknown), or ``PhotoError`` when Pillow does not take it as
+    an image of ``IMAGE_FORMATS`` (``PhotoTooLarge`` past ``max_pixels``). Nothing
+    is decoded: the header, the EXIF block and (for PNG) the chunks' checksums."""
+    from PIL import UnidentifiedImageError
+
+    try:
+        with open_image(path, max_pixels) as img:
             fmt = img.format or ""
             img.verify()
         if fmt not in IMAGE_FORMATS:
             raise PhotoError(f"photo: a {fmt or 'unknown'} image; send JPEG, PNG or WebP")
-        with Image.open(path) as img:
+        with open_image(path, max_pixels) as img:
             exif = img.getexif()
             taken, taken_text = _exif_time(exif, now_ms)
             lat, lon = _exif_position(exif)

@@ -19,6 +19,7 @@ from fastapi.responses import JSONResponse
 from starlette.datastructures import UploadFile
 from starlette.formparsers import MultiPartException
 
+from ..config import photo_pixels_of
 from ..store.idempotency import Conflict, Done, Pending
 from ..store.photos import PhotoError, PhotoTooLarge, StoredPhoto, store_photo
 from .auth import CSRF_HEADER, Caller, Refused, caller_of, check_csrf
@@ -46,7 +47,8 @@ def save_upload(web: Web, upload: UploadFile) -> StoredPhoto:
             yield chunk
 
     try:
-        return store_photo(web.photos_dir, chunks(), web.max_photo_bytes, now_ms=web.now_ms())
+        return store_photo(web.photos_dir, chunks(), web.max_photo_bytes, now_ms=web.now_ms(),
+                           max_pixels=photo_pixels_of(web.config))
     except PhotoTooLarge as exc:
         raise Refused(413, str(exc)) from None
     except PhotoError as exc:

@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
-from ..config import Config
+from ..config import Config, photo_pixels_of
 from ..contract.inputs import Photo
 from ..contract.localtime import local_text
 from ..contract.rejects import Rejection
@@ -102,7 +102,8 @@ def _actions(data: Mapping[str, Any]) -> list[ActionArg]:
     return out
 
 
-def _photos(photos_dir: Path, data: Mapping[str, Any], now_ms: int) -> list[Photo]:
+def _photos(config: Config, photos_dir: Path, data: Mapping[str, Any], now_ms: int
+            ) -> list[Photo]:
     given = check_photos(data.get("photos"))
     if isinstance(given, Rejection):
         raise Refused(422, given.detail)
@@ -113,7 +114,7 @@ def _photos(photos_dir: Path, data: Mapping[str, Any], now_ms: int) -> list[Phot
             raise Refused(422, f"photos.{i}.sha256: no such photo; send it to /api/v1/photos"
                                " first")
         try:
-            info = read_image(path, now_ms=now_ms)
+            info = read_image(path, now_ms=now_ms, max_pixels=photo_pixels_of(config))
         except PhotoError as exc:
             raise Refused(422, f"photos.{i}: {exc}") from None
         out.append(Photo(p.sha256, info.taken_at, info.lat, info.lon, p.caption,
@@ -151,7 +152,8 @@ def record(config: Config, photos_dir: Path, user: User, site_id: str,
         insp = build_inspection(
             config, site_id, names, at=at, kind=str(kind),
             notes=_text(data, "notes"), findings=_findings(data), actions=_actions(data),
-            resolves=resolves, now_ms=now_ms, via="web", photos=_photos(photos_dir, data, now_ms),
+            resolves=resolves, now_ms=now_ms, via="web",
+            photos=_photos(config, photos_dir, data, now_ms),
             location=location, certified=certified)
     except InspectError as exc:
         message = str(exc)

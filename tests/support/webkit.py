@@ -54,10 +54,12 @@ def write_web_config(tmp_path: Path, port: int = 1, *, listen: str = "127.0.0.1:
     return path
 
 
-def web_app(tmp_path: Path, path: Path | None = None, **app: Any) -> tuple[Any, Any]:
+def web_app(tmp_path: Path, path: Path | None = None, *, people: bool = True,
+            **app: Any) -> tuple[Any, Any]:
     """(config, app): the real app (``create_app``, ``wait_s`` 0.5 unless given) over
-    a fresh state directory of the configuration at ``path`` (default:
-    ``write_web_config``), with the people of ``add_people``."""
+    the state directory of the configuration at ``path`` (default:
+    ``write_web_config``), with the people of ``add_people`` added unless ``people``
+    is false (a second app over the same state)."""
     from monitor.config.file import load_config
     from monitor.store.opening import open_store
     from monitor.web.app import create_app
@@ -65,7 +67,8 @@ def web_app(tmp_path: Path, path: Path | None = None, **app: Any) -> tuple[Any, 
     config = load_config(path or write_web_config(tmp_path), env={})
     with open_store(config):
         pass
-    add_people(Path(config.state_dir))
+    if people:
+        add_people(Path(config.state_dir))
     return config, create_app(config, **{"wait_s": 0.5, **app})
 
 

@@ -22,7 +22,7 @@ from datetime import date, datetime, time, timedelta, timezone
 from html import escape
 from pathlib import Path
 
-from ...config import Config, SiteConfig, photos_dir_of
+from ...config import Config, SiteConfig, photo_pixels_of, photos_dir_of
 from ...config.plausible import NO_GAUGE, storm_duty_unwatched
 from ...contract.events import (
     Body,
@@ -169,7 +169,8 @@ def build_report(config: Config, store: Store, site_id: str, from_ms: int, to_ms
             ["Sensor", "Kind", "Reporting", "Health", "Last seen"],
             [[escape(c) for c in r] for r in sensor_rows(site, state, p.local)], "No sensors."),
         _inspections(p, events, closed),
-        photos_section(events, photos_dir or photos_dir_of(config), p.local),
+        photos_section(events, photos_dir or photos_dir_of(config), p.local,
+                       photo_pixels_of(config)),
         _actions_table(book.events, from_ms, to_ms, now_ms, p.local),
         trap_section(events, p.local),
         turbidity_section(events, p.local, episodes),
