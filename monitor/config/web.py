@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator
 
-from .base import Id, Model, PositiveFloat
+from .base import Id, Model, NonNegativeFloat, PositiveFloat
 
 #: How to make a signing key, said wherever one is missing.
 MAKE_SECRET = "make one with: head -c 32 /dev/urandom > FILE; chmod 600 FILE"
@@ -67,6 +67,12 @@ class WebConfig(Model):
                                  allow_inf_nan=False)
     #: None: ``state_dir/photos`` (``schema.photos_dir_of``).
     photos_dir: str | None = None
+    #: Uploads per person: photos in any minute (at least a form's ten), MB in any
+    #: 24 hours; past either, 429 (config/README.md).
+    photos_per_minute: int = Field(default=30, ge=10)
+    photo_mb_per_day: PositiveFloat = 1000.0
+    #: Uploads stop (507) while the photos' file system has less free space than this.
+    min_free_mb: NonNegativeFloat = 500.0
 
     @field_validator("listen")
     @classmethod

@@ -15,17 +15,12 @@ was first used for: the same key from someone else is a conflict, not a replay.
 from __future__ import annotations
 
 import json
-import os
-import sqlite3
-import threading
 from dataclasses import dataclass
-from pathlib import Path
-from types import TracebackType
 from typing import Any, Final
 
 from .db import immediate
+from .sidedb import SideDb
 
-WEB_DB: Final = "web.sqlite"
 _SCHEMA: Final = (
     "CREATE TABLE IF NOT EXISTS idempotency (key TEXT PRIMARY KEY, name TEXT NOT NULL,"
     " site TEXT NOT NULL, created_ms INTEGER NOT NULL, status INTEGER, answer TEXT)",
@@ -55,34 +50,10 @@ class Conflict:
     """The key was used by another person or for another site."""
 
 
-class IdempotencyKeys:
+class IdempotencyKeys(SideDb):
     """The keys in ``state_dir/web.sqlite``."""
 
-    def __init__(self, path: Path) -> None:
-        new = not path.exists()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(path, isolation_level=None, timeout=5.0,
-                                     check_same_thread=False)
-        self._lock = threading.Lock()
-        if new:
-            os.chmod(path, 0o600)
-        self._conn.execute("PRAGMA journal_mode = WAL")
-        for statement in _SCHEMA:
-            self._conn.execute(statement)
-
-    @classmethod
-    def open(cls, state_dir: Path) -> IdempotencyKeys:
-        return cls(Path(state_dir) / WEB_DB)
-
-    def close(self) -> None:
-        self._conn.close()
-
-    def __enter__(self) -> IdempotencyKeys:
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.close()
+    SCHEMA = _SCHEMA
 
     def claim(self, key: str, name: str, site: str, now_ms: int
               ) -> Fresh | Done | Pending | Conflict:

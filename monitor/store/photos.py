@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -68,6 +69,10 @@ class PhotoError(UserError):
 class PhotoTooLarge(PhotoError):
     """A photo larger than the limits: its bytes (``web.max_photo_mb``) or its pixels
     (``web.max_photo_mpx``)."""
+
+
+class TooManyBytes(PhotoTooLarge):
+    """More bytes arrived than ``store_photo`` was allowed to keep."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +133,7 @@ def store_photo(photos_dir: Path, chunks: Iterable[bytes], max_bytes: int, *,
             for chunk in chunks:
                 size += len(chunk)
                 if size > max_bytes:
-                    raise PhotoTooLarge(f"photo: larger than {max_bytes / 1e6:.0f} MB")
+                    raise TooManyBytes(f"photo: larger than {max_bytes / 1e6:.0f} MB")
                 digest.update(chunk)
                 out.write(chunk)
         if size == 0:
@@ -256,6 +261,15 @@ def _degrees(dms: Any, ref: Any, negative: str) -> float:
     d, m, s = (float(x) for x in dms)
     value = d + m / 60 + s / 3600
     return -value if str(ref).strip("\x00 ").upper() == negative else value
+
+
+def free_bytes(photos_dir: Path) -> int:
+    """Free space (for a process without root's reserve) on the file system that holds
+    ``photos_dir``, or would once it is made."""
+    path = photos_dir
+    while not path.exists() and path.parent != path:
+        path = path.parent
+    return shutil.disk_usage(path).free
 
 
 def check_photo(photos_dir: Path, sha256: str) -> str | None:

@@ -21,6 +21,7 @@ routes.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -34,11 +35,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ..config import Config, photos_dir_of
 from ..sinks.notify.links import read_secret
 from ..store.idempotency import IdempotencyKeys
+from ..store.uploads import Limits, Uploads
 from ..store.users import Users
 from . import api, pages
 from .auth import RateLimit, Refused
 from .context import HERE, MAX_FORM_PHOTOS, Web, is_loopback, wall_ms
 from .safetynet import SafetyNet, Tracked
+from .sweep import PhotoSweep
 
 
 class BodyTooLarge(Exception):
@@ -102,17 +105,27 @@ def create_app(config: Config, *, clock: Callable[[], int] = wall_ms,
         raise ValueError("web: not configured")
     state_dir = Path(config.state_dir)
     max_photo = round(web_cfg.max_photo_mb * 1_000_000)
+    uploads = Uploads.open(state_dir)
     web = Web(config=config, secret=read_secret(web_cfg.secret_file),
               users=Users.open(state_dir), keys=IdempotencyKeys.open(state_dir),
               photos_dir=photos_dir_of(config), max_photo_bytes=max_photo,
               secure_cookies=not is_loopback(web_cfg.listen), clock=clock,
               templates=Jinja2Templates(directory=str(HERE / "templates")),
-              limiter=RateLimit(), wait_s=wait_s)
+              limiter=RateLimit(), uploads=uploads,
+              upload_limits=Limits(web_cfg.photos_per_minute,
+                                   round(web_cfg.photo_mb_per_day * MIB)),
+              min_free_bytes=round(web_cfg.min_free_mb * MIB),
+              sweep=PhotoSweep(config, photos_dir_of(config), uploads), wait_s=wait_s)
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        task = asyncio.create_task(_sweeping(web))
         yield
+        task.cancel()
+        web.sweep.join(SWEEP_JOIN_S)
         web.users.close()
         web.keys.close()
+        web.uploads.close()
 
     app = FastAPI(title="stormwatch field app", docs_url=None, redoc_url=None,
                   openapi_url=None, lifespan=lifespan)
@@ -135,6 +148,21 @@ def create_app(config: Config, *, clock: Callable[[], int] = wall_ms,
     app.include_router(pages.router)
     app.include_router(api.router)
     return app
+
+
+#: The configuration's ``*_mb`` (config/README.md: MiB).
+MIB = 1 << 20
+#: How often the app offers the photo sweep a turn (it runs at most hourly), and how
+#: long a stop waits for a sweep in progress.
+SWEEP_POKE_S = 600.0
+SWEEP_JOIN_S = 30.0
+
+
+async def _sweeping(web: Web) -> None:
+    """The photo sweep's turns while the app runs (``sweep.py``), the first at once."""
+    while True:
+        web.sweep.poke(web.now_ms())
+        await asyncio.sleep(SWEEP_POKE_S)
 
 
 def answer(web: Web, request: Request, status: int, message: str) -> Response:

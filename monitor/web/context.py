@@ -15,8 +15,10 @@ from fastapi.templating import Jinja2Templates
 
 from ..config import Config
 from ..store.idempotency import IdempotencyKeys
+from ..store.uploads import Limits, Uploads
 from ..store.users import Users
 from .auth import RateLimit
+from .sweep import PhotoSweep
 
 HERE: Final = Path(__file__).parent
 MAX_FORM_PHOTOS: Final = 10
@@ -50,6 +52,13 @@ class Web:
     clock: Callable[[], int]
     templates: Jinja2Templates
     limiter: RateLimit
+    #: Who uploaded which photo (``store/uploads.py``), the limits of one person's
+    #: uploads, the free space below which uploads stop, and the sweep of photos
+    #: no inspection names (``sweep.py``).
+    uploads: Uploads
+    upload_limits: Limits
+    min_free_bytes: int
+    sweep: PhotoSweep
     wait_s: float = 20.0
     #: The officer page's log book verdict, by head (``pages.verdict``).
     cache: dict[str, Any] = field(default_factory=dict)

@@ -260,8 +260,8 @@ def _field(form: FormData, name: str) -> str | None:
     return value.strip() if isinstance(value, str) else None
 
 
-def form_to_json(web: Web, site_id: str, form: FormData) -> dict[str, Any]:
-    """The form's fields as the API's JSON (photos stored on the way)."""
+def form_to_json(web: Web, person: str, site_id: str, form: FormData) -> dict[str, Any]:
+    """The form's fields as the API's JSON (photos stored on the way, as ``person``'s)."""
     site = web.config.site(site_id)
     assert site is not None
     findings = []
@@ -280,7 +280,7 @@ def form_to_json(web: Web, site_id: str, form: FormData) -> dict[str, Any]:
     for name, upload in uploads:
         if not upload.filename and upload.size == 0:
             continue  # an empty file input
-        stored = save_upload(web, upload)
+        stored = save_upload(web, person, upload)
         caption: str | None
         if name.startswith("fix."):
             caption = fix_caption(name[4:80])
@@ -324,7 +324,7 @@ async def inspect_post(site_id: str, request: Request) -> Response:
     key = _field(form, "idempotency_key") or ""
     if not KEY_RE.fullmatch(key):
         raise Refused(400, "idempotency_key: missing; reload the form")
-    data = await run_in_threadpool(form_to_json, web, site_id, form)
+    data = await run_in_threadpool(form_to_json, web, caller.user.name, site_id, form)
     if not data["certified"]:
         raise Refused(422, "certified: tick the statement to certify the inspection")
     _, answer = await run_in_threadpool(once, web, caller, site_id, key, data)
