@@ -54,6 +54,14 @@ def cited_photos(store: Store, checked: set[str]) -> set[str]:
     return out
 
 
+def cited_at(store: Store, site: str, sha256: str) -> bool:
+    """Whether an inspection recorded at ``site`` names the photo (its log book rows)."""
+    rows = store.db.conn.execute(
+        "SELECT body FROM logbook WHERE site = ? AND type = ? AND instr(body, ?) > 0",
+        (site, InspectionRecorded.TYPE, sha256))
+    return any(sha256 in _hashes([body]) for (body,) in rows)
+
+
 def _hashes(bodies: Iterable[str]) -> set[str]:
     out: set[str] = set()
     for body in bodies:

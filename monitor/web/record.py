@@ -27,7 +27,11 @@ from ..contract.rejects import Rejection
 from ..contract.times import iso
 from ..host.inspections import ActionArg, InspectError, build_inspection, commit_inspection
 from ..sources.evidence import check_location, check_photos
+from ..store.citations import cited_at
+from ..store.db import StoreError
+from ..store.opening import open_store
 from ..store.photos import PhotoError, photo_path, read_image
+from ..store.uploads import Uploads
 from ..store.users import User
 from .auth import Refused
 
@@ -102,24 +106,49 @@ def _actions(data: Mapping[str, Any]) -> list[ActionArg]:
     return out
 
 
-def _photos(config: Config, photos_dir: Path, data: Mapping[str, Any], now_ms: int
-            ) -> list[Photo]:
+def _photos(config: Config, user: User, site_id: str, photos_dir: Path,
+            data: Mapping[str, Any], now_ms: int) -> list[Photo]:
+    """The photos the inspection cites, their EXIF time and position read from the
+    stored files; each marked cited (the sweep leaves it for a day, ``sweep.py``)."""
     given = check_photos(data.get("photos"))
     if isinstance(given, Rejection):
         raise Refused(422, given.detail)
+    if not given:
+        return []
     out = []
-    for i, p in enumerate(given):
-        path = photo_path(photos_dir, p.sha256)
-        if not path.is_file():
-            raise Refused(422, f"photos.{i}.sha256: no such photo; send it to /api/v1/photos"
-                               " first")
-        try:
-            info = read_image(path, now_ms=now_ms, max_pixels=photo_pixels_of(config))
-        except PhotoError as exc:
-            raise Refused(422, f"photos.{i}: {exc}") from None
-        out.append(Photo(p.sha256, info.taken_at, info.lat, info.lon, p.caption,
-                         info.taken_at_text))
+    with Uploads.open(Path(config.state_dir)) as uploads:
+        for i, p in enumerate(given):
+            if not _citable(config, uploads, user, site_id, p.sha256):
+                # The same words whether the photo exists or not: no hash oracle.
+                raise Refused(422, f"photos.{i}.sha256: no photo you uploaded has this hash"
+                                   " (nor one cited at this site before); send it to"
+                                   " /api/v1/photos first")
+            uploads.cite(p.sha256, now_ms)
+            path = photo_path(photos_dir, p.sha256)
+            if not path.is_file():
+                raise Refused(422, f"photos.{i}.sha256: no such photo; send it to"
+                                   " /api/v1/photos first")
+            try:
+                info = read_image(path, now_ms=now_ms, max_pixels=photo_pixels_of(config))
+            except PhotoError as exc:
+                raise Refused(422, f"photos.{i}: {exc}") from None
+            out.append(Photo(p.sha256, info.taken_at, info.lat, info.lon, p.caption,
+                             info.taken_at_text))
     return out
+
+
+def _citable(config: Config, uploads: Uploads, user: User, site_id: str, sha256: str
+             ) -> bool:
+    """A photo is global (named by its hash), so an inspection may cite one only if its
+    recorder uploaded it, or if it is evidence at this site already (a joint
+    inspection's photos, a fix shown again): never another site's evidence."""
+    if uploads.uploaded_by(sha256, user.name):
+        return True
+    try:
+        with open_store(config, readonly=True) as store:
+            return cited_at(store, site_id, sha256)
+    except StoreError:
+        return False
 
 
 def record(config: Config, photos_dir: Path, user: User, site_id: str,
@@ -153,7 +182,7 @@ def record(config: Config, photos_dir: Path, user: User, site_id: str,
             config, site_id, names, at=at, kind=str(kind),
             notes=_text(data, "notes"), findings=_findings(data), actions=_actions(data),
             resolves=resolves, now_ms=now_ms, via="web",
-            photos=_photos(config, photos_dir, data, now_ms),
+            photos=_photos(config, user, site_id, photos_dir, data, now_ms),
             location=location, certified=certified)
     except InspectError as exc:
         message = str(exc)

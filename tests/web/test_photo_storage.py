@@ -9,6 +9,7 @@ logbook verify`` at the end: every photo the record names is still there.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import random
 import time
@@ -53,8 +54,9 @@ def noise_jpeg(seed: int, side: int = 160) -> bytes:
 
 def app_with(tmp_path: Path, web_options: str) -> dict[str, Any]:
     path = write_web_config(tmp_path)
-    path.write_text(path.read_text().replace("max_photo_mb: 1}", f"max_photo_mb: 1, "
-                                             f"{web_options}}}"))
+    if web_options:
+        path.write_text(path.read_text().replace("max_photo_mb: 1}", f"max_photo_mb: 1, "
+                                                 f"{web_options}}}"))
     clock = Clock()
     config, app = web_app(tmp_path, path, clock=clock)
     client = TestClient(app)
@@ -119,6 +121,14 @@ def test_below_the_free_disk_floor_uploads_are_507_and_nothing_is_kept(tmp_path:
     assert files(env) == set()
 
 
+def swept(env: dict[str, Any]) -> None:
+    """Wait for a sweep the last request started, if any, to end (it runs in a thread
+    of the app's own)."""
+    sweep = getattr(env["app"].state.web, "sweep", None)
+    if sweep is not None:
+        sweep.join(30)
+
+
 def _archive_an_inspection_citing(env: dict[str, Any], sha: str) -> None:
     """An inspection of 40 days ago naming ``sha``, moved into the archive by
     ``stormwatch archive`` (readings around it give the site a horizon)."""
@@ -145,7 +155,7 @@ def _archive_an_inspection_citing(env: dict[str, Any], sha: str) -> None:
 
 
 def test_photos_no_inspection_names_are_removed_a_day_after_upload(tmp_path: Path) -> None:
-    env = app_with(tmp_path, "photos_per_minute: 10")
+    env = app_with(tmp_path, "")
     unused, cited, archived, fresh = (upload(env, noise_jpeg(i)).json()["sha256"]
                                       for i in range(4))
     got = env["client"].post(
@@ -155,27 +165,30 @@ def test_photos_no_inspection_names_are_removed_a_day_after_upload(tmp_path: Pat
         headers={"Idempotency-Key": "sweep-cited-1", "X-CSRF-Token": env["csrf"]})
     assert got.status_code == 201, got.text
     _archive_an_inspection_citing(env, archived)
-    # A photo stored by a version that did not count uploads: a file and nothing else.
-    from monitor.store.photos import store_photo_bytes
-    orphan = store_photo_bytes(env["state"] / "photos", noise_jpeg(9), 1_000_000,
-                               now_ms=env["clock"].ms).sha256
+    # A photo stored by a version that did not count uploads: a file under its hash and
+    # nothing else.
+    data = noise_jpeg(9)
+    orphan = hashlib.sha256(data).hexdigest()
+    kept = photo_path(env["state"] / "photos", orphan)
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    kept.write_bytes(data)
     everything = {unused, cited, archived, orphan}
     assert everything <= files(env)
 
     env["clock"].ms += 23 * 3_600_000  # not yet a day: nothing goes
     assert upload(env, noise_jpeg(3)).status_code == 201
-    env["app"].state.web.sweep.join(30)
+    swept(env)
     assert everything <= files(env)
 
     env["clock"].ms += 2 * 3_600_000  # a day and an hour: the sweep may run again
     assert upload(env, noise_jpeg(3)).status_code == 201  # the same bytes: a new upload
     wait_until(lambda: not {unused, orphan} & files(env), 30, "the sweep")
-    env["app"].state.web.sweep.join(30)
+    swept(env)
     assert files(env) == {cited, archived, fresh}
 
     env["clock"].ms += 2 * 3_600_000  # again: idempotent
     assert upload(env, noise_jpeg(3)).status_code == 201
-    env["app"].state.web.sweep.join(30)
+    swept(env)
     assert files(env) == {cited, archived, fresh}
     assert upload(env, noise_jpeg(0)).json()["sha256"] == unused  # sent again: kept again
     assert photo_path(env["state"] / "photos", unused).is_file()
