@@ -237,7 +237,7 @@ def _exif_time(exif: Any, now_ms: int) -> tuple[str | None, str | None]:
     try:
         when = datetime.strptime(text, "%Y:%m:%d %H:%M:%S").replace(tzinfo=tz)
         ms = round(when.timestamp() * 1000)
-    except (ValueError, OverflowError):  # "0000:00:00 00:00:00", year 1 east of UTC
+    except ValueError:  # "0000:00:00 00:00:00", "    :  :     :  :  " (a clock never set)
         ms = None
     if ms is not None and PLAUSIBLE_FROM_MS <= ms <= now_ms + PLAUSIBLE_AHEAD_MS:
         return iso(ms - ms % 1000), None

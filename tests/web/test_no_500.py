@@ -40,8 +40,8 @@ def env(tmp_path: Path) -> dict[str, Any]:
     path = write_web_config(tmp_path)
     _, app = web_app(tmp_path, path)
     client = TestClient(app)
-    sign_in(client, tmp_path / "state", QP)
-    return {"client": client, "path": path, "tmp": tmp_path}
+    csrf = sign_in(client, tmp_path / "state", QP)
+    return {"client": client, "path": path, "tmp": tmp_path, "csrf": csrf}
 
 
 def test_a_report_period_outside_the_calendar_is_422_naming_the_bound(
@@ -74,6 +74,23 @@ def test_stormwatch_report_past_the_calendar_is_one_line_and_exit_2(
     assert len(run.stderr.strip().splitlines()) == 1, run.stderr
     assert "outside the dates a report covers" in run.stderr
     assert not out.exists()
+
+
+def test_an_inspection_at_year_one_is_422_and_exit_2(env: dict[str, Any]) -> None:
+    """Year 1 at or east of UTC is before year 1 at the site (west of it): no instant
+    its corrective-action ids or pages could show."""
+    for i, at in enumerate(("0001-01-01T00:00:00Z", "0001-01-01T00:00:00+05:00")):
+        got = env["client"].post(
+            f"/api/v1/sites/{SITE}/inspections",
+            json={"inspectors": [QP], "inspected_at": at, "certified": True},
+            headers={"Idempotency-Key": f"year-one-{i}", "Accept": "application/json",
+                     "X-CSRF-Token": env["csrf"]})
+        assert got.status_code == 422, got.text
+        assert got.json()["error"].startswith(f"inspected_at: {at!r} is no time at the site")
+    run = cli("inspect", "--config", str(env["path"]), "--site", SITE, "--inspector", QP,
+              "--at", "0001-01-01T00:00:00Z")
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+    assert run.stderr.startswith("stormwatch inspect: --at: '0001-01-01T00:00:00Z' is no time")
 
 
 def test_an_unexpected_error_is_a_500_that_keeps_the_connection(tmp_path: Path) -> None:

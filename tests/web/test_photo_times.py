@@ -26,7 +26,7 @@ from monitor.host.inspections import commit_inspection
 
 from ..support.daemonkit import cli
 from ..support.photos import jpeg_with_gps
-from ..support.webkit import OTHER, QP, QP2, SITE, sign_in, web_app, write_web_config
+from ..support.webkit import OFFICER, OTHER, QP, QP2, SITE, sign_in, web_app, write_web_config
 
 #: The second site, moved east of UTC: a time near year 9999 there is past 9999.
 EAST = "Asia/Kolkata"
@@ -116,8 +116,12 @@ def _everything_answers(env: dict[str, Any], client: TestClient, site: str,
               "--out", str(out))
     assert run.returncode == 0, run.stderr
     assert "Traceback" not in run.stderr and shown in out.read_text(encoding="utf-8")
-    status = cli("status", "--config", str(env["path"]))
-    assert status.returncode == 0, status.stderr
+    for command in (("status",), ("logbook", "--site", site, "--format", "md")):
+        run = cli(*command, "--config", str(env["path"]))
+        assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr
+    officer = TestClient(env["app"])
+    sign_in(officer, env["state"], OFFICER)
+    assert officer.get("/officer").status_code == 200
 
 
 def test_exif_year_9999_at_a_site_east_of_utc_breaks_neither_page_nor_report(
