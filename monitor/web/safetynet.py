@@ -73,6 +73,6 @@ class SafetyNet:
                 return
             response = self.answer(Request(scope), 500,
                                    f"server: an unexpected error (incident {incident}, in"
-                                   " the server's log); nothing more was done; try again,"
-                                   " or tell the administrator")
+                                   " the server's log); try again, or tell the"
+                                   " administrator")
             await response(scope, receive, send)
