@@ -35,6 +35,7 @@ from .schema import (
     TurbidityPair,
     WeatherConfig,
     WebConfig,
+    photo_pixels_of,
     photos_dir_of,
 )
 
@@ -44,5 +45,5 @@ __all__ = [
     "InfluxConfig", "Model", "NotifyConfig", "NotifyTarget", "Pause", "Practice",
     "QualifiedProfessional", "RainRules",
     "SensorConfig", "SiteConfig", "SiteNotify", "TlsConfig", "TrapConfig", "TurbidityPair",
-    "WeatherConfig", "WebConfig", "photos_dir_of",
+    "WeatherConfig", "WebConfig", "photo_pixels_of", "photos_dir_of",
 ]

@@ -47,7 +47,7 @@ from .siterules import (
     TurbidityPair,
 )
 from .weather import Location, WeatherConfig, weather_problems
-from .web import Practice, WebConfig
+from .web import DEFAULT_MAX_PHOTO_PIXELS, Practice, WebConfig
 
 __all__ = [
     "CLOCK_CONDITIONS", "DEFAULT_ABSOLUTE_NTU", "ENV_PREFIX", "ID_PATTERN", "SENSOR_KINDS",
@@ -403,6 +403,13 @@ class Config(Model):
         if site.qualified_professionals is not None:
             return site.qualified_professionals
         return self.qualified_professionals
+
+
+def photo_pixels_of(config: Config) -> int:
+    """The most pixels a photo may have: ``web.max_photo_mpx``, else its default."""
+    if config.web is not None:
+        return config.web.max_photo_pixels
+    return DEFAULT_MAX_PHOTO_PIXELS
 
 
 def photos_dir_of(config: Config) -> Path:

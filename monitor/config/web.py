@@ -25,13 +25,22 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator
 
-from .base import Id, Model, PositiveFloat
+from .base import Id, Model, NonNegativeFloat, PositiveFloat
 
 #: How to make a signing key, said wherever one is missing.
 MAKE_SECRET = "make one with: head -c 32 /dev/urandom > FILE; chmod 600 FILE"
 
 #: Fewer bytes than this cannot be a key anybody meant (an empty file, a newline).
 MIN_SECRET_BYTES = 16
+
+#: ``web.max_photo_mpx`` by default: every phone camera mode whose JPEG fits in
+#: ``max_photo_mb`` (12, 48, 50, 64 MP) with room to spare; a 108 or 200 MP JPEG
+#: is 25 to 60 MB and refused for its bytes anyway.
+DEFAULT_MAX_PHOTO_MPX = 100.0
+DEFAULT_MAX_PHOTO_PIXELS = round(DEFAULT_MAX_PHOTO_MPX * 1_000_000)
+#: Pillow refuses outright to open more (``DecompressionBombError``: twice its
+#: ``MAX_IMAGE_PIXELS`` of 89 478 485), so a larger cap could not be honoured.
+PILLOW_MAX_MPX = 178.0
 
 
 class Practice(Model):
@@ -53,8 +62,17 @@ class WebConfig(Model):
     link_hours: PositiveFloat = 72.0
     session_days: PositiveFloat = 30.0
     max_photo_mb: PositiveFloat = 15.0
+    #: The most pixels a photo may have, in millions (config/README.md says why 100).
+    max_photo_mpx: float = Field(default=DEFAULT_MAX_PHOTO_MPX, gt=0, le=PILLOW_MAX_MPX,
+                                 allow_inf_nan=False)
     #: None: ``state_dir/photos`` (``schema.photos_dir_of``).
     photos_dir: str | None = None
+    #: Uploads per person: photos in any minute (at least a form's ten), MB in any
+    #: 24 hours; past either, 429 (config/README.md).
+    photos_per_minute: int = Field(default=30, ge=10)
+    photo_mb_per_day: PositiveFloat = 1000.0
+    #: Uploads stop (507) while the photos' file system has less free space than this.
+    min_free_mb: NonNegativeFloat = 500.0
 
     @field_validator("listen")
     @classmethod
@@ -90,6 +108,10 @@ class WebConfig(Model):
     @property
     def max_photo_bytes(self) -> int:
         return int(self.max_photo_mb * 1024 * 1024)
+
+    @property
+    def max_photo_pixels(self) -> int:
+        return round(self.max_photo_mpx * 1_000_000)
 
 
 def secret_file_problem(secret_file: str | Path) -> str | None:

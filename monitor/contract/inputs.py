@@ -97,20 +97,41 @@ def fixed_action(caption: str | None) -> str | None:
     return caption[len(FIX_PREFIX):].split(":", 1)[0].strip() or None
 
 
+#: The longest camera text a photo keeps as ``taken_at_text``.
+MAX_TIME_TEXT = 40
+
+
 @dataclass(frozen=True, slots=True)
 class Photo:
     """A photo of an inspection: its SHA-256, its EXIF time (ISO UTC) and position
-    as read from the stored file, and the inspector's caption."""
+    as read from the stored file, and the inspector's caption.
+
+    ``taken_at_text`` is what the camera said when that was no plausible time
+    (``9999:12:31 23:59:59``; ``taken_at`` is then None). It is written only
+    when there is one, so the rows and events of every photo before it keep
+    their bytes (the log book chain hashes them).
+    """
 
     sha256: str
     taken_at: str | None = None
     lat: float | None = None
     lon: float | None = None
     caption: str | None = None
+    taken_at_text: str | None = None
 
     def to_json(self) -> dict[str, object]:
-        return {"sha256": self.sha256, "taken_at": self.taken_at, "lat": self.lat,
-                "lon": self.lon, "caption": self.caption}
+        out: dict[str, object] = {"sha256": self.sha256, "taken_at": self.taken_at,
+                                  "lat": self.lat, "lon": self.lon, "caption": self.caption}
+        if self.taken_at_text is not None:
+            out["taken_at_text"] = self.taken_at_text
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Photo:
+        """A photo of a journal row, of this version or an older one (no
+        ``taken_at_text``); a key a newer version added is passed over."""
+        return cls(str(data["sha256"]), data.get("taken_at"), data.get("lat"),
+                   data.get("lon"), data.get("caption"), data.get("taken_at_text"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,7 +222,7 @@ class Inspection:
             corrective_actions=tuple(CorrectiveAction(str(a["id"]), str(a["text"]), a.get("due_ms"))
                                      for a in data.get("corrective_actions", ())),
             resolves=tuple(data.get("resolves", ())),
-            photos=tuple(Photo(**p) for p in data.get("photos", ())),
+            photos=tuple(Photo.from_json(p) for p in data.get("photos", ())),
             location=Location(**data["location"]) if data.get("location") else None,
             certified=data.get("certified"), via=data.get("via"))
 

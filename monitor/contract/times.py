@@ -31,13 +31,19 @@ def minutes_ms(minutes: float) -> int:
 def iso(ts_ms: int) -> str:
     """ISO 8601 UTC with ``Z``; milliseconds only when they are not zero."""
     dt = datetime.fromtimestamp(ts_ms / 1000, tz=timezone.utc)
+    # The year by hand: the C library's %Y writes year 1 as "1", which is no ISO 8601.
+    text = f"{dt.year:04d}" + dt.strftime("-%m-%dT%H:%M:%S")
     if ts_ms % 1000:
-        return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ts_ms % 1000:03d}Z"
-    return dt.strftime("%Y-%m-%dT%H:%M:%SZ")
+        return text + f".{ts_ms % 1000:03d}Z"
+    return text + "Z"
 
 
 def parse_iso(text: str) -> int:
-    """Parse ISO 8601 with an explicit offset into ms; naive times are an error."""
+    """Parse ISO 8601 with an explicit offset into ms; naive times are an error.
+
+    Any instant of years 1 to 9999 at its own offset parses, even one whose UTC
+    date is year 0 (``0001-01-01T00:00:00+05:00``): what shows it to people is
+    ``localtime.local_datetime``, which says when it cannot."""
     dt = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
     if dt.tzinfo is None:
         raise ValueError("timestamp has no UTC offset")

@@ -20,7 +20,7 @@ import time
 from collections.abc import Sequence
 from typing import Protocol
 
-from ..config import Config, photos_dir_of
+from ..config import Config, photo_pixels_of, photos_dir_of
 from ..contract.inputs import Inspection, Reading
 from ..contract.rejects import Rejection, RejectReason
 from ..contract.times import WallClock
@@ -54,6 +54,7 @@ class BatchPath:
         #: An MQTT inspection's photos are read from here (``host/evidence.py``).
         self.photos_dir = photos_dir_of(config)
         self._zones = {site.id: site.zone for site in config.sites}
+        self._max_pixels = photo_pixels_of(config)
 
     def ingest(self, store: Store, ingest: Acker, host: EngineHost,
                batch: Sequence[Received]) -> None:
@@ -73,7 +74,8 @@ class BatchPath:
             item = parse_message(self.config, m.topic, m.payload, ref_ms=ref_ms,
                                  received_ms=m.received_ms, retained=m.retain)
             if isinstance(item, Inspection) and item.photos:
-                item = with_stored_photos(self.photos_dir, item, self._zones[item.site])
+                item = with_stored_photos(self.photos_dir, item, self._zones[item.site],
+                                          now_ms=m.received_ms, max_pixels=self._max_pixels)
             parsed.append(item)
             if isinstance(item, Rejection):
                 dead.append(DeadLetterIn(m.topic, m.payload, item.reason.value, item.detail,

@@ -31,29 +31,33 @@ class MissingPhoto(PhotoError):
     """A photo an inspection names is not stored under its hash."""
 
 
-def stored_photo(photos_dir: Path, photo: Photo, field: str) -> Photo:
+def stored_photo(photos_dir: Path, photo: Photo, field: str, *, now_ms: int,
+                 max_pixels: int) -> Photo:
     """``photo`` with the time and position of its stored file (the caption is the
-    inspector's); ``PhotoError`` naming ``field`` when it is not stored or not an
-    image any more."""
+    inspector's); ``PhotoError`` naming ``field`` when it is not stored, not an image
+    any more, or past ``max_pixels``. ``now_ms`` bounds a plausible EXIF time
+    (``store/photos.read_image``)."""
     path = photo_path(photos_dir, photo.sha256)
     if not path.is_file():
         raise MissingPhoto(f"{field}.sha256: no such photo; send it to /api/v1/photos first")
     try:
-        _, taken, lat, lon = read_image(path)
+        info = read_image(path, now_ms=now_ms, max_pixels=max_pixels)
     except PhotoError as exc:
         raise PhotoError(f"{field}: {exc}") from None
-    return Photo(photo.sha256, taken, lat, lon, photo.caption)
+    return Photo(photo.sha256, info.taken_at, info.lat, info.lon, photo.caption,
+                 info.taken_at_text)
 
 
-def with_stored_photos(photos_dir: Path, insp: Inspection, zone: ZoneInfo
-                       ) -> Inspection | Rejection:
+def with_stored_photos(photos_dir: Path, insp: Inspection, zone: ZoneInfo, *,
+                       now_ms: int, max_pixels: int) -> Inspection | Rejection:
     """``insp`` with every photo as its stored file says (``stored_photo``), its
     corrective-action ids made again from that body; a ``Rejection`` (``bad_value``)
     naming the first photo that is not stored or not an image."""
     if not insp.photos:
         return insp
     try:
-        photos = tuple(stored_photo(photos_dir, p, f"photos.{i}")
+        photos = tuple(stored_photo(photos_dir, p, f"photos.{i}", now_ms=now_ms,
+                                    max_pixels=max_pixels)
                        for i, p in enumerate(insp.photos))
     except PhotoError as exc:
         return Rejection(RejectReason.bad_value, str(exc))

@@ -30,7 +30,7 @@ from datetime import datetime
 from ..config import Config
 from ..contract.events import ClockClosed, InspectionRecorded, SiteClosed
 from ..contract.inputs import Inspection, Location, Photo, SiteClosure, Via
-from ..contract.localtime import local_text
+from ..contract.localtime import local_datetime, local_text
 from ..contract.rejects import Rejection, RejectReason
 from ..contract.times import iso, parse_iso
 from ..engine.routine import local_midnight_ms
@@ -72,8 +72,11 @@ def parse_time(flag: str, text: str, config: Config, site_id: str) -> int:
     try:
         if len(text) == 10:
             return local_midnight_ms(site, datetime.strptime(text, "%Y-%m-%d").date())
-        return parse_iso(text)
-    except ValueError as exc:
+        at_ms = parse_iso(text)
+        if local_datetime(at_ms, site.zone) is None:  # year 1 west of UTC: no id, no page
+            raise ValueError(f"{text[:40]!r} is no time at the site")
+        return at_ms
+    except (ValueError, OverflowError) as exc:
         raise InspectError(f"{flag}: {exc} (use YYYY-MM-DD or ISO 8601 with an offset, e.g. "
                            "2026-11-30T09:30:00-05:00)") from None
 

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from ..contract.inputs import Location, Photo
+from ..contract.inputs import MAX_TIME_TEXT, Location, Photo
 from ..contract.rejects import Rejection, RejectReason
 
 _HEX64: Final = re.compile(r"[0-9a-f]{64}")
@@ -45,8 +45,8 @@ def _coordinates(field: str, lat: object, lon: object) -> Rejection | None:
 
 
 def check_photos(value: object) -> tuple[Photo, ...] | Rejection:
-    """``photos``: a list of ``{sha256, taken_at, lat, lon, caption}`` (only ``sha256``
-    required)."""
+    """``photos``: a list of ``{sha256, taken_at, lat, lon, caption, taken_at_text}``
+    (only ``sha256`` required)."""
     if value is None:
         return ()
     if not isinstance(value, list):
@@ -65,12 +65,16 @@ def check_photos(value: object) -> tuple[Photo, ...] | Rejection:
             return _bad(f"{field}.caption", f"must be text of at most {MAX_CAPTION} characters")
         if taken is not None and not isinstance(taken, str):
             return _bad(f"{field}.taken_at", "must be an ISO 8601 time")
+        said = item.get("taken_at_text")
+        if said is not None and not (isinstance(said, str) and len(said) <= MAX_TIME_TEXT):
+            return _bad(f"{field}.taken_at_text",
+                        f"must be text of at most {MAX_TIME_TEXT} characters")
         lat, lon = item.get("lat"), item.get("lon")
         if lat is not None or lon is not None:
             wrong = _coordinates(field, lat, lon)
             if wrong is not None:
                 return wrong
-        out.append(Photo(sha, taken, lat, lon, (caption or "").strip() or None))
+        out.append(Photo(sha, taken, lat, lon, (caption or "").strip() or None, said))
     return tuple(out)
 
 

@@ -26,18 +26,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sqlite3
-import threading
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Final
 
 from ..contract.admission import canonical
 from .db import immediate
+from .sidedb import SideDb
 
-WEB_DB: Final = "web.sqlite"
 _TABLE: Final = (
     "CREATE TABLE {name} (name TEXT NOT NULL, key TEXT NOT NULL, site TEXT NOT NULL,"
     " body_sha256 TEXT, created_ms INTEGER NOT NULL, status INTEGER, answer TEXT,"
@@ -93,34 +90,13 @@ class Conflict:
     """The person used the key for another inspection (another site, another body)."""
 
 
-class IdempotencyKeys:
+class IdempotencyKeys(SideDb):
     """The keys in ``state_dir/web.sqlite``."""
 
     def __init__(self, path: Path) -> None:
-        new = not path.exists()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(path, isolation_level=None, timeout=5.0,
-                                     check_same_thread=False)
-        self._lock = threading.Lock()
-        if new:
-            os.chmod(path, 0o600)
-        self._conn.execute("PRAGMA journal_mode = WAL")
-        with self._lock, immediate(self._conn) as conn:
+        super().__init__(path)
+        with self._write() as conn:
             _migrate(conn)
-
-    @classmethod
-    def open(cls, state_dir: Path) -> IdempotencyKeys:
-        return cls(Path(state_dir) / WEB_DB)
-
-    def close(self) -> None:
-        self._conn.close()
-
-    def __enter__(self) -> IdempotencyKeys:
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.close()
 
     def claim(self, key: str, name: str, site: str, digest: str, now_ms: int
               ) -> Fresh | Done | Pending | Conflict:

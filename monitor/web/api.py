@@ -21,8 +21,18 @@ from fastapi.responses import JSONResponse
 from starlette.datastructures import UploadFile
 from starlette.formparsers import MultiPartException
 
+from ..config import photo_pixels_of
 from ..store.idempotency import Conflict, Done, Pending, body_digest
-from ..store.photos import PhotoError, PhotoTooLarge, StoredPhoto, store_photo
+from ..store.photos import (
+    PhotoError,
+    PhotoTooLarge,
+    StoredPhoto,
+    TooManyBytes,
+    free_bytes,
+    photo_path,
+    store_photo,
+)
+from ..store.uploads import TooMany
 from .auth import CSRF_HEADER, Caller, Refused, caller_of, check_csrf, check_site
 from .context import Web, web_of
 from .record import record
@@ -39,25 +49,72 @@ def require(request: Request, web: Web) -> Caller:
     return caller
 
 
-def save_upload(web: Web, upload: UploadFile) -> StoredPhoto:
-    """Store one uploaded file as a photo (its file name is never used)."""
+def save_upload(web: Web, person: str, upload: UploadFile) -> StoredPhoto:
+    """Store one uploaded file as a photo of ``person`` (its file name is never used),
+    within the free-disk floor and the person's limits (``store/uploads.py``)."""
+    size = upload.size or 0
+    free = free_bytes(web.photos_dir)
+    if free - size < web.min_free_bytes:
+        raise Refused(507, f"photo: the server's disk is nearly full ({_mib(free)} MiB"
+                           f" free; uploads stop below {_mib(web.min_free_bytes)} MiB,"
+                           " web.min_free_mb); nothing was stored; tell the administrator")
+    begun = web.uploads.begin(person, web.now_ms(), web.upload_limits)
+    if isinstance(begun, TooMany):
+        raise Refused(429, _too_many(web, begun))
+    stored = _store(web, upload, begun.bytes_left)
+    web.uploads.finish(begun.id, stored.sha256, stored.size_bytes)
+    if not photo_path(web.photos_dir, stored.sha256).exists():
+        # The same bytes were stored long ago and swept between _store and finish;
+        # the row committed now keeps any later sweep off this copy.
+        stored = _store(web, upload, begun.bytes_left)
+    return stored
+
+
+def _store(web: Web, upload: UploadFile, bytes_left: int) -> StoredPhoto:
     upload.file.seek(0)
 
     def chunks() -> Any:
         while chunk := upload.file.read(65_536):
             yield chunk
 
+    limit = min(web.max_photo_bytes, bytes_left)
     try:
-        return store_photo(web.photos_dir, chunks(), web.max_photo_bytes)
+        return store_photo(web.photos_dir, chunks(), limit, now_ms=web.now_ms(),
+                           max_pixels=photo_pixels_of(web.config))
+    except TooManyBytes as exc:
+        if limit < web.max_photo_bytes:
+            raise Refused(429, _quota(web, web.upload_limits.bytes_per_day - bytes_left)
+                          ) from None
+        raise Refused(413, str(exc)) from None
     except PhotoTooLarge as exc:
         raise Refused(413, str(exc)) from None
     except PhotoError as exc:
         raise Refused(415, str(exc)) from None
 
 
+def _too_many(web: Web, refused: TooMany) -> str:
+    if refused.limit == "rate":
+        return (f"photo: at most {web.upload_limits.per_minute} photos a minute per person"
+                f" (web.photos_per_minute); wait {refused.wait_s} s")
+    return _quota(web, refused.used) + f"; the oldest counts until {refused.wait_s} s from now"
+
+
+def _quota(web: Web, used: int) -> str:
+    return (f"photo: at most {_mib(web.upload_limits.bytes_per_day)} MiB of photos a day"
+            f" per person (web.photo_mb_per_day); {_mib(used)} MiB sent in the last 24"
+            " hours")
+
+
+def _mib(size_bytes: int) -> str:
+    return f"{size_bytes / (1 << 20):.3g}"
+
+
 def photo_json(photo: StoredPhoto) -> dict[str, Any]:
+    """The answer to an upload: ``taken_at`` null and the camera's words in
+    ``taken_at_text`` when its EXIF time is no plausible time."""
     return {"sha256": photo.sha256, "size_bytes": photo.size_bytes, "format": photo.format,
-            "taken_at": photo.taken_at, "lat": photo.lat, "lon": photo.lon}
+            "taken_at": photo.taken_at, "taken_at_text": photo.taken_at_text,
+            "lat": photo.lat, "lon": photo.lon}
 
 
 @router.post("/api/v1/photos")
@@ -77,7 +134,8 @@ async def post_photo(request: Request) -> JSONResponse:
     if not isinstance(upload, UploadFile):
         raise Refused(422, "photo: one file in field 'photo' is required")
     from starlette.concurrency import run_in_threadpool
-    stored = await run_in_threadpool(save_upload, web, upload)
+    stored = await run_in_threadpool(save_upload, web, caller.user.name, upload)
+    web.sweep.poke(web.now_ms())
     return JSONResponse(photo_json(stored), status_code=201)
 
 

@@ -12,13 +12,16 @@ Every request passes ``BodyLimit`` first: a body larger than its bound (one
 photo for the photo API, a form of ``MAX_FORM_PHOTOS`` photos for the form) is
 refused with 413 as soon as it grows past it, before anything is parsed or
 written. Errors of the API are JSON ``{"error": "path.to.field: message"}``;
-those of a page are a page saying the same. No path component of a request
-reaches the filesystem: photos are named by their hash (``store/photos.py``),
-templates and static files by the app's own routes.
+those of a page are a page saying the same (``answer``); an exception no route
+meant is a 500 of the same shape that keeps the connection (``safetynet.py``).
+No path component of a request reaches the filesystem: photos are named by
+their hash (``store/photos.py``), templates and static files by the app's own
+routes.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -32,10 +35,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ..config import Config, photos_dir_of
 from ..sinks.notify.links import read_secret
 from ..store.idempotency import IdempotencyKeys
+from ..store.uploads import Limits, Uploads
 from ..store.users import Users
 from . import api, pages
 from .auth import RateLimit, Refused
 from .context import HERE, MAX_FORM_PHOTOS, Web, cookies_secure, wall_ms
+from .safetynet import SafetyNet, Tracked
+from .sweep import PhotoSweep
 
 
 class BodyTooLarge(Exception):
@@ -59,7 +65,6 @@ class BodyLimit:
                 await _too_large(scope, send, limit)
                 return
         seen = 0
-        started = False
 
         async def counted() -> Message:
             nonlocal seen
@@ -69,15 +74,11 @@ class BodyLimit:
                 raise BodyTooLarge()
             return message
 
-        async def tracked(message: Message) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
+        tracked = Tracked(send)
         try:
             await self.app(scope, counted, tracked)
         except BodyTooLarge:
-            if not started:
+            if not tracked.started:
                 await _too_large(scope, send, limit)
 
 
@@ -104,17 +105,27 @@ def create_app(config: Config, *, clock: Callable[[], int] = wall_ms,
         raise ValueError("web: not configured")
     state_dir = Path(config.state_dir)
     max_photo = round(web_cfg.max_photo_mb * 1_000_000)
+    uploads = Uploads.open(state_dir)
     web = Web(config=config, secret=read_secret(web_cfg.secret_file),
               users=Users.open(state_dir), keys=IdempotencyKeys.open(state_dir),
               photos_dir=photos_dir_of(config), max_photo_bytes=max_photo,
               secure_cookies=cookies_secure(web_cfg), clock=clock,
               templates=Jinja2Templates(directory=str(HERE / "templates")),
-              limiter=RateLimit(), wait_s=wait_s)
+              limiter=RateLimit(), uploads=uploads,
+              upload_limits=Limits(web_cfg.photos_per_minute,
+                                   round(web_cfg.photo_mb_per_day * MIB)),
+              min_free_bytes=round(web_cfg.min_free_mb * MIB),
+              sweep=PhotoSweep(config, photos_dir_of(config), uploads), wait_s=wait_s)
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        task = asyncio.create_task(_sweeping(web))
         yield
+        task.cancel()
+        web.sweep.join(SWEEP_JOIN_S)
         web.users.close()
         web.keys.close()
+        web.uploads.close()
 
     app = FastAPI(title="stormwatch field app", docs_url=None, redoc_url=None,
                   openapi_url=None, lifespan=lifespan)
@@ -128,11 +139,43 @@ def create_app(config: Config, *, clock: Callable[[], int] = wall_ms,
         return 1_000_000
 
     app.add_middleware(BodyLimit, bound=bound)
+    # Inside the security headers (added by _handlers, so outside this), so that a
+    # 500 carries them too.
+    app.add_middleware(SafetyNet, answer=lambda request, status, message:
+                       answer(web, request, status, message))
 
     _handlers(app, web)
     app.include_router(pages.router)
     app.include_router(api.router)
     return app
+
+
+#: The configuration's ``*_mb`` (config/README.md: MiB).
+MIB = 1 << 20
+#: How often the app offers the photo sweep a turn (it runs at most hourly), and how
+#: long a stop waits for a sweep in progress.
+SWEEP_POKE_S = 600.0
+SWEEP_JOIN_S = 30.0
+
+
+async def _sweeping(web: Web) -> None:
+    """The photo sweep's turns while the app runs (``sweep.py``), the first at once."""
+    while True:
+        web.sweep.poke(web.now_ms())
+        await asyncio.sleep(SWEEP_POKE_S)
+
+
+def answer(web: Web, request: Request, status: int, message: str,
+           title: str | None = None) -> Response:
+    """An error as the API answers it (``{"error": "field: message"}``) or as a page
+    (``title`` its heading; by default what the status says)."""
+    if wants_json(request):
+        return JSONResponse({"error": message}, status_code=status)
+    if title is None:
+        title = "Not done" if status < 500 else "Something went wrong"
+    return web.templates.TemplateResponse(
+        request, "message.html", {"title": title, "message": message, "user": None},
+        status_code=status)
 
 
 def _handlers(app: FastAPI, web: Web) -> None:
@@ -151,11 +194,7 @@ def _handlers(app: FastAPI, web: Web) -> None:
 
     @app.exception_handler(Refused)
     async def refused(request: Request, exc: Refused) -> Response:
-        if wants_json(request):
-            return JSONResponse({"error": exc.message}, status_code=exc.status)
-        return web.templates.TemplateResponse(
-            request, "message.html", {"title": exc.title, "message": exc.message,
-                                      "user": None}, status_code=exc.status)
+        return answer(web, request, exc.status, exc.message, exc.title)
 
     @app.exception_handler(404)
     async def not_found(request: Request, exc: Exception) -> Response:

@@ -15,8 +15,10 @@ from fastapi.templating import Jinja2Templates
 
 from ..config import Config, WebConfig
 from ..store.idempotency import IdempotencyKeys
+from ..store.uploads import Limits, Uploads
 from ..store.users import Users
 from .auth import SIGNIN_FAILURES, RateLimit
+from .sweep import PhotoSweep
 
 HERE: Final = Path(__file__).parent
 MAX_FORM_PHOTOS: Final = 10
@@ -59,6 +61,13 @@ class Web:
     clock: Callable[[], int]
     templates: Jinja2Templates
     limiter: RateLimit
+    #: Who uploaded which photo (``store/uploads.py``), the limits of one person's
+    #: uploads, the free space below which uploads stop, and the sweep of photos
+    #: no inspection names (``sweep.py``).
+    uploads: Uploads
+    upload_limits: Limits
+    min_free_bytes: int
+    sweep: PhotoSweep
     wait_s: float = 20.0
     #: Failed sign-ins from every address together (``auth``: the rate limit).
     failed_signins: RateLimit = field(

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any, Final
+from zoneinfo import ZoneInfo
 
 from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, RedirectResponse, Response
@@ -21,6 +22,7 @@ from starlette.datastructures import FormData, UploadFile
 from starlette.formparsers import MultiPartException
 
 from ..contract.inputs import fix_caption
+from ..contract.localtime import local_datetime
 from ..sinks.notify.links import LinkError, verify_link
 from ..store import Store
 from ..store.opening import open_store
@@ -252,7 +254,7 @@ def verdict(web: Web, store: Store) -> Any:
 
 
 def _form_context(web: Web, caller: Caller, view: SiteView, clock: str | None) -> dict[str, Any]:
-    now = datetime.fromtimestamp(web.now_ms() / 1000, tz=view.site.zone)
+    now = _local_now(web, view.site.zone)
     return {"v": view, "clock": clock, "conditions": CONDITIONS, "kinds": KINDS,
             "statement": STATEMENT, "now_local": now.strftime("%Y-%m-%dT%H:%M"),
             "due_default": (now + timedelta(days=1)).strftime("%Y-%m-%d"),
@@ -278,8 +280,8 @@ def _field(form: FormData, name: str) -> str | None:
     return value.strip() if isinstance(value, str) else None
 
 
-def form_to_json(web: Web, site_id: str, form: FormData) -> dict[str, Any]:
-    """The form's fields as the API's JSON (photos stored on the way)."""
+def form_to_json(web: Web, person: str, site_id: str, form: FormData) -> dict[str, Any]:
+    """The form's fields as the API's JSON (photos stored on the way, as ``person``'s)."""
     site = web.config.site(site_id)
     assert site is not None
     findings = []
@@ -298,7 +300,7 @@ def form_to_json(web: Web, site_id: str, form: FormData) -> dict[str, Any]:
     for name, upload in uploads:
         if not upload.filename and upload.size == 0:
             continue  # an empty file input
-        stored = save_upload(web, upload)
+        stored = save_upload(web, person, upload)
         caption: str | None
         if name.startswith("fix."):
             caption = fix_caption(name[4:80])
@@ -340,7 +342,7 @@ async def inspect_post(site_id: str, request: Request) -> Response:
     key = _field(form, "idempotency_key") or ""
     if not KEY_RE.fullmatch(key):
         raise Refused(400, "idempotency_key: missing; reload the form")
-    data = await run_in_threadpool(form_to_json, web, site_id, form)
+    data = await run_in_threadpool(form_to_json, web, caller.user.name, site_id, form)
     if not data["certified"]:
         raise Refused(422, "certified: tick the statement to certify the inspection")
     _, answer = await run_in_threadpool(once, web, caller, site_id, key, data)
@@ -357,11 +359,13 @@ def report(site_id: str, request: Request, format: str = "html") -> Response:
     site = web.config.site(site_id)
     assert site is not None
     texts = request.query_params
-    try:
-        from_ms = parse_bound(texts.get("from") or _default_from(web), site, end=False)
-        to_ms = parse_bound(texts.get("to") or _today(web, site), site, end=True)
-    except ValueError as exc:
-        raise Refused(422, f"from: {exc} (use YYYY-MM-DD)") from None
+    bounds = []
+    for name, default, end in (("from", _default_from, False), ("to", _today, True)):
+        try:
+            bounds.append(parse_bound(texts.get(name) or default(web, site), site, end=end))
+        except ValueError as exc:
+            raise Refused(422, f"{name}: {exc} (use YYYY-MM-DD)") from None
+    from_ms, to_ms = bounds
     with reading(web) as store:
         html = build_report(web.config, store, site_id, from_ms, to_ms, web.now_ms())
     if format == "pdf":
@@ -374,12 +378,19 @@ def report(site_id: str, request: Request, format: str = "html") -> Response:
     return Response(html, media_type="text/html; charset=utf-8")
 
 
+def _local_now(web: Web, zone: ZoneInfo) -> datetime:
+    """The app's clock in the site's zone (an instant every zone can show)."""
+    now = local_datetime(web.now_ms(), zone)
+    assert now is not None, "the clock is outside years 1 to 9999"
+    return now
+
+
 def _today(web: Web, site: Any) -> str:
-    return datetime.fromtimestamp(web.now_ms() / 1000, tz=site.zone).strftime("%Y-%m-%d")
+    return _local_now(web, site.zone).strftime("%Y-%m-%d")
 
 
-def _default_from(web: Web) -> str:
-    return datetime.fromtimestamp(web.now_ms() / 1000 - 30 * 86400).strftime("%Y-%m-%d")
+def _default_from(web: Web, site: Any) -> str:
+    return (_local_now(web, site.zone) - timedelta(days=30)).strftime("%Y-%m-%d")
 
 
 @router.get("/sites/{site_id}/logbook.csv")

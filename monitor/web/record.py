@@ -20,11 +20,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
-from ..config import Config
+from ..config import Config, photo_pixels_of
 from ..contract.inputs import Photo
 from ..contract.localtime import local_text
 from ..contract.rejects import Rejection
 from ..contract.times import iso
+from ..host.evidence import stored_photo
 from ..host.inspections import (
     ActionArg,
     ActionIdInUse,
@@ -34,7 +35,11 @@ from ..host.inspections import (
     commit_inspection,
 )
 from ..sources.evidence import check_location, check_photos
-from ..store.photos import PhotoError, photo_path, read_image
+from ..store.citations import cited_at
+from ..store.db import StoreError
+from ..store.opening import open_store
+from ..store.photos import PhotoError
+from ..store.uploads import Uploads
 from ..store.users import User
 from .auth import Refused
 
@@ -128,22 +133,44 @@ def _actions(data: Mapping[str, Any]) -> list[ActionArg]:
     return out
 
 
-def _photos(photos_dir: Path, data: Mapping[str, Any]) -> list[Photo]:
+def _photos(config: Config, user: User, site_id: str, photos_dir: Path,
+            data: Mapping[str, Any], now_ms: int) -> list[Photo]:
+    """The photos the inspection cites, their EXIF time and position read from the
+    stored files; each marked cited (the sweep leaves it for a day, ``sweep.py``)."""
     given = check_photos(data.get("photos"))
     if isinstance(given, Rejection):
         raise Refused(422, given.detail)
+    if not given:
+        return []
     out = []
-    for i, p in enumerate(given):
-        path = photo_path(photos_dir, p.sha256)
-        if not path.is_file():
-            raise Refused(422, f"photos.{i}.sha256: no such photo; send it to /api/v1/photos"
-                               " first")
-        try:
-            _, taken, lat, lon = read_image(path)
-        except PhotoError as exc:
-            raise Refused(422, f"photos.{i}: {exc}") from None
-        out.append(Photo(p.sha256, taken, lat, lon, p.caption))
+    with Uploads.open(Path(config.state_dir)) as uploads:
+        for i, p in enumerate(given):
+            if not _citable(config, uploads, user, site_id, p.sha256):
+                # The same words whether the photo exists or not: no hash oracle.
+                raise Refused(422, f"photos.{i}.sha256: no photo you uploaded has this hash"
+                                   " (nor one cited at this site before); send it to"
+                                   " /api/v1/photos first")
+            uploads.cite(p.sha256, now_ms)
+            try:
+                out.append(stored_photo(photos_dir, p, f"photos.{i}", now_ms=now_ms,
+                                        max_pixels=photo_pixels_of(config)))
+            except PhotoError as exc:
+                raise Refused(422, str(exc)) from None
     return out
+
+
+def _citable(config: Config, uploads: Uploads, user: User, site_id: str, sha256: str
+             ) -> bool:
+    """A photo is global (named by its hash), so an inspection may cite one only if its
+    recorder uploaded it, or if it is evidence at this site already (a joint
+    inspection's photos, a fix shown again): never another site's evidence."""
+    if uploads.uploaded_by(sha256, user.name):
+        return True
+    try:
+        with open_store(config, readonly=True) as store:
+            return cited_at(store, site_id, sha256)
+    except StoreError:
+        return False
 
 
 def record(config: Config, photos_dir: Path, user: User, site_id: str,
@@ -179,8 +206,8 @@ def record(config: Config, photos_dir: Path, user: User, site_id: str,
         insp = build_inspection(
             config, site_id, names, at=at, kind=str(kind),
             notes=_text(data, "notes"), findings=_findings(config, site_id, data),
-            actions=_actions(data),
-            resolves=resolves, now_ms=now_ms, via="web", photos=_photos(photos_dir, data),
+            actions=_actions(data), resolves=resolves, now_ms=now_ms, via="web",
+            photos=_photos(config, user, site_id, photos_dir, data, now_ms),
             location=location, certified=certified)
     except InspectError as exc:
         raise _refused(exc) from None

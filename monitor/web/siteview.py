@@ -23,6 +23,7 @@ from ..contract.events import (
 from ..contract.localtime import local_text
 from ..contract.times import MS_PER_HOUR, parse_iso
 from ..store import Store
+from ..views.report.photos import taken_words
 from ..views.status import build_status
 
 #: A disagreement is shown for the 24 hours after its window, the time § 134-9A(2)
@@ -90,6 +91,10 @@ class SiteView:
 
     def local(self, when: int | str | None) -> str:
         return local_text(when, self.site.zone)
+
+    def taken(self, photo: dict[str, Any]) -> str:
+        """When a photo was taken, as the report says it (``taken_words``)."""
+        return taken_words(photo, self.local)
 
 
 def read_sites(config: Config, store: Store, now_ms: int, sites: list[str] | None = None,

@@ -153,7 +153,8 @@ def test_photo_evidence_and_action_ids_are_stormwatchs(secured: Secured) -> None
     config = load_config(secured.cfg, env={})
     photos_dir = Path(config.state_dir) / "photos"
     stored = store_photo_bytes(photos_dir, jpeg_with_gps(lat=41.0, lon=-73.5,
-                                                         taken="2026:11:30 09:15:00"), 10**7)
+                                                         taken="2026:11:30 09:15:00"), 10**7,
+                               now_ms=round(time.time() * 1000))
     # Recorded from the command line: an action another inspection must not take over.
     proc = cli("inspect", "--config", str(secured.cfg), "--site", SITE, "--inspector",
                "J. Rivera", "--at", now_iso(20), "--corrective-action", "re-trench the fence")

@@ -36,8 +36,8 @@ def cfg(tmp_path: Path) -> Path:
 def test_a_web_inspection_carries_its_photos_into_the_journal_the_event_and_the_chain(
         cfg: Path) -> None:
     config = load_config(cfg, env={})
-    stored = store_photo_bytes(photos_dir_of(config), jpeg_with_gps(), 1_000_000)
     now = round(time.time() * 1000)
+    stored = store_photo_bytes(photos_dir_of(config), jpeg_with_gps(), 1_000_000, now_ms=now)
     photo = Photo(stored.sha256, stored.taken_at, stored.lat, stored.lon, "silt fence, north")
     insp = build_inspection(config, SITE, ["J. Rivera"], at=None, kind="routine", notes=None,
                             findings=["silt-fence: ok"], actions=[], resolves=[], now_ms=now,

@@ -15,13 +15,13 @@ from monitor.store.photos import (
     store_photo,
     store_photo_bytes,
 )
-from tests.support.photos import jpeg_with_gps, png_plain
+from tests.support.photos import NOW_MS, jpeg_with_gps, png_plain
 
 
 def test_a_jpeg_is_kept_under_its_hash_with_its_exif_time_and_position(tmp_path: Path) -> None:
     data = jpeg_with_gps(lat=40.7128, lon=-74.006, taken="2026:11:30 09:15:00",
                          offset="-05:00")
-    got = store_photo_bytes(tmp_path, data, 1_000_000)
+    got = store_photo_bytes(tmp_path, data, 1_000_000, now_ms=NOW_MS)
     sha = hashlib.sha256(data).hexdigest()
     assert got.sha256 == sha and got.size_bytes == len(data) and got.format == "JPEG"
     assert got.taken_at == "2026-11-30T14:15:00Z"  # 09:15 at -05:00
@@ -32,18 +32,18 @@ def test_a_jpeg_is_kept_under_its_hash_with_its_exif_time_and_position(tmp_path:
     assert list((tmp_path / "tmp").iterdir()) == []
     assert check_photo(tmp_path, sha) is None
     # The same bytes again: the same photo, nothing rewritten.
-    assert store_photo_bytes(tmp_path, data, 1_000_000).sha256 == sha
+    assert store_photo_bytes(tmp_path, data, 1_000_000, now_ms=NOW_MS).sha256 == sha
 
 
 def test_a_png_without_exif_has_no_time_and_no_position(tmp_path: Path) -> None:
-    got = store_photo_bytes(tmp_path, png_plain(), 1_000_000)
+    got = store_photo_bytes(tmp_path, png_plain(), 1_000_000, now_ms=NOW_MS)
     assert (got.format, got.taken_at, got.lat, got.lon) == ("PNG", None, None, None)
 
 
 @pytest.mark.parametrize("data", [b"", b"%PDF-1.4 not an image", b"\xff\xd8\xff\xe0 truncated"])
 def test_what_is_no_image_is_refused_and_nothing_is_kept(tmp_path: Path, data: bytes) -> None:
     with pytest.raises(PhotoError):
-        store_photo_bytes(tmp_path, data, 1_000_000)
+        store_photo_bytes(tmp_path, data, 1_000_000, now_ms=NOW_MS)
     assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
 
 
@@ -54,7 +54,7 @@ def test_a_gif_is_an_image_but_not_a_photo_type(tmp_path: Path) -> None:
     buf = io.BytesIO()
     Image.new("P", (4, 4)).save(buf, "GIF")
     with pytest.raises(PhotoError, match="GIF"):
-        store_photo_bytes(tmp_path, buf.getvalue(), 1_000_000)
+        store_photo_bytes(tmp_path, buf.getvalue(), 1_000_000, now_ms=NOW_MS)
 
 
 def test_an_upload_past_the_limit_stops_at_the_limit(tmp_path: Path) -> None:
@@ -66,7 +66,7 @@ def test_an_upload_past_the_limit_stops_at_the_limit(tmp_path: Path) -> None:
             yield b"\0" * 65536
 
     with pytest.raises(PhotoTooLarge):
-        store_photo(tmp_path, endless(), 200_000)  # type: ignore[arg-type]
+        store_photo(tmp_path, endless(), 200_000, now_ms=NOW_MS)  # type: ignore[arg-type]
     assert len(sent) == 4  # read no further than the limit
     assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
 
@@ -79,7 +79,7 @@ def test_photo_path_takes_only_a_hash() -> None:
 
 def test_check_names_a_missing_and_an_altered_photo(tmp_path: Path) -> None:
     data = jpeg_with_gps()
-    sha = store_photo_bytes(tmp_path, data, 1_000_000).sha256
+    sha = store_photo_bytes(tmp_path, data, 1_000_000, now_ms=NOW_MS).sha256
     path = photo_path(tmp_path, sha)
     path.chmod(0o644)
     path.write_bytes(data + b"x")

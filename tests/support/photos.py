@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import io
 
+#: The upload time the store tests tell it (2027-01-15 08:00 UTC): after every EXIF
+#: time these photos carry, so each is plausible.
+NOW_MS = 1_800_000_000_000
+
 
 def jpeg_with_gps(lat: float = 40.7128, lon: float = -74.006,
                   taken: str = "2026:11:30 09:15:00", offset: str | None = "-05:00",
@@ -42,3 +46,22 @@ def png_plain(size: tuple[int, int] = (8, 8)) -> bytes:
     out = io.BytesIO()
     Image.new("RGB", size, (200, 10, 10)).save(out, "PNG")
     return out.getvalue()
+
+
+def png_bomb(width: int = 13_000, height: int = 13_000) -> bytes:
+    """A PNG of ``width`` x ``height`` black pixels (1 bit each) in a few kilobytes:
+    169 megapixels in about 20 KB by default, written chunk by chunk so that making
+    it never holds the image."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return (struct.pack(">I", len(data)) + kind + data
+                + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
+
+    row = b"\0" * (1 + (width + 7) // 8)  # filter byte "none", then the bits
+    squeeze = zlib.compressobj(9)
+    body = b"".join(squeeze.compress(row) for _ in range(height)) + squeeze.flush()
+    header = struct.pack(">IIBBBBB", width, height, 1, 0, 0, 0, 0)  # 1-bit greyscale
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", body)
+            + chunk(b"IEND", b""))

@@ -83,6 +83,24 @@ def web_env(tmp_path: Path, *, listen: str = "127.0.0.1:8080", public: str = PUB
             "path": path}
 
 
+def web_app(tmp_path: Path, path: Path | None = None, *, people: bool = True,
+            **app: Any) -> tuple[Any, Any]:
+    """(config, app): the real app (``create_app``, ``wait_s`` 0.5 unless given) over
+    the state directory of the configuration at ``path`` (default:
+    ``write_web_config``), with the people of ``add_people`` added unless ``people``
+    is false (a second app over the same state)."""
+    from monitor.config.file import load_config
+    from monitor.store.opening import open_store
+    from monitor.web.app import create_app
+
+    config = load_config(path or write_web_config(tmp_path), env={})
+    with open_store(config):
+        pass
+    if people:
+        add_people(Path(config.state_dir))
+    return config, create_app(config, **{"wait_s": 0.5, **app})
+
+
 def add_people(state_dir: Path) -> None:
     with Users.open(state_dir) as users:
         users.add(User(QP, "qp", "jr@example.org", (SITE,)))

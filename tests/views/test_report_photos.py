@@ -17,7 +17,7 @@ from monitor.store.photos import photo_path, store_photo
 from monitor.views.report.photos import THUMB_PX, photo_grid, photos_section
 from monitor.views.report.tables import LocalTime
 
-from ..support.photos import jpeg_with_gps, png_plain
+from ..support.photos import NOW_MS, jpeg_with_gps, png_plain
 
 SITE = SiteConfig.model_validate({"id": "branch-meadows", "timezone": "America/New_York",
                                   "condition": "B"})
@@ -25,7 +25,7 @@ LOCAL = LocalTime(SITE)
 
 
 def _stored(photos_dir: Path, data: bytes) -> str:
-    return store_photo(photos_dir, [data], 10_000_000).sha256
+    return store_photo(photos_dir, [data], 10_000_000, now_ms=NOW_MS).sha256
 
 
 def _thumb(html: str) -> Image.Image:

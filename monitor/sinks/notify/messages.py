@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Final
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from zoneinfo import ZoneInfo
@@ -61,6 +60,7 @@ from ...contract.events import (
     TrapFill,
     TurbidityContrast,
 )
+from ...contract.localtime import local_datetime
 from ...contract.times import MS_PER_HOUR, parse_iso
 
 # The chapter's words, quoted where they apply (seed text of Chapter 134).
@@ -162,7 +162,9 @@ def local_time(ts_ms: int, zone: ZoneInfo, *, year: bool = True) -> str:
     Spelled out here rather than with ``%p``/``%-d``, which depend on the C
     library and its locale.
     """
-    dt = datetime.fromtimestamp(ts_ms / 1000, tz=zone)
+    dt = local_datetime(ts_ms, zone)
+    if dt is None:  # no instant the zone can show: the number as it is (localtime.py)
+        return str(ts_ms)
     hour = dt.hour % 12 or 12
     half = "AM" if dt.hour < 12 else "PM"
     date = f"{dt:%a %b} {dt.day}" + (f", {dt.year}" if year else ",")

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta
+from datetime import date, datetime, time, timedelta, timezone
 from html import escape
 from pathlib import Path
 
-from ...config import Config, SiteConfig, photos_dir_of
+from ...config import Config, SiteConfig, photo_pixels_of, photos_dir_of
 from ...config.plausible import NO_GAUGE, storm_duty_unwatched
 from ...contract.events import (
     Body,
@@ -93,16 +93,34 @@ figure img.thumb{width:240px;height:auto;border:1px solid #bbb}
 AHEAD_TOLERANCE_MS = 60_000
 
 
+#: The dates a report's bounds may name: from the epoch to the last year whose
+#: next midnight every zone can still show (a typo'd year is a usage error, not a
+#: report of two thousand years, nor an overflow).
+FIRST_DAY, LAST_DAY = date(1970, 1, 1), date(9998, 12, 31)
+_FIRST_MS = 0
+_END_MS = round(datetime(LAST_DAY.year + 1, 1, 1, tzinfo=timezone.utc).timestamp() * 1000)
+
+
 def parse_bound(text: str, site: SiteConfig, *, end: bool) -> int:
     """``--from``/``--to``: a local date (inclusive: ``--to`` ends at the next midnight)
-    or an ISO time with offset. Raises ValueError."""
+    or an ISO time with offset, from ``FIRST_DAY`` to ``LAST_DAY``. Raises ValueError."""
     text = text.strip()
-    if len(text) == 10:
-        day = date.fromisoformat(text)
-        if end:
-            day += timedelta(days=1)
-        return round(datetime.combine(day, time(0), tzinfo=site.zone).timestamp() * 1000)
-    return parse_iso(text)
+    if len(text) != 10:
+        ms = parse_iso(text)
+        if not _FIRST_MS <= ms < _END_MS:
+            raise _outside(text)
+        return ms
+    day = date.fromisoformat(text)
+    if not FIRST_DAY <= day <= LAST_DAY:
+        raise _outside(text)
+    if end:
+        day += timedelta(days=1)
+    return round(datetime.combine(day, time(0), tzinfo=site.zone).timestamp() * 1000)
+
+
+def _outside(text: str) -> ValueError:
+    return ValueError(f"{text[:40]} is outside the dates a report covers ({FIRST_DAY} to"
+                      f" {LAST_DAY})")
 
 
 def build_report(config: Config, store: Store, site_id: str, from_ms: int, to_ms: int,
@@ -151,7 +169,8 @@ def build_report(config: Config, store: Store, site_id: str, from_ms: int, to_ms
             ["Sensor", "Kind", "Reporting", "Health", "Last seen"],
             [[escape(c) for c in r] for r in sensor_rows(site, state, p.local)], "No sensors."),
         _inspections(p, events, closed),
-        photos_section(events, photos_dir or photos_dir_of(config), p.local),
+        photos_section(events, photos_dir or photos_dir_of(config), p.local,
+                       photo_pixels_of(config)),
         _actions_table(book.events, from_ms, to_ms, now_ms, p.local),
         trap_section(events, p.local),
         turbidity_section(events, p.local, episodes),

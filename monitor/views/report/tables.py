@@ -24,7 +24,7 @@ from ...contract.events import (
     TrapFill,
     TurbidityContrast,
 )
-from ...contract.localtime import local_text
+from ...contract.localtime import local_datetime, local_text
 from ...contract.times import parse_iso
 from ...engine.episodes import TurbidityEpisode
 
@@ -40,14 +40,18 @@ class LocalTime:
         self.zone = site.zone
 
     def dt(self, ms: int) -> datetime:
-        return datetime.fromtimestamp(ms / 1000, tz=self.zone)
+        """Where a plot places ``ms``: the journal's readings, which admission keeps
+        within minutes of the clock, so always an instant the zone can show (one it
+        cannot is placed at the epoch rather than break the report)."""
+        return local_datetime(ms, self.zone) or datetime.fromtimestamp(0, tz=self.zone)
 
     def __call__(self, value: int | str | None) -> str:
         return local_text(value, self.zone, empty="—")
 
     def zone_words(self, lo_ms: int, hi_ms: int) -> str:
         """``America/New_York (EDT)``, or ``(EST/EDT)`` when the span crosses a change."""
-        names = dict.fromkeys(self.dt(ms).strftime("%Z") for ms in (lo_ms, hi_ms))
+        names = dict.fromkeys(local.strftime("%Z") for ms in (lo_ms, hi_ms)
+                              if (local := local_datetime(ms, self.zone)) is not None)
         return f"{self.zone.key} ({'/'.join(names)})"
 
     def id(self, text: str) -> str:

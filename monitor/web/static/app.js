@@ -121,7 +121,9 @@
     for (const item of await queued()) {
       let r;
       try { r = await send(item); } catch (e) { break; }  // still no network
-      if (r.ok || (r.status >= 400 && r.status < 500 && r.status !== 409 && r.status !== 401)) {
+      // 409 (being recorded), 401 (signed out) and 429 (too many photos for now) are
+      // worth another try later: the item stays queued. Any other 4xx never will be.
+      if (r.ok || (r.status >= 400 && r.status < 500 && ![401, 409, 429].includes(r.status))) {
         await dequeue(item.key);
         if (!r.ok) {
           const err = await r.json().catch(() => ({ error: r.statusText }));
