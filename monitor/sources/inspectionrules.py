@@ -26,6 +26,7 @@ from zoneinfo import ZoneInfo
 
 from ..contract.admission import canonical
 from ..contract.inputs import CorrectiveAction, Finding, Inspection, Via
+from ..contract.localtime import local_datetime
 from ..contract.rejects import Rejection, RejectReason
 from .evidence import check_evidence
 from .rules import ID_RE, SiteIndex, show, time_window, timestamp_ms
@@ -132,11 +133,9 @@ def action_ids(insp: Inspection, zone: ZoneInfo) -> tuple[str, ...]:
     body["corrective_actions"] = [{"text": a.text, "due_ms": a.due_ms}
                                   for a in insp.corrective_actions]
     digest = hashlib.sha256(canonical(body).encode("utf-8")).hexdigest()[:ACTION_HASH_HEX]
-    try:
-        stamp = datetime.fromtimestamp(insp.ts_ms / 1000, tz=zone).strftime("%Y%m%dt%H%M")
-    except (OverflowError, ValueError, OSError):
-        stamp = datetime.fromtimestamp(insp.ts_ms / 1000, tz=timezone.utc).strftime(
-            "%Y%m%dt%H%Mz")
+    local = local_datetime(insp.ts_ms, zone)
+    stamp = local.strftime("%Y%m%dt%H%M") if local is not None else \
+        datetime.fromtimestamp(insp.ts_ms / 1000, tz=timezone.utc).strftime("%Y%m%dt%H%Mz")
     return tuple(f"ca-{stamp}-{digest}-{n}" for n in range(1, len(insp.corrective_actions) + 1))
 
 

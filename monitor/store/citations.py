@@ -9,10 +9,11 @@ the record), and, should a journal row ever be missing, the log book's
 the answer unknown (``ArchiveError``), never smaller: the caller then removes
 nothing.
 
-The journal and log book tables have no index on their kind or type, so each
-is scanned once; an archive file is read with the filter pushed into Parquet,
-which skips every row group whose ``kind`` statistics hold no inspection (most
-of them: readings). A sweep runs at most hourly, in a thread of its own.
+The journal's and the archive's inspection rows come from
+``Journal.inspection_rows`` (the journal's index leads with the kind; an
+archive file is read with the filter pushed into Parquet), the one reader the
+log book check uses too; the log book has no index on its type and is scanned
+once. A sweep runs at most hourly, in a thread of its own.
 """
 
 from __future__ import annotations
@@ -21,37 +22,21 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-import pyarrow.parquet as pq
-
 from ..contract.events import InspectionRecorded
 from . import Store
-from .archive import ArchiveError, check_file
-from .db import read_snapshot
+from .archive import ArchiveError
 
 
 def cited_photos(store: Store, checked: set[str]) -> set[str]:
     """The SHA-256 of every photo an inspection names, in the journal, the archive and
     the log book. ``checked`` holds the archive files already hashed by this
     caller (they never change once recorded); ``ArchiveError`` when one fails."""
-    conn = store.db.conn
-    with read_snapshot(conn):
-        bodies = [b for (b,) in conn.execute(
-            "SELECT body FROM journal WHERE kind = 'inspection'")]
-        bodies += [b for (b,) in conn.execute(
-            "SELECT body FROM logbook WHERE type = ?", (InspectionRecorded.TYPE,))]
-        files = store.journal.archive.files(conn=conn)
-    out = _hashes(bodies)
-    root = store.journal.archive.root
-    for f in files:
-        if f.name not in checked:
-            problem = check_file(root, f)
-            if problem is not None:
-                raise ArchiveError(problem)
-            checked.add(f.name)
-        table = pq.read_table(root / f.name, columns=["body"],
-                              filters=[("kind", "==", "inspection")])
-        out |= _hashes(table.column("body").to_pylist())
-    return out
+    rows, unread = store.journal.inspection_rows(archived=True, checked=checked)
+    if unread:
+        raise ArchiveError(f"archive file {unread[0]}")
+    bodies = [b for (b,) in store.db.conn.execute(
+        "SELECT body FROM logbook WHERE type = ?", (InspectionRecorded.TYPE,))]
+    return _hashes(bodies) | {sha for row in rows for sha in _photo_hashes(row.body)}
 
 
 def cited_at(store: Store, site: str, sha256: str) -> bool:
@@ -63,10 +48,11 @@ def cited_at(store: Store, site: str, sha256: str) -> bool:
 
 
 def _hashes(bodies: Iterable[str]) -> set[str]:
-    out: set[str] = set()
-    for body in bodies:
-        data: Any = json.loads(body)
-        for photo in (data.get("photos") or []) if isinstance(data, dict) else []:
-            if isinstance(photo, dict) and isinstance(photo.get("sha256"), str):
-                out.add(photo["sha256"])
-    return out
+    return {sha for body in bodies for sha in _photo_hashes(json.loads(body))}
+
+
+def _photo_hashes(data: Any) -> set[str]:
+    """The photos one inspection's body (a journal row's or an event's) names."""
+    return {photo["sha256"] for photo in ((data.get("photos") or [])
+                                         if isinstance(data, dict) else [])
+            if isinstance(photo, dict) and isinstance(photo.get("sha256"), str)}

@@ -28,7 +28,6 @@ import hashlib
 import json
 import sqlite3
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Final
 
 from ..contract.admission import canonical
@@ -93,10 +92,8 @@ class Conflict:
 class IdempotencyKeys(SideDb):
     """The keys in ``state_dir/web.sqlite``."""
 
-    def __init__(self, path: Path) -> None:
-        super().__init__(path)
-        with self._write() as conn:
-            _migrate(conn)
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        _migrate(conn)
 
     def claim(self, key: str, name: str, site: str, digest: str, now_ms: int
               ) -> Fresh | Done | Pending | Conflict:

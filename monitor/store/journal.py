@@ -31,12 +31,15 @@ import sqlite3
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final, Literal
+
+import pyarrow.parquet as pq
 
 from ..contract.admission import SeqBook, identity, msg_seq
 from ..contract.rejects import RejectReason
 from . import deadletters
-from .archive import ArchiveError, ArchiveIndex, FileReader
+from .archive import ArchiveError, ArchiveFile, ArchiveIndex, FileReader
 from .db import Db, bump, canonical
 from .deadletters import DeadLetter, DeadLetterIn
 from .journalrows import ArchivedReadings, RowsAsOne, merge_by_seq
@@ -195,12 +198,16 @@ class Journal:
                     "SELECT seq, kind, body, received_ms FROM journal WHERE seq > ?"
                     " ORDER BY seq LIMIT ?", (seq, limit))]
 
-    def inspection_rows(self, *, archived: bool) -> tuple[list[JournalRow], list[str]]:
+    def inspection_rows(self, *, archived: bool, checked: set[str] | None = None
+                        ) -> tuple[list[JournalRow], list[str]]:
         """Every inspection row (site closures included), in seq order: the table's, and
         with ``archived`` the archive's too; and the archive files that could not be
         read (altered or missing: ``logbook verify`` says which). The identity index
-        leads with the kind, so the table's part reads only these rows; an archive
-        file is read a row group at a time, its bodies only where a group holds one."""
+        leads with the kind, so the table's part reads only these rows. The table is
+        read before the archive's list of files: a file is recorded before its rows
+        leave the table, so a row moved meanwhile is met twice (and taken once), never
+        missed. ``checked``: the archive files whose SHA-256 the caller has checked
+        already (this journal's own set by default)."""
         rows = [JournalRow(s, kind, json.loads(body), received)
                 for s, kind, body, received in self.db.conn.execute(
                     "SELECT seq, kind, body, received_ms FROM journal WHERE kind = 'inspection'"
@@ -210,7 +217,8 @@ class Journal:
             seen = {r.seq for r in rows}
             for f in self.archive.files():
                 try:
-                    found = archived_inspections(FileReader(self.archive.root, f, self._checked))
+                    found = archived_inspections(self.archive.root, f,
+                                                 self._checked if checked is None else checked)
                 except (ArchiveError, OSError, ValueError) as exc:
                     unread.append(f"{f.name}: {exc}")
                     continue
@@ -319,19 +327,17 @@ class Journal:
             "SELECT name, value FROM counters ORDER BY name")}
 
 
-def archived_inspections(reader: FileReader) -> list[JournalRow]:
-    """The inspection rows of one archive file (``Journal.inspection_rows``)."""
-    out = []
-    for group in range(reader.groups):
-        kinds = reader.group(group, ("kind",))["kind"]
-        if "inspection" not in kinds:
-            continue
-        c = reader.group(group, ("seq", "kind", "body", "received_ms"))
-        out += [JournalRow(int(seq), kind, json.loads(body), received)
-                for seq, kind, body, received in zip(c["seq"], c["kind"], c["body"],
-                                                     c["received_ms"], strict=True)
-                if kind == "inspection"]
-    return out
+def archived_inspections(root: Path, f: ArchiveFile, checked: set[str]) -> list[JournalRow]:
+    """The inspection rows of one archive file (``Journal.inspection_rows``), its hash
+    checked first (``ArchiveError``); the filter goes into Parquet, which skips every
+    row group whose ``kind`` statistics hold no inspection (most: readings)."""
+    FileReader(root, f, checked)
+    table = pq.read_table(root / f.name, columns=["seq", "kind", "body", "received_ms"],
+                          filters=[("kind", "==", "inspection")])
+    c = {name: table.column(name).to_pylist() for name in table.column_names}
+    return [JournalRow(int(seq), kind, json.loads(body), received)
+            for seq, kind, body, received in zip(c["seq"], c["kind"], c["body"],
+                                                 c["received_ms"], strict=True)]
 
 
 # --------------------------------------------------------------------------- seq identity

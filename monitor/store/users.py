@@ -33,9 +33,8 @@ made before it expires ``API_TOKEN_DAYS`` after the upgrade (the one
 expiry judged against the wall clock: the file has no caller's clock then).
 
 The tables live in their own SQLite file, ``state_dir/users.sqlite``, not in
-the daemon's database: the web app writes sessions while the daemon writes
-the journal, and neither waits for the other's lock; the daemon's schema
-and its migrations stay the journal's. The file is made mode 0600. One
+the daemon's database (``sidedb.py``: the web app writes sessions while the
+daemon writes the journal, and neither waits for the other's lock). One
 ``Users`` may be shared by the threads of a web server (one connection
 behind a lock).
 """
@@ -44,26 +43,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import secrets
 import sqlite3
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
-from types import TracebackType
 from typing import Any, Final, Literal, cast, get_args
 
 from ..errors import UserError
-from .db import immediate
+from .sidedb import SideDb
 
 Role = Literal["qp", "officer"]
 ROLES: Final[tuple[str, ...]] = get_args(Role)
 
 USERS_NAME: Final = "users.sqlite"
-_BUSY_TIMEOUT_S: Final = 5.0
 _MS_PER_DAY: Final = 86_400_000
 #: How long an API token works unless ``issue_api_token`` is told otherwise.
 API_TOKEN_DAYS: Final = 90
@@ -134,54 +126,15 @@ def _new_token() -> str:
     return secrets.token_urlsafe(32)
 
 
-class Users:
+class Users(SideDb):
     """The people and their tokens in ``state_dir/users.sqlite``."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        new = not path.exists()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(path, isolation_level=None, timeout=_BUSY_TIMEOUT_S,
-                               check_same_thread=False)
-        self._conn = conn
-        self._lock = threading.Lock()
-        try:
-            if new:
-                os.chmod(path, 0o600)
-            conn.execute(f"PRAGMA busy_timeout = {int(_BUSY_TIMEOUT_S * 1000)}")
-            conn.execute("PRAGMA foreign_keys = ON")
-            conn.execute("PRAGMA journal_mode = WAL")
-            with self._write() as c:
-                for statement in _SCHEMA:
-                    c.execute(statement)
-                _migrate(c)
-        except sqlite3.DatabaseError as exc:
-            conn.close()
-            raise UserError(f"state_dir: cannot use {path}: {exc}") from None
+    FILE = USERS_NAME
+    PRAGMAS = ("PRAGMA foreign_keys = ON",)
+    SCHEMA = _SCHEMA
 
-    @classmethod
-    def open(cls, state_dir: Path) -> Users:
-        return cls(Path(state_dir) / USERS_NAME)
-
-    def close(self) -> None:
-        self._conn.close()
-
-    def __enter__(self) -> Users:
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.close()
-
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        with self._lock, immediate(self._conn) as conn:
-            yield conn
-
-    @contextmanager
-    def _read(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            yield self._conn
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        _migrate(conn)
 
     # -- people ----------------------------------------------------------------
 

@@ -68,6 +68,11 @@ def client_for(config: Config, app: Any = None) -> TestClient:
                       base_url=f"{scheme}://testserver")
 
 
+def client_of(app: Any) -> TestClient:
+    """``client_for`` the configuration the app was made with."""
+    return client_for(app.state.web.config, app)
+
+
 def web_env(tmp_path: Path, *, listen: str = "127.0.0.1:8080", public: str = PUBLIC
             ) -> dict[str, Any]:
     """A state directory with a database and the people of ``add_people``, and a client of

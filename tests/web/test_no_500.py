@@ -14,7 +14,6 @@ from typing import Any
 
 import httpx
 import pytest
-from fastapi.testclient import TestClient
 
 from monitor.config.file import load_config
 from monitor.store.opening import open_store
@@ -27,7 +26,9 @@ from ..support.webkit import (
     SITE,
     WebProcess,
     add_people,
+    client_of,
     csrf_of,
+    press_sign_in,
     sign_in,
     signin_token,
     web_app,
@@ -39,7 +40,7 @@ from ..support.webkit import (
 def env(tmp_path: Path) -> dict[str, Any]:
     path = write_web_config(tmp_path)
     _, app = web_app(tmp_path, path)
-    client = TestClient(app)
+    client = client_of(app)
     csrf = sign_in(client, tmp_path / "state", QP)
     return {"client": client, "path": path, "tmp": tmp_path, "csrf": csrf}
 
@@ -99,7 +100,8 @@ def test_an_unexpected_error_is_a_500_that_keeps_the_connection(tmp_path: Path) 
     the log (and no token), and the next request on the same keep-alive connection
     is served."""
     port = free_port()
-    path = write_web_config(tmp_path, listen=f"127.0.0.1:{port}")
+    path = write_web_config(tmp_path, listen=f"127.0.0.1:{port}",
+                            public=f"http://127.0.0.1:{port}")
     with open_store(load_config(path, env={})):
         pass
     add_people(tmp_path / "state")
@@ -108,7 +110,7 @@ def test_an_unexpected_error_is_a_500_that_keeps_the_connection(tmp_path: Path) 
     try:
         token = signin_token(tmp_path / "state", QP)
         with httpx.Client(base_url=web.url) as client:
-            assert client.post(f"/signin/{token}").status_code == 303
+            assert press_sign_in(client, f"/signin/{token}").status_code == 303
             csrf = csrf_of(client.get("/").text)
             failed = client.post("/api/v1/photos", headers={"X-CSRF-Token": csrf},
                                  files={"photo": ("a.jpg", jpeg_with_gps(), "image/jpeg")})

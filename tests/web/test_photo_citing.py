@@ -21,14 +21,14 @@ from monitor.host.inspections import commit_inspection
 from monitor.store.opening import open_store
 
 from ..support.photos import jpeg_with_gps
-from ..support.webkit import OTHER, QP, QP2, SITE, sign_in, web_app
+from ..support.webkit import OTHER, QP, QP2, SITE, client_of, sign_in, web_app
 
 REFUSED = ("photos.0.sha256: no photo you uploaded has this hash (nor one cited at this"
            " site before); send it to /api/v1/photos first")
 
 
 def _person(app: Any, state: Path, name: str) -> tuple[TestClient, str]:
-    client = TestClient(app)
+    client = client_of(app)
     return client, sign_in(client, state, name)
 
 

@@ -21,7 +21,7 @@ from fastapi.testclient import TestClient
 
 from ..support.daemonkit import cli
 from ..support.photos import jpeg_with_gps, png_bomb
-from ..support.webkit import QP, SITE, sign_in, web_app, write_web_config
+from ..support.webkit import QP, SITE, client_of, sign_in, web_app, write_web_config
 
 
 def _stored(state: Path) -> list[Path]:
@@ -37,7 +37,7 @@ def _post(client: TestClient, csrf: str, data: bytes, kind: str = "image/png") -
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, Any]:
     _, app = web_app(tmp_path)
-    client = TestClient(app)
+    client = client_of(app)
     return {"client": client, "csrf": sign_in(client, tmp_path / "state", QP),
             "state": tmp_path / "state"}
 
@@ -69,7 +69,7 @@ def test_the_cap_is_web_max_photo_mpx_and_a_photo_past_it_is_not_decoded_in_the_
     path.write_text(path.read_text().replace("max_photo_mb: 1}", "max_photo_mb: 1,"
                                              " max_photo_mpx: 170}"))
     _, app = web_app(tmp_path, path)
-    client = TestClient(app)
+    client = client_of(app)
     csrf = sign_in(client, tmp_path / "state", QP)
     bomb = _post(client, csrf, png_bomb(13_000, 13_000))
     assert bomb.status_code == 201, bomb.text
@@ -84,7 +84,7 @@ def test_the_cap_is_web_max_photo_mpx_and_a_photo_past_it_is_not_decoded_in_the_
 
     path.write_text(path.read_text().replace(", max_photo_mpx: 170}", "}"))
     _, capped = web_app(tmp_path, path, people=False)
-    client = TestClient(capped)
+    client = client_of(capped)
     sign_in(client, tmp_path / "state", QP)
     day = time.strftime("%Y-%m-%d")
     html = client.get(f"/sites/{SITE}/report?from=2026-01-01&to={day}")

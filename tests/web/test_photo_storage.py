@@ -28,7 +28,7 @@ from monitor.store.photos import photo_path
 
 from ..support.daemonkit import cli, wait_until
 from ..support.photos import jpeg_with_gps
-from ..support.webkit import QP, QP2, SITE, sign_in, web_app, write_web_config
+from ..support.webkit import QP, QP2, SITE, client_of, sign_in, web_app, write_web_config
 
 DAY_MS = 86_400_000
 
@@ -59,7 +59,7 @@ def app_with(tmp_path: Path, web_options: str) -> dict[str, Any]:
                                                  f"{web_options}}}"))
     clock = Clock()
     config, app = web_app(tmp_path, path, clock=clock)
-    client = TestClient(app)
+    client = client_of(app)
     return {"client": client, "csrf": sign_in(client, tmp_path / "state", QP), "clock": clock,
             "config": config, "app": app, "path": path, "state": tmp_path / "state"}
 
@@ -86,7 +86,7 @@ def test_photos_a_minute_per_person_past_the_rate_are_429(tmp_path: Path) -> Non
         "photo: at most 10 photos a minute per person (web.photos_per_minute); wait ")
     assert len(files(env)) == 10
     # Another person is not held back by this one.
-    other = TestClient(env["app"])
+    other = client_of(env["app"])
     assert upload(env, noise_jpeg(11), other, sign_in(other, env["state"], QP2)
                   ).status_code == 201
     env["clock"].ms += 61_000

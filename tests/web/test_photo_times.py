@@ -26,7 +26,17 @@ from monitor.host.inspections import commit_inspection
 
 from ..support.daemonkit import cli
 from ..support.photos import jpeg_with_gps
-from ..support.webkit import OFFICER, OTHER, QP, QP2, SITE, sign_in, web_app, write_web_config
+from ..support.webkit import (
+    OFFICER,
+    OTHER,
+    QP,
+    QP2,
+    SITE,
+    client_of,
+    sign_in,
+    web_app,
+    write_web_config,
+)
 
 #: The second site, moved east of UTC: a time near year 9999 there is past 9999.
 EAST = "Asia/Kolkata"
@@ -46,7 +56,7 @@ def env(tmp_path: Path) -> dict[str, Any]:
 
 
 def _client(env: dict[str, Any], name: str) -> tuple[TestClient, str]:
-    client = TestClient(env["app"])
+    client = client_of(env["app"])
     return client, sign_in(client, env["state"], name)
 
 
@@ -119,7 +129,7 @@ def _everything_answers(env: dict[str, Any], client: TestClient, site: str,
     for command in (("status",), ("logbook", "--site", site, "--format", "md")):
         run = cli(*command, "--config", str(env["path"]))
         assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr
-    officer = TestClient(env["app"])
+    officer = client_of(env["app"])
     sign_in(officer, env["state"], OFFICER)
     assert officer.get("/officer").status_code == 200
 
