@@ -290,7 +290,7 @@ def test_demo_keep_prints_commands_that_work(tmp_path: Path) -> None:
     printed by a shell where ``stormwatch`` is not on PATH (as after ``make demo``)."""
     state = tmp_path / "demo"
     proc = run("demo", "--speed", f"{MAX_SPEED:g}", "--state-dir", str(state))
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 0, proc.stdout + proc.stderr  # the demo says why on stdout
     assert "sensor_stale" not in proc.stdout and "too_old" not in proc.stderr
     lines = proc.stdout.splitlines()
     start = lines.index(next(x for x in lines if x.startswith("State kept in "))) + 1

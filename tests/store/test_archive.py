@@ -36,7 +36,7 @@ from monitor.store.archive import TICKS, archive_root
 from monitor.store.db import DB_NAME
 from monitor.store.opening import open_store
 from monitor.store.retention import move
-from tests.support.daemonkit import cli
+from tests.support.daemonkit import cli, frozen_clock
 from tests.support.seasonkit import (
     START_MS,
     Season,
@@ -71,16 +71,23 @@ def scratch_replay(config: Config, store: Store) -> tuple[dict[str, dict[str, An
     return current, (seen, json.dumps(engine.dump(), sort_keys=True, default=str))
 
 
+#: When the reports are made: one instant for every run. A report also says what is
+#: open "at the time of this report" (hours overdue to a tenth), so two reports made
+#: minutes apart differ: on a loaded machine the runs before and after archiving were
+#: that far apart, and this test failed for it.
+REPORTED_AT_MS = day_ms(60)
+
+
 def readers(config: Config, cfg: Path, out: Path) -> dict[str, Any]:
     """What each reader of the journal gives: a restore from scratch, the report of
-    each site, `logbook verify`, `status --json`."""
+    each site (made at ``REPORTED_AT_MS``), `logbook verify`, `status --json`."""
     got: dict[str, Any] = {}
     with open_store(config, readonly=True) as store:
         got["restore"] = scratch_replay(config, store)
     for site in ("north-lot", "west-pad"):
         html = out / f"{site}.html"
         r = cli("report", "--config", str(cfg), "--site", site, "--from", "2026-04-01",
-                "--to", "2026-04-30", "--out", str(html))
+                "--to", "2026-04-30", "--out", str(html), env=frozen_clock(REPORTED_AT_MS))
         assert r.returncode == 0, r.stderr
         got[f"report {site}"] = _without_head(html.read_text(encoding="utf-8"))
     r = cli("logbook", "verify", "--config", str(cfg))

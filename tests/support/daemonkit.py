@@ -258,10 +258,22 @@ def events_of(config_path: Path, kind: str) -> list[dict[str, Any]]:
         return [e.to_json() for e in store.events.current() if e.type == kind]
 
 
-def cli(*args: str, timeout_s: float = 60) -> subprocess.CompletedProcess[str]:
+def cli(*args: str, timeout_s: float = 60, env: Mapping[str, str] | None = None
+        ) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "monitor.cli", *args], capture_output=True,
                           text=True, cwd=ROOT, timeout=timeout_s,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+                          env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
+
+
+def frozen_clock(ts_ms: int) -> dict[str, str]:
+    """The environment of a command whose wall clock stands still at ``ts_ms`` (libfaketime):
+    for outputs that say "now" (a report's "at the time of this report", ``status``), so
+    two runs minutes apart on a loaded machine can be compared."""
+    lib = FakeClock.library()
+    assert lib is not None, "libfaketime is not installed (Debian package faketime)"
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ts_ms // 1000))
+    return {"LD_PRELOAD": lib, "FAKETIME": stamp, "FAKETIME_DONT_FAKE_MONOTONIC": "1",
+            "TZ": "UTC"}
 
 
 class Background(threading.Thread):
