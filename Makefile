@@ -22,8 +22,9 @@ system-deps:
 
 # Two worker processes (pytest-xdist): most of the suite waits on real services
 # and child processes, so two of them share a 2-core machine well (measured: some
-# 1 400 tests in about 11 min, 22 min of test time). Work stealing, because a few tests take half a minute or
-# more each. PYTEST_WORKERS=0 runs everything in one process.
+# 1 500 tests in about 11 min idle, 17.5 beside a busy core; README.md). Work
+# stealing, because a few tests take half a minute or more each.
+# PYTEST_WORKERS=0 runs everything in one process.
 PYTEST_WORKERS ?= 2
 PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist worksteal
 
