@@ -27,7 +27,8 @@ START = ts("2026-05-01T00:00:00Z")
 SPAN_MIN = 12 * 60  # half a day: two storms and a silence fit, and 200 examples run in CI
 
 #: rg1 publishes its counter every 5 minutes (with a 40-minute silence, rain
-#: revealed after it, and sometimes a 16-bit wrap), rg2 only when it rains
+#: revealed after it, sometimes a 16-bit wrap, and issue 28: sometimes a reboot to 0,
+#: near its maximum a wrap too much rain to be one), rg2 only when it rains
 #: (stale most of the time), rg3 never (stale from the start): with gauges
 #: all or mean, which gauges count changes all the time. Issue 18: rg4 and rg5
 #: report only when they tip (``on_tip``), rg4 with heartbeats (its own status
@@ -76,10 +77,13 @@ def scenario(seed: int, storm_list: list[tuple[int, int, int]], n_insp: int) -> 
     cleaned = rng.choice([None, rng.randrange(SPAN_MIN)])
     on_tip_total = 0
     node_quiet = rng.randrange(SPAN_MIN)
+    reboot = rng.choice([None, rng.randrange(SPAN_MIN)])
     for m in range(0, SPAN_MIN, 5):
         t = START + m * MS_PER_MINUTE
         tips = sum(rate[m:m + 5])
         total += tips
+        if reboot is not None and m >= reboot:
+            total, reboot = 0, None
         if not (gone_quiet <= m < gone_quiet + 40):  # a gap: stale, then recovered
             items.append(Reading(SITE, "rg1", "rain", t, tips_total=total % 65_536,
                                  battery_v=3.9))
