@@ -200,6 +200,10 @@ class TrapConfig(Model):
     #: A threshold that fired re-arms once the fill has stayed 0.05 below it this
     #: long (or at a ``trap_cleaned``): noise about it is one alert, not one an hour.
     rearm_hours: NonNegativeFloat = 6.0
+    #: A clean-out has ended (its fall has settled) once the smoothed fill has not
+    #: fallen by more than 0.02 over this long and over ``median_of`` readings; until
+    #: then no threshold fires (the trap is being emptied).
+    settle_minutes: NonNegativeFloat = 60.0
     #: A depth above this multiple of the design depth is a sensor fault
     #: (``above_max_fill``), not sediment.
     max_fill_fraction: Annotated[float, Field(ge=1.0, allow_inf_nan=False)] = 1.5

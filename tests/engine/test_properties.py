@@ -130,10 +130,15 @@ def scenario(seed: int, storm_list: list[tuple[int, int, int]], n_insp: int) -> 
 def _sediment(rng: random.Random, t: int, m: int, cleaned: int | None) -> Reading:
     """Issue 18: a trap filling up to and about the 50 % line (31.8 in in this trap) with
     noise, perhaps cleaned out, and faulty readings: past the bottom, above the maximum,
-    impossible steps; as depth_in or as distance_in from 60 in up."""
+    impossible steps; as depth_in or as distance_in from 60 in up (issue 28: in whole
+    centimetres, as a laser range finder reads)."""
     depth = 24 + min(1.0, 2 * m / SPAN_MIN) * 8 + rng.uniform(-1.5, 1.5)
     if cleaned is not None and m >= cleaned:
-        depth = 2 + (m - cleaned) / 60 + rng.uniform(-0.3, 0.3)
+        # Issue 28: the excavator takes two hours, in four passes with pauses, down to
+        # 2 in (the fall settles only after it); then the trap refills.
+        passes = min(4, (m - cleaned) // 30 + 1) / 4
+        depth = depth + (2 - depth) * passes if m < cleaned + 120 else \
+            2 + (m - cleaned - 120) / 60 + rng.uniform(-0.3, 0.3)
     fault = rng.random()
     if fault < 0.04:
         depth = -rng.uniform(0.1, 3)   # beyond_bottom
@@ -142,7 +147,8 @@ def _sediment(rng: random.Random, t: int, m: int, cleaned: int | None) -> Readin
     elif fault < 0.1:
         depth += 20                    # a step that does not last
     if rng.random() < 0.5:
-        return Reading(SITE, "trap1-depth", "sediment", t, distance_in=round(60 - depth, 2))
+        return Reading(SITE, "trap1-depth", "sediment", t,
+                       distance_in=round((60 - depth) * 2.54) / 2.54)
     return Reading(SITE, "trap1-depth", "sediment", t, depth_in=round(depth, 2))
 
 
