@@ -87,6 +87,7 @@ _UNITS: dict[str, tuple[str, str]] = {
     "_hours": ("hour", "hours"), "_minutes": ("minute", "minutes"), "_days": ("day", "days"),
     "_s": ("second", "seconds"), "_in": ("in", "in"), "_ft": ("ft", "ft"),
     "_cf": ("cubic foot", "cubic feet"), "_ntu": ("NTU", "NTU"), "_v": ("V", "V"),
+    "_in_per_hour": ("in per hour", "in per hour"),
 }
 #: A pydantic bound's error type: its context key and how it is said.
 _BOUNDS = {"greater_than_equal": ("ge", "at least"), "greater_than": ("gt", "more than"),

@@ -33,7 +33,7 @@ _KIND_FIELDS = {"in_per_tip": "rain", "counter_bits": "rain", "max_ntu": "turbid
                 "sensor_height_in": "sediment", "max_step_in": "sediment",
                 "heartbeat_minutes": "rain"}
 #: ... and those of them with a default, refused only when set to another value.
-_KIND_FIELDS_SET = {"reporting": "rain", "debounce_s": "rain"}
+_KIND_FIELDS_SET = {"reporting": "rain", "debounce_s": "rain", "max_rate_in_per_hour": "rain"}
 
 #: DESIGN § 4 "Sediment traps": the largest change of sediment depth between two
 #: consecutive readings that can be true (unless sustained for ``median_of`` readings).
@@ -50,6 +50,10 @@ class SensorConfig(Model):
     #: The width of the gauge's tip counter when known (a wrap is then told by it alone);
     #: a counter wider than 62 bits never wraps in a gauge's life.
     counter_bits: int | None = Field(default=None, ge=8, le=62)
+    #: A drop near the counter's top is a wrap only when the rain it implies is at most
+    #: this rate over the time since the previous reading (at least a minute); else the
+    #: logger rebooted near its maximum: a ``counter_reset``, no rain (DESIGN § 3).
+    max_rate_in_per_hour: PositiveFloat = 4.0
     max_ntu: PositiveFloat | None = None
     sensor_height_in: PositiveFloat | None = None
     #: Sediment: a depth step larger than this between consecutive readings is a
@@ -196,6 +200,10 @@ class TrapConfig(Model):
     #: A threshold that fired re-arms once the fill has stayed 0.05 below it this
     #: long (or at a ``trap_cleaned``): noise about it is one alert, not one an hour.
     rearm_hours: NonNegativeFloat = 6.0
+    #: A clean-out has ended (its fall has settled) once the smoothed fill has not
+    #: fallen by more than 0.02 over this long and over ``median_of`` readings; until
+    #: then no threshold fires (the trap is being emptied).
+    settle_minutes: NonNegativeFloat = 60.0
     #: A depth above this multiple of the design depth is a sensor fault
     #: (``above_max_fill``), not sediment.
     max_fill_fraction: Annotated[float, Field(ge=1.0, allow_inf_nan=False)] = 1.5

@@ -26,8 +26,13 @@ Rain from counters: ``tips_total`` is cumulative; the depth of a message is
 the difference to the previous message in event time. The first counter ever
 seen is the baseline and carries no rain. A drop from within 2 % of 2^16 or
 2^32 (or of 2^``counter_bits`` when the sensor says its width) to a value
-below 2 % of it is the counter *wrapping*: it counts on across the wrap. Any
-other decrease means the node was reset: the new value counts from zero and
+below 2 % of it is the counter *wrapping*: it counts on across the wrap, but
+only when the rain the wrap implies is plausible (``wrap_is_plausible``: at
+most ``max_rate_in_per_hour`` [4.0] over the time since the previous message,
+counted as at least ``MIN_WRAP_SPAN_MS``). A logger that reboots at 65 300
+reads as a 16-bit wrap of 236 tips: 2.36 in in the ten minutes to its next
+message is no rain, it is a reboot. Any other decrease (an implausible wrap
+too) means the node was reset: the new value counts from zero and
 ``counter_reset`` is emitted.
 
 Silence is not dry weather, for a gauge that reports every interval
@@ -81,13 +86,27 @@ from ..contract.events import (
     make_id,
 )
 from ..contract.inputs import Reading
-from ..contract.times import MS_PER_DAY, compact, hours_ms, iso, minutes_ms, parse_iso
+from ..contract.times import (
+    MS_PER_DAY,
+    MS_PER_HOUR,
+    MS_PER_MINUTE,
+    compact,
+    hours_ms,
+    iso,
+    minutes_ms,
+    parse_iso,
+)
 
 MICRO_PER_IN = 1_000_000
 #: A counter within this fraction of its width, dropping below it, wrapped.
 WRAP_FRACTION_DIV = 50  # 2 %
 #: The counter widths a wrap is looked for at when the sensor does not say.
 WRAP_BITS = (16, 32)
+#: The shortest time a wrap's rain is judged over, "at least one reading interval"
+#: (DESIGN § 3). The configuration knows no gauge's interval, so it is the gap since
+#: the previous message, and at least a minute: our nodes publish every minute, and
+#: two messages closer than that (a reboot's first message) are one interval apart.
+MIN_WRAP_SPAN_MS = MS_PER_MINUTE
 
 #: Internal fact (not published) that tells the site layer a gauge's event qualified.
 GAUGE_QUALIFIED = GaugeQualified.TYPE
@@ -153,6 +172,7 @@ class GaugeFold:
         self.stale_ms = {s.id: minutes_ms(s.stale_after_minutes) for s in sensors}
         self.wrap_bits = {s.id: (s.counter_bits,) if s.counter_bits else WRAP_BITS
                           for s in sensors}
+        self.max_rate = {s.id: s.max_rate_in_per_hour for s in sensors}
         # Only a gauge that reports every interval reveals rain after a silence.
         self.reveals = {s.id: not s.on_tip for s in sensors}
         # Liveness in the mean of an on_tip gauge: its heartbeat (None: always live).
@@ -197,7 +217,7 @@ class GaugeFold:
         if state.first_ms is None:
             state.first_ms = ts
         previous = state.last_seen.get(item.sensor)
-        depth = self._depth(state, item, out)
+        depth = self._depth(state, item, out, previous)
         # Only a counter tells rain of a silence apart: a ``precip_in`` message is the
         # depth since the previous one, and nodes that send it report each tip as it
         # falls, so a silence before it is dry weather that went unreported. So is
@@ -297,14 +317,19 @@ class GaugeFold:
         """Each rain message's time and the inches this rule counts at it, folded from a
         fresh state (the first counter is the baseline): the gauge's own numbers for a
         comparison outside the storm rule (``weather.py``: the reference stations)."""
-        state, ignored = self.initial(), list[Fact]()
-        return [(item.ts_ms, self._depth(state, item, ignored) / self.units)
-                for item in sorted((r for r in readings if r.kind != "status"), key=self.key)]
+        state, ignored, out = self.initial(), list[Fact](), list[tuple[int, float]]()
+        for item in sorted((r for r in readings if r.kind != "status"), key=self.key):
+            depth = self._depth(state, item, ignored, state.last_seen.get(item.sensor))
+            state.last_seen[item.sensor] = item.ts_ms
+            out.append((item.ts_ms, depth / self.units))
+        return out
 
     # ---------------------------------------------------------------- the rule
 
-    def _depth(self, state: GaugeState, item: Reading, out: list[Fact]) -> int:
-        """Depth of this message in micro-inches (times the number of gauges for a mean)."""
+    def _depth(self, state: GaugeState, item: Reading, out: list[Fact],
+               previous_ms: int | None) -> int:
+        """Depth of this message in micro-inches (times the number of gauges for a mean);
+        ``previous_ms``: the sensor's previous message, what a wrap's rain is judged over."""
         if item.tips_total is None:
             return round((item.precip_in or 0.0) * MICRO_PER_IN)
         previous = state.last_tips.get(item.sensor)
@@ -313,7 +338,8 @@ class GaugeFold:
             return 0
         tips = item.tips_total - previous
         if tips < 0:
-            tips = self._across_wrap(item.sensor, previous, item.tips_total)
+            gap_ms = item.ts_ms - (item.ts_ms if previous_ms is None else previous_ms)
+            tips = self._across_wrap(item.sensor, previous, item.tips_total, gap_ms)
         if tips < 0:
             tips = item.tips_total
             if self.emit_resets:
@@ -323,14 +349,16 @@ class GaugeFold:
                                              tips_after=item.tips_total)))
         return tips * self.per_tip[item.sensor]
 
-    def _across_wrap(self, sensor: str, before: int, after: int) -> int:
-        """Tips across a counter wrap from ``before`` to ``after``, or -1 when the drop
-        is not a wrap (see the module docstring)."""
+    def _across_wrap(self, sensor: str, before: int, after: int, gap_ms: int) -> int:
+        """Tips across a counter wrap from ``before`` to ``after`` ``gap_ms`` later, or -1
+        when the drop is not a wrap, or one whose rain is implausible (module docstring)."""
         for bits in self.wrap_bits[sensor]:
             width = 1 << bits
             margin = width // WRAP_FRACTION_DIV
             if width - margin <= before < width and after < margin:
-                return after + width - before
+                tips = after + width - before
+                implied = tips * self.per_tip[sensor]
+                return tips if wrap_is_plausible(implied, self.max_rate[sensor], gap_ms) else -1
         return -1
 
     def _close_if_dry(self, state: GaugeState, now_ms: int, out: list[Fact]) -> None:
@@ -406,6 +434,16 @@ class GaugeFold:
     def _fact(self, storm: StormState, at: int, body: Body) -> Fact:
         return Fact(self.site, at, make_id(body.TYPE, self.site, self.gauge, storm.started_at),
                     body)
+
+
+def wrap_is_plausible(implied_micro: int, max_rate_in_per_hour: float, gap_ms: int) -> bool:
+    """Whether a counter wrap implying ``implied_micro`` micro-inches of rain ``gap_ms``
+    after the previous message can be rain: at most ``max_rate_in_per_hour`` over the
+    gap, counted as at least ``MIN_WRAP_SPAN_MS`` (DESIGN § 3). The column-wise twin in
+    ``rain_rows._counter_depths`` does these very float operations in this order, so
+    both paths decide alike to the last bit."""
+    limit = max_rate_in_per_hour * MICRO_PER_IN * max(gap_ms, MIN_WRAP_SPAN_MS) / MS_PER_HOUR
+    return float(implied_micro) <= limit
 
 
 def revealed_due(not_before_ms: int | None, qualified_ms: int, start_ms: int | None,

@@ -45,9 +45,10 @@ property test in ``tests/engine/test_backtest.py``):
   (``tips_total``) or by ``seq`` and depth (``precip_in``); two rows with equal
   keys are one message delivered twice and count once;
 * a counter decrease is a wrap when it drops from within 2 % of 2^16 or 2^32
-  (or 2^``counter_bits``) to below 2 % of it, else a reset: the new value
-  counts from zero; the first counter of a gauge is its baseline and carries
-  no rain;
+  (or 2^``counter_bits``) to below 2 % of it and the rain it implies is at
+  most ``max_rate_in_per_hour`` over the time since the gauge's previous row
+  (at least a minute), else a reset: the new value counts from zero; the
+  first counter of a gauge is its baseline and carries no rain;
 * a counter row with rain after a silence longer than the gauge's
   ``stale_after_minutes`` reveals rain of unknown timing (``uncertain_in``):
   dry weather is then known only up to the row before the silence, so the
@@ -100,7 +101,8 @@ def storm_events(readings: pd.DataFrame, rules: RainRules,
                  in_per_tip: Mapping[str, float] | None = None, *,
                  now: pd.Timestamp | datetime | int | None = None,
                  stale_after_minutes: Mapping[str, float] | None = None,
-                 counter_bits: Mapping[str, int | None] | None = None) -> pd.DataFrame:
+                 counter_bits: Mapping[str, int | None] | None = None,
+                 max_rate_in_per_hour: Mapping[str, float] | None = None) -> pd.DataFrame:
     """Storm events of every gauge in ``readings`` under § 134-9A(2) and ``rules``.
 
     ``readings`` has columns ``ts`` (UTC ``datetime64``, naive taken as UTC, or
@@ -110,8 +112,9 @@ def storm_events(readings: pd.DataFrame, rules: RainRules,
     ``seq`` column as in the MQTT contract). Row order does not matter.
 
     ``rules`` supplies ``threshold_in``, ``mode`` and ``dry_gap_hours``
-    (DESIGN § 4); ``stale_after_minutes`` and ``counter_bits`` the gauges' own
-    settings (defaults: 15 minutes, a wrap looked for at 16 and 32 bits).
+    (DESIGN § 4); ``stale_after_minutes``, ``counter_bits`` and
+    ``max_rate_in_per_hour`` the gauges' own settings (defaults: 15 minutes, a
+    wrap looked for at 16 and 32 bits, a wrap's rain at most 4 in per hour).
     ``now`` is the event time at which the backtest is read
     (integer ms or a timestamp; default: the newest ``ts`` in ``readings``):
     an event whose last rain is less than ``dry_gap_hours`` before it is still
@@ -123,7 +126,8 @@ def storm_events(readings: pd.DataFrame, rules: RainRules,
     micro-inches and divided by 1e6 once, which gives the very float the fold
     reports (``round(units / 1e6, 6)``): compare with ``==``, not with a tolerance.
     """
-    r = readings_of(readings, in_per_tip, stale_after_minutes or {}, counter_bits or {})
+    r = readings_of(readings, in_per_tip, stale_after_minutes or {}, counter_bits or {},
+                    max_rate_in_per_hour)
     obs = _observations(r)
     if obs.ts.size == 0:
         return empty_events()

@@ -22,13 +22,17 @@ import numpy.typing as npt
 import pandas as pd
 
 from ..config import SensorConfig
-from .rain import MICRO_PER_IN, WRAP_BITS, WRAP_FRACTION_DIV
+from ..contract.times import MS_PER_HOUR
+from .rain import MICRO_PER_IN, MIN_WRAP_SPAN_MS, WRAP_BITS, WRAP_FRACTION_DIV
 
 Int64Array = npt.NDArray[np.int64]
+Float64Array = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
 #: A gauge's ``stale_after_minutes`` when none is given (the sensor default).
 DEFAULT_STALE_MINUTES = float(SensorConfig.model_fields["stale_after_minutes"].default)
+#: A gauge's ``max_rate_in_per_hour`` when none is given (the sensor default).
+DEFAULT_MAX_RATE = float(SensorConfig.model_fields["max_rate_in_per_hour"].default)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +75,8 @@ class _Keys:
 
 def readings_of(frame: pd.DataFrame, in_per_tip: Mapping[str, float] | None,
              stale_minutes: Mapping[str, float],
-             counter_bits: Mapping[str, int | None]) -> Readings:
+             counter_bits: Mapping[str, int | None],
+             max_rate: Mapping[str, float] | None = None) -> Readings:
     """Sort, de-duplicate and turn the rows into depths, the way the fold sees them.
 
     Sorting uses ``np.lexsort`` over the fold's key ``(gauge, ts, k1, k2)``,
@@ -83,15 +88,17 @@ def readings_of(frame: pd.DataFrame, in_per_tip: Mapping[str, float] | None,
 
     Counter depths: a ``diff`` along the sorted rows, where the first row of a
     gauge has no predecessor (baseline, no rain) and a negative difference is
-    a wrap (``_wrapped``) or a reset (the new value counts from zero, so the
-    depth is the value). The tips are then scaled by the gauge's
+    a wrap (``_wrapped``, when its rain is within ``_wrap_limits``: the gauge's
+    ``max_rate`` in inches per hour) or a reset (the new value counts from
+    zero, so the depth is the value). The tips are then scaled by the gauge's
     ``round(in_per_tip * 1e6)``.
     """
     keys, first_of_gauge = _keys(frame).sorted_unique()
     names, gauge, ts = keys.names, keys.gauge, keys.ts
-    depth = (_counter_depths(keys, first_of_gauge, in_per_tip, counter_bits) if keys.has_tips
-             else keys.k2)
     prev_ts = np.concatenate(([np.int64(0)], ts[:-1]))
+    depth = (_counter_depths(keys, first_of_gauge, in_per_tip, counter_bits,
+                             _wrap_limits(names, gauge, ts - prev_ts, max_rate or {}))
+             if keys.has_tips else keys.k2)
     stale_ms = np.array([round(stale_minutes.get(str(name), DEFAULT_STALE_MINUTES) * 60_000)
                          for name in names], dtype=np.int64)
     revealed = (keys.has_tips & ~first_of_gauge & (depth > 0)
@@ -132,15 +139,19 @@ def _keys(frame: pd.DataFrame) -> _Keys:
 
 def _counter_depths(keys: _Keys, first_of_gauge: BoolArray,
                     in_per_tip: Mapping[str, float] | None,
-                    counter_bits: Mapping[str, int | None]) -> Int64Array:
+                    counter_bits: Mapping[str, int | None],
+                    wrap_limits: Float64Array) -> Int64Array:
     """Micro-inches of each counter row: tips since the previous row of its gauge (across a
-    wrap, or from zero after a reset; none at a gauge's first row) times its tip."""
+    wrap whose rain is within ``wrap_limits``, or from zero after a reset; none at a
+    gauge's first row) times its tip."""
     present = np.zeros(keys.names.size, dtype=np.bool_)
     present[keys.gauge] = True
     per_tip = _micro_per_tip(keys.names, present, in_per_tip)
     previous = np.concatenate(([np.int64(0)], keys.k1[:-1]))
     tips = keys.k1 - previous
     wrapped = _wrapped(previous, keys.k1, keys.gauge, keys.names, counter_bits)
+    wrapped = np.where((wrapped * per_tip[keys.gauge]).astype(np.float64) <= wrap_limits,
+                       wrapped, -1)
     tips = np.where(tips < 0, np.where(wrapped >= 0, wrapped, keys.k1), tips)
     tips[first_of_gauge] = 0
     depth: Int64Array = tips * per_tip[keys.gauge]
@@ -165,6 +176,18 @@ def _wrapped(before: Int64Array, after: Int64Array, gauge: Int64Array,
             & (after < margin)
         out = np.where(fits, after + width - before, out)
     return out
+
+
+def _wrap_limits(names: npt.NDArray[np.object_], gauge: Int64Array, gap_ms: Int64Array,
+                 max_rate: Mapping[str, float]) -> Float64Array:
+    """The most rain (micro-inches) a wrap may imply at each row, ``gap_ms`` after the
+    row before: the fold's ``rain.wrap_is_plausible``, the same float operations in the
+    same order, so both decide alike to the last bit."""
+    rate = np.array([max_rate.get(str(name), DEFAULT_MAX_RATE) for name in names],
+                    dtype=np.float64)
+    limits: Float64Array = (rate[gauge] * MICRO_PER_IN * np.maximum(gap_ms, MIN_WRAP_SPAN_MS)
+                            / MS_PER_HOUR)
+    return limits
 
 
 # ----------------------------------------------------------------------------- columns

@@ -27,7 +27,8 @@ smoothed fill fraction drives three facts:
                            again every ``cleanout_repeat_hours`` [24] while it
                            holds (``repeat`` 1, 2, ...)
 ``trap_cleaned``           the fill dropped by at least 0.2 from its maximum of
-                           the trailing 24 hours (a maintenance record)
+                           the trailing 24 hours (a maintenance record, kept by
+                           ``falls.py``)
 
 1. *Warm-up.* There is no fill, and no fact, until ``median_of`` valid readings
    exist. A median of fewer readings is no smoothing at all: a first reading
@@ -45,16 +46,13 @@ smoothed fill fraction drives three facts:
    (``sensor_stale`` reports it). A *faulty* reading does conclude a repeat,
    on the last valid fill (and says so, ``fault``): a broken sensor must not
    silence a demand the chapter still makes.
-4. *Falls.* A fall opens at the reading where the fill first lies 0.2 below
-   the trailing 24-hour maximum: one ``trap_cleaned`` there, which re-arms
-   both thresholds. While it is open, further drops belong to it; when the
-   fill stops falling (a reading not below the lowest so far) the record is
-   revised (same id) with that lowest fill, ``fill_after``, and again only if
-   it falls on by another ``SETTLE_FRACTION``. No threshold fires while the
-   fill is still falling (the trap is being cleaned). The fall closes 24
-   hours after it opened, or when the fill rises ``SETTLE_FRACTION`` above its
-   lowest (refilling); only then can another fall, measured from the fills
-   after it, be a new record.
+4. *Falls* (``falls.py``). A fall opens at the reading where the fill first
+   lies 0.2 below the trailing 24-hour maximum: one ``trap_cleaned`` there,
+   which re-arms both thresholds. Until the fall has *settled* (the fill has
+   not fallen by more than 0.02 over the last ``settle_minutes`` [60] and over
+   at least ``median_of`` readings) the trap is being cleaned out, and no
+   threshold is judged; then the record is revised with the settled fill, and
+   the thresholds are judged from it.
 
 The state is a function of the sorted readings before it only (``timeline.py``).
 """
@@ -71,28 +69,19 @@ from ..config import SensorConfig, TrapConfig
 from ..contract.events import (
     Fact,
     SensorFault,
-    TrapCleaned,
     TrapCleanoutRequired,
     TrapFill,
     make_id,
 )
 from ..contract.inputs import Reading
-from ..contract.times import MS_PER_DAY, MS_PER_HOUR, iso
+from ..contract.times import MS_PER_HOUR, MS_PER_MINUTE, iso
+from .falls import FILL_DIGITS as _DIGITS
+from .falls import FallRule, FallState
 from .readout import FaultSummary, TrapSummary
 from .sediment import IN_PER_FT, MICRO_PER_IN, CheckState, Fault, SedimentCheck
 
 #: How far below a threshold the fill must stay (``rearm_hours``) before it fires again.
 REARM_FRACTION = 0.05
-#: A fall has settled when the fill stops falling; it falls on (a revision) only by
-#: this much more, and it is over when the fill rises this much above its lowest.
-SETTLE_FRACTION = 0.05
-#: A drop of the smoothed fill this large within ``CLEANED_WINDOW_MS`` is a clean-out.
-CLEANED_DROP = 0.2
-CLEANED_WINDOW_MS = MS_PER_DAY
-
-# Fill fractions are ratios of float volumes; comparing them after rounding to
-# 1e-9 keeps a trap filled to exactly half its volume from reading 0.4999999999.
-_DIGITS = 9
 
 TrapLevel = Literal["ok", "warn", "cleanout"]
 T = TypeVar("T")
@@ -215,8 +204,6 @@ class TrapState:
     recent: deque[int] = field(default_factory=deque)
     warn_armed: bool = True
     cleanout_armed: bool = True
-    #: (ts_ms, fill) with fills strictly decreasing: the front is the 24 h maximum.
-    peaks: deque[tuple[int, float]] = field(default_factory=deque)
     #: The last valid reading (it moved the median).
     last_ts: int | None = None
     #: None until ``median_of`` valid readings exist (warm-up): there is no fill yet.
@@ -230,9 +217,8 @@ class TrapState:
     #: Since when each disarmed threshold has had the fill 0.05 below it (rule 2).
     warn_below_ts: int | None = None
     cleanout_below_ts: int | None = None
-    #: The open fall (rule 4): its record's time, fill_before, the fill_after said,
-    #: the lowest fill so far, and whether it is still falling.
-    fall: tuple[int, float, float, float, bool] | None = None
+    #: The falls of the fill (rule 4, ``falls.py``).
+    falls: FallState = field(default_factory=FallState)
     check: CheckState = field(default_factory=CheckState)
     #: The last reading with a depth, valid or not (what the plot samples).
     seen_ts: int | None = None
@@ -254,6 +240,8 @@ class TrapFold:
         self.repeat_ms = round(trap.cleanout_repeat_hours * MS_PER_HOUR)
         self.rearm_ms = round(trap.rearm_hours * MS_PER_HOUR)
         self.checks = SedimentCheck(trap, sensor)
+        self.falls = FallRule(site, trap.id, sensor.id,
+                              round(trap.settle_minutes * MS_PER_MINUTE), trap.median_of)
 
     # ---------------------------------------------------------------- Fold protocol
 
@@ -291,9 +279,12 @@ class TrapFold:
             return
         fill = round(volume_cf(self.trap, depth_in / IN_PER_FT) / self.design_cf, _DIGITS)
         state.last_fill = fill
-        self._track_fall(state, ts, fill, out)
-        if state.fall is not None and state.fall[4]:
-            return  # still falling: being cleaned (rule 4)
+        if self.falls.track(state.falls, ts, fill, out):
+            # A clean-out: both thresholds re-arm (rule 2).
+            state.warn_armed, state.warn_below_ts = True, None
+            self._rearm_cleanout(state)
+        if state.falls.unsettled:
+            return  # being cleaned out: judged again once the fall has settled (rule 4)
         self._levels(state, ts, fill, depth_in, out)
 
     def advance(self, state: TrapState, now_ms: int, out: list[Fact]) -> None:
@@ -301,17 +292,17 @@ class TrapFold:
 
     def copy(self, state: TrapState) -> TrapState:
         return TrapState(deque(state.recent), state.warn_armed, state.cleanout_armed,
-                         deque(state.peaks), state.last_ts, state.last_fill,
+                         state.last_ts, state.last_fill,
                          state.last_depth_in, state.demand_first_ts, state.demand_last_ts,
                          state.demand_repeats, state.warn_below_ts, state.cleanout_below_ts,
-                         state.fall, state.check.copy(), state.seen_ts)
+                         state.falls.copy(), state.check.copy(), state.seen_ts)
 
     def dump(self, state: TrapState) -> Any:
         return {
             "recent": list(state.recent),
             "warn_armed": state.warn_armed,
             "cleanout_armed": state.cleanout_armed,
-            "peaks": [list(p) for p in state.peaks],
+            **state.falls.dump(),
             "last_ts": state.last_ts,
             "last_fill": state.last_fill,
             "last_depth_in": state.last_depth_in,
@@ -320,7 +311,6 @@ class TrapFold:
             "demand_repeats": state.demand_repeats,
             "warn_below_ts": state.warn_below_ts,
             "cleanout_below_ts": state.cleanout_below_ts,
-            "fall": None if state.fall is None else list(state.fall),
             "check": state.check.dump(),
             "seen_ts": state.seen_ts,
         }
@@ -328,15 +318,11 @@ class TrapFold:
     def load(self, data: Any) -> TrapState:
         # A state dumped before repeats, re-arm timers, falls or sensor checks existed
         # has none of them: they start afresh.
-        fall = data.get("fall")
         return TrapState(deque(data["recent"]), data["warn_armed"], data["cleanout_armed"],
-                         deque((ts, fill) for ts, fill in data["peaks"]), data["last_ts"],
-                         data["last_fill"], data["last_depth_in"],
+                         data["last_ts"], data["last_fill"], data["last_depth_in"],
                          data.get("demand_first_ts"), data.get("demand_last_ts"),
                          data.get("demand_repeats", 0), data.get("warn_below_ts"),
-                         data.get("cleanout_below_ts"),
-                         None if fall is None else (fall[0], fall[1], fall[2], fall[3],
-                                                    fall[4]),
+                         data.get("cleanout_below_ts"), FallState.load(data),
                          CheckState.load(data.get("check")), data.get("seen_ts"))
 
     # ---------------------------------------------------------------- status
@@ -403,46 +389,6 @@ class TrapFold:
         state.cleanout_armed = True
         state.cleanout_below_ts = state.demand_first_ts = state.demand_last_ts = None
         state.demand_repeats = 0
-
-    def _track_fall(self, state: TrapState, ts: int, fill: float, out: list[Fact]) -> None:
-        """Rule 4: open, follow, settle and close falls of the fill."""
-        peaks = state.peaks
-        if state.fall is not None:
-            at, before, said, low, falling = state.fall
-            if ts - at >= CLEANED_WINDOW_MS or round(fill - low, _DIGITS) >= SETTLE_FRACTION:
-                if falling and low < said:
-                    out.append(self._cleaned_fact(at, before, low))
-                state.fall = None
-                peaks.clear()
-                peaks.append((ts, fill))
-            elif fill < low:
-                # Falling on; after a settle, only by SETTLE_FRACTION more (not noise).
-                falling = falling or round(said - fill, _DIGITS) >= SETTLE_FRACTION
-                state.fall = (at, before, said, fill, falling)
-            elif falling:
-                if low < said:
-                    out.append(self._cleaned_fact(at, before, low))
-                state.fall = (at, before, low, low, False)
-            return
-        horizon = ts - CLEANED_WINDOW_MS
-        while peaks and peaks[0][0] <= horizon:
-            peaks.popleft()
-        # A monotonic queue: a value at or below a newer one can never be the maximum again.
-        while peaks and peaks[-1][1] <= fill:
-            peaks.pop()
-        peaks.append((ts, fill))
-        before = peaks[0][1]
-        if round(before - fill, _DIGITS) >= CLEANED_DROP:
-            out.append(self._cleaned_fact(ts, before, fill))
-            state.fall = (ts, before, fill, fill, True)
-            state.warn_armed, state.warn_below_ts = True, None
-            self._rearm_cleanout(state)
-
-    def _cleaned_fact(self, at: int, before: float, after: float) -> Fact:
-        """The fall's record, named by the reading that opened it (its revisions too)."""
-        return Fact(self.site, at, make_id("trap_cleaned", self.site, self.trap.id, at),
-                    TrapCleaned(trap=self.trap.id, fill_before=round(before, 4),
-                                fill_after=round(after, 4), sensor=self.sensor.id))
 
     def _fault_fact(self, fault: Fault) -> Fact:
         since = fault.since_ms

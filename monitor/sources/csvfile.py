@@ -385,7 +385,9 @@ class _GaugeRows:
             events = storm_events(
                 data, site.rain, per_tip,
                 stale_after_minutes={g.id: g.reveal_after_minutes for g in site.gauges()},
-                counter_bits={g.id: g.counter_bits for g in site.gauges()}, now=self.now_ms)
+                counter_bits={g.id: g.counter_bits for g in site.gauges()},
+                max_rate_in_per_hour={g.id: g.max_rate_in_per_hour for g in site.gauges()},
+                now=self.now_ms)
             events.insert(0, "site", site.id)
             out.append(events)
         return out

@@ -52,8 +52,10 @@ def at(hhmm: str, day: int = 0) -> int:
 
 
 def backtest(frame: pd.DataFrame, mode: Mode, in_per_tip: Mapping[str, float] | None = None,
-             now: int | None = None, **rules: Any) -> dict[str, Summary]:
-    events = storm_events(frame, RainRules(mode=mode, **rules), in_per_tip, now=now)
+             now: int | None = None, *, max_rate: Mapping[str, float] | None = None,
+             **rules: Any) -> dict[str, Summary]:
+    events = storm_events(frame, RainRules(mode=mode, **rules), in_per_tip, now=now,
+                          max_rate_in_per_hour=max_rate)
     assert tuple(events.columns) == EVENT_COLUMNS
     out: dict[str, Summary] = {}
     for row in events.to_dict("records"):
@@ -72,7 +74,8 @@ def backtest(frame: pd.DataFrame, mode: Mode, in_per_tip: Mapping[str, float] | 
 
 
 def stream(frame: pd.DataFrame, mode: Mode, in_per_tip: Mapping[str, float] | None = None,
-           now: int | None = None, **rules: Any) -> dict[str, Summary]:
+           now: int | None = None, *, max_rate: Mapping[str, float] | None = None,
+           **rules: Any) -> dict[str, Summary]:
     """The same rows through one ``Timeline(GaugeFold)`` per gauge, in time order."""
     rain_rules = RainRules(mode=mode, **rules)
     rows = frame.assign(ts=_ms(frame["ts"])).sort_values("ts", kind="stable")
@@ -81,7 +84,8 @@ def stream(frame: pd.DataFrame, mode: Mode, in_per_tip: Mapping[str, float] | No
     for gauge, group in rows.groupby("gauge", sort=True):
         name = str(gauge)
         gauge_config = SensorConfig(id=name, kind="rain",
-                                    in_per_tip=(in_per_tip or {}).get(name, 0.01))
+                                    in_per_tip=(in_per_tip or {}).get(name, 0.01),
+                                    max_rate_in_per_hour=(max_rate or {}).get(name, 4.0))
         fold = GaugeFold(SITE, name, rain_rules, [gauge_config])
         tl: Timeline[Any] = Timeline(fold)
         for row in group.to_dict("records"):
@@ -146,11 +150,12 @@ def _ms(ts: pd.Series) -> pd.Series:
 
 
 def both(frame: pd.DataFrame, mode: Mode, in_per_tip: Mapping[str, float] | None = None,
-         now: int | None = None, **rules: Any) -> dict[str, Storm]:
+         now: int | None = None, *, max_rate: Mapping[str, float] | None = None,
+         **rules: Any) -> dict[str, Storm]:
     """The backtest's events, after checking that the fold finds exactly the same (rain
     of unknown timing included; these examples have none unless they say so)."""
-    fast = backtest(frame, mode, in_per_tip, now, **rules)
-    slow = stream(frame, mode, in_per_tip, now, **rules)
+    fast = backtest(frame, mode, in_per_tip, now, max_rate=max_rate, **rules)
+    slow = stream(frame, mode, in_per_tip, now, max_rate=max_rate, **rules)
     assert fast == slow
     return {k: v[:7] for k, v in fast.items()}
 
@@ -246,6 +251,33 @@ def test_counter_reset_counts_from_zero() -> None:
         assert both(frame, mode, {"rg1": 0.02}) == {"rg1-20260501T000100Z": (
             "2026-05-01T00:01:00Z", "2026-05-01T00:04:00Z", 0.7, 0.7,
             "2026-05-01T00:03:00Z", 0.5, 0.5)}
+
+
+def test_a_reboot_near_the_maximum_is_a_reset_and_a_plausible_wrap_counts_on() -> None:
+    # 0.01 in tips every ten minutes: 65 300 (baseline), 65 300, then 0 at 00:20 (the
+    # logger rebooted), 5 at 00:30. As a 16-bit wrap, 00:20 would be 65 536 - 65 300 =
+    # 236 tips (2.36 in) in ten minutes, more than 4.0 in/h x 1/6 h = 0.667 in: a reset
+    # counting 0 from zero, and the storm is the 5 tips of 00:30 (0.05 in).
+    frame = pd.DataFrame({"ts": [at("00:00"), at("00:10"), at("00:20"), at("00:30"),
+                                 at("07:00")],
+                          "gauge": "rg1", "tips_total": [65_300, 65_300, 0, 5, 5]})
+    for mode in MODES:
+        assert both(frame, mode, {"rg1": 0.01}) == {"rg1-20260501T003000Z": (
+            "2026-05-01T00:30:00Z", "2026-05-01T00:30:00Z", 0.05, 0.05, None, None, None)}
+    # A gauge rated for 15 in/h could take 2.5 in in ten minutes: a wrap, 2.36 in at
+    # 00:20 (qualifying there) and 0.05 in at 00:30, 2.41 in.
+    assert both(frame, "event_total", {"rg1": 0.01}, max_rate={"rg1": 15.0}) == {
+        "rg1-20260501T002000Z": ("2026-05-01T00:20:00Z", "2026-05-01T00:30:00Z", 2.41, 2.41,
+                                 "2026-05-01T00:20:00Z", 2.36, 2.36)}
+    # At the limit: 65 500 -> 64 fifteen minutes later is 36 + 64 = 100 tips = 1.00 in =
+    # 4.0 in/h x 1/4 h, a wrap; 65 500 -> 65 (1.01 in) a reset counting 65 tips, 0.65 in.
+    # Two rows 20 s apart are judged over one minute (0.0667 in): 65 534 -> 1 is 3 tips,
+    # a wrap; 65 530 -> 1 is 7 tips, a reset counting 1 tip.
+    for first, second, gap_ms, total in [(65_500, 64, 15 * MIN, 1.0), (65_500, 65, 15 * MIN, 0.65),
+                                         (65_534, 1, 20_000, 0.03), (65_530, 1, 20_000, 0.01)]:
+        rows = pd.DataFrame({"ts": [at("00:00"), at("00:10"), at("00:10") + gap_ms],
+                             "gauge": "rg1", "tips_total": [first, first, second]})
+        assert [v[2] for v in both(rows, "event_total", {"rg1": 0.01}).values()] == [total]
 
 
 def test_a_gap_of_exactly_dry_gap_hours_separates_events() -> None:
@@ -350,6 +382,8 @@ class Case:
     threshold_in: float
     dry_gap_hours: float
     now: int | None
+    #: Issue 28: a wrap counts on only when its rain is within the gauge's rate.
+    max_rate: dict[str, float]
 
 
 @st.composite
@@ -446,7 +480,8 @@ def cases(draw: st.DrawFn) -> Case:
     now = None if late is None else last + round(gap * H) + late * MIN
     # 1e-7 in rounds to a threshold of zero micro-inches: every rain reaches it.
     threshold = draw(st.sampled_from([0.5, 0.5, 0.2, 0.05, 0.01]))
-    return Case(frame, in_per_tip, threshold, gap, now)
+    max_rate = {g: draw(st.sampled_from([4.0, 4.0, 0.5, 2.4, 40.0])) for g in gauges}
+    return Case(frame, in_per_tip, threshold, gap, now, max_rate)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow,
@@ -455,6 +490,8 @@ def cases(draw: st.DrawFn) -> Case:
 def test_backtest_finds_the_storms_of_the_streaming_fold(case: Case) -> None:
     for mode in MODES:
         rules = {"threshold_in": case.threshold_in, "dry_gap_hours": case.dry_gap_hours}
-        fast = backtest(case.frame, mode, case.in_per_tip, case.now, **rules)
-        slow = stream(case.frame, mode, case.in_per_tip, case.now, **rules)
+        fast = backtest(case.frame, mode, case.in_per_tip, case.now, max_rate=case.max_rate,
+                        **rules)
+        slow = stream(case.frame, mode, case.in_per_tip, case.now, max_rate=case.max_rate,
+                      **rules)
         assert fast == slow, mode

@@ -27,7 +27,8 @@ START = ts("2026-05-01T00:00:00Z")
 SPAN_MIN = 12 * 60  # half a day: two storms and a silence fit, and 200 examples run in CI
 
 #: rg1 publishes its counter every 5 minutes (with a 40-minute silence, rain
-#: revealed after it, and sometimes a 16-bit wrap), rg2 only when it rains
+#: revealed after it, sometimes a 16-bit wrap, and issue 28: sometimes a reboot to 0,
+#: near its maximum a wrap too much rain to be one), rg2 only when it rains
 #: (stale most of the time), rg3 never (stale from the start): with gauges
 #: all or mean, which gauges count changes all the time. Issue 18: rg4 and rg5
 #: report only when they tip (``on_tip``), rg4 with heartbeats (its own status
@@ -76,10 +77,13 @@ def scenario(seed: int, storm_list: list[tuple[int, int, int]], n_insp: int) -> 
     cleaned = rng.choice([None, rng.randrange(SPAN_MIN)])
     on_tip_total = 0
     node_quiet = rng.randrange(SPAN_MIN)
+    reboot = rng.choice([None, rng.randrange(SPAN_MIN)])
     for m in range(0, SPAN_MIN, 5):
         t = START + m * MS_PER_MINUTE
         tips = sum(rate[m:m + 5])
         total += tips
+        if reboot is not None and m >= reboot:
+            total, reboot = 0, None
         if not (gone_quiet <= m < gone_quiet + 40):  # a gap: stale, then recovered
             items.append(Reading(SITE, "rg1", "rain", t, tips_total=total % 65_536,
                                  battery_v=3.9))
@@ -126,10 +130,15 @@ def scenario(seed: int, storm_list: list[tuple[int, int, int]], n_insp: int) -> 
 def _sediment(rng: random.Random, t: int, m: int, cleaned: int | None) -> Reading:
     """Issue 18: a trap filling up to and about the 50 % line (31.8 in in this trap) with
     noise, perhaps cleaned out, and faulty readings: past the bottom, above the maximum,
-    impossible steps; as depth_in or as distance_in from 60 in up."""
+    impossible steps; as depth_in or as distance_in from 60 in up (issue 28: in whole
+    centimetres, as a laser range finder reads)."""
     depth = 24 + min(1.0, 2 * m / SPAN_MIN) * 8 + rng.uniform(-1.5, 1.5)
     if cleaned is not None and m >= cleaned:
-        depth = 2 + (m - cleaned) / 60 + rng.uniform(-0.3, 0.3)
+        # Issue 28: the excavator takes two hours, in four passes with pauses, down to
+        # 2 in (the fall settles only after it); then the trap refills.
+        passes = min(4, (m - cleaned) // 30 + 1) / 4
+        depth = depth + (2 - depth) * passes if m < cleaned + 120 else \
+            2 + (m - cleaned - 120) / 60 + rng.uniform(-0.3, 0.3)
     fault = rng.random()
     if fault < 0.04:
         depth = -rng.uniform(0.1, 3)   # beyond_bottom
@@ -138,7 +147,8 @@ def _sediment(rng: random.Random, t: int, m: int, cleaned: int | None) -> Readin
     elif fault < 0.1:
         depth += 20                    # a step that does not last
     if rng.random() < 0.5:
-        return Reading(SITE, "trap1-depth", "sediment", t, distance_in=round(60 - depth, 2))
+        return Reading(SITE, "trap1-depth", "sediment", t,
+                       distance_in=round((60 - depth) * 2.54) / 2.54)
     return Reading(SITE, "trap1-depth", "sediment", t, depth_in=round(depth, 2))
 
 

@@ -172,3 +172,63 @@ def test_same_instant_reset_ordered_by_seq() -> None:
 
 def counter(sensor: str, at_ms: int, total: int, seq: int) -> Reading:
     return Reading(site=SITE, sensor=sensor, kind="rain", ts_ms=at_ms, tips_total=total, seq=seq)
+
+
+# --------------------------------------------------------------------------- issue 28: wraps
+
+
+def run_gauge(readings: list[Reading], **sensor: Any) -> dict[str, list[Fact]]:
+    """``run`` with the gauge's own options (``counter_bits``, ``max_rate_in_per_hour``)."""
+    fold = GaugeFold(SITE, "rg1", RainRules(), [SensorConfig(id="rg1", kind="rain", **sensor)])
+    tl = Timeline(fold)
+    for r in readings:
+        tl.insert(r)
+    tl.advance_to(ts("23:00"))
+    out: dict[str, list[Fact]] = {}
+    for f in sorted(tl.facts(), key=Fact.sort_key):
+        out.setdefault(f.type, []).append(f)
+    return out
+
+
+def test_a_logger_that_reboots_near_its_maximum_is_a_reset_not_a_storm() -> None:
+    # Every ten minutes, dry at 65 300; at 10:10 the logger rebooted: 0. Read as a
+    # 16-bit wrap that is 65 536 - 65 300 = 236 tips = 2.36 in in ten minutes, 14.2 in
+    # per hour; at most 4.0 in/h x 10/60 h = 0.667 in can fall then: a reset, no rain.
+    readings = [tips("rg1", ts("09:50"), 65_300), tips("rg1", ts("10:00"), 65_300),
+                tips("rg1", ts("10:10"), 0), tips("rg1", ts("10:20"), 0)]
+    facts = run_gauge(readings)
+    (reset,) = facts["counter_reset"]
+    assert (reset.at_ms, reset.fields) == (
+        ts("10:10"), {"sensor": "rg1", "tips_before": 65_300, "tips_after": 0})
+    assert "storm_started" not in facts and GAUGE_QUALIFIED not in facts
+    # The width forced to 16 bits changes nothing; a gauge rated for 15 in/h could
+    # have had 2.5 in in those ten minutes, so for it the drop is a wrap.
+    assert run_gauge(readings, counter_bits=16) == facts
+    storm = run_gauge(readings, max_rate_in_per_hour=15)
+    assert "counter_reset" not in storm
+    assert storm["storm_ended"][0].fields["total_in"] == 2.36
+
+
+@pytest.mark.parametrize(("gap_s", "before", "after", "total_in", "reset"), [
+    # 10 min: 65 536 - 65 530 + 4 = 10 tips = 0.10 in <= 0.667 in: a wrap.
+    (600, 65_530, 4, 0.10, False),
+    # 15 min: 36 + 64 = 100 tips = 1.00 in = 4.0 in/h x 0.25 h exactly: still a wrap.
+    (900, 65_500, 64, 1.00, False),
+    # 15 min: 101 tips = 1.01 in > 1.00 in: a reset; 65 counts from zero: 0.65 in.
+    (900, 65_500, 65, 0.65, True),
+    # 20 s (a reboot's first message) is judged as one minute: 4.0 / 60 = 0.0667 in.
+    # 2 + 1 = 3 tips (0.03 in) fit: a wrap; 6 + 1 = 7 tips (0.07 in) do not: a reset
+    # counting 1 tip from zero.
+    (20, 65_534, 1, 0.03, False),
+    (20, 65_530, 1, 0.01, True),
+    # A 32-bit counter: 4 294 967 296 - 4 294 967 000 + 100 = 396 tips (3.96 in) in
+    # 10 min: a reset, 100 tips from zero (1.00 in).
+    (600, 4_294_967_000, 100, 1.00, True),
+])
+def test_a_wrap_counts_on_only_when_its_rain_is_plausible(
+        gap_s: int, before: int, after: int, total_in: float, reset: bool) -> None:
+    readings = [tips("rg1", ts("09:00"), before), tips("rg1", ts("10:00"), before),
+                tips("rg1", ts("10:00") + gap_s * 1000, after)]
+    facts = run_gauge(readings)
+    assert facts["storm_ended"][0].fields["total_in"] == total_in
+    assert ("counter_reset" in facts) is reset

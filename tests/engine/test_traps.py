@@ -268,7 +268,9 @@ def test_trap_cleaned_on_a_drop_of_0_2_within_24h() -> None:
         depth(0, 24.0),           # 0.5
         depth(60, 14.4),          # 0.3: a drop of exactly 0.2 → cleaned
         depth(70, 4.8),           # 0.1: the same fall goes on (issue 18: no second record)
-        depth(80, 4.8),           # not lower: the fall settled at 0.1, the record revised
+        # Issue 28: one reading not lower is no end of it; at 130 min the fill has
+        # stayed 0.1 for the hour since 70 min (settle_minutes 60): the record revised.
+        *every(10, 80, 140, 4.8),
     ]
     fold = TrapFold(SITE, BOX, BOX_SENSOR)
     facts = [f for f in run(fold, readings) if f.type == "trap_cleaned"]
@@ -276,10 +278,11 @@ def test_trap_cleaned_on_a_drop_of_0_2_within_24h() -> None:
     assert facts[0].id == make_id("trap_cleaned", SITE, "box", at(60))
     assert facts[0].fields == {"trap": "box", "fill_before": 0.5, "fill_after": 0.1,
                                "sensor": "box-depth"}
-    # Step by step: the record when the drop first reaches 0.2, its revision at the stop.
+    # Step by step: the record when the drop first reaches 0.2, its revision where the
+    # fall settled (130 min, reading 8).
     said = steps(fold, readings)
     assert [(i, f.id, f.fields["fill_after"]) for i, f in said if f.type == "trap_cleaned"] \
-        == [(1, facts[0].id, 0.3), (3, facts[0].id, 0.1)]
+        == [(1, facts[0].id, 0.3), (8, facts[0].id, 0.1)]
 
 
 def test_a_smaller_drop_is_not_cleaning() -> None:
@@ -873,9 +876,10 @@ def test_random_noise_about_the_line_is_one_demand() -> None:
 
 def test_one_fall_in_four_steps_is_one_record_revised_to_where_it_settled() -> None:
     # The box (median_of 1), every 10 min: 0.9, 0.7, 0.5, 0.3, 0.1, 0.1, then 0.09 and
-    # 0.1 (noise). Before issue 18: four records (each further 0.2 from the last one).
+    # 0.1 (noise) until 100 min, and 0.09 once more. Before issue 18: four records (each
+    # further 0.2 from the last one).
     readings = [depth(10 * i, d) for i, d in
-                enumerate([43.2, 33.6, 24.0, 14.4, 4.8, 4.8, 4.32, 4.8])]
+                enumerate([43.2, 33.6, 24.0, 14.4, 4.8, 4.8, 4.32, 4.8, 4.8, 4.32, 4.8, 4.32])]
     fold = TrapFold(SITE, BOX, BOX_SENSOR)
     facts = run(fold, readings)
     cid = make_id("trap_cleaned", SITE, "box", at(10))
@@ -886,19 +890,22 @@ def test_one_fall_in_four_steps_is_one_record_revised_to_where_it_settled() -> N
     assert facts[2].fields == {"trap": "box", "fill_before": 0.9, "fill_after": 0.1,
                                "sensor": "box-depth"}
     # Said when the drop first reached 0.2 (0.9 → 0.7), revised once where the fall
-    # stopped (the second 0.1); the noise after it (0.09) is no revision.
+    # settled: at 100 min the fill has been within 0.02 of 0.1 since 40 min (issue 28:
+    # before, the second 0.1 at 50 min already ended it). The noise after it (0.09) is
+    # no revision.
     assert [(i, f.id, f.fields["fill_after"]) for i, f in steps(fold, readings)
-            if f.type == "trap_cleaned"] == [(1, cid, 0.7), (5, cid, 0.1)]
+            if f.type == "trap_cleaned"] == [(1, cid, 0.7), (10, cid, 0.1)]
 
 
 def test_a_partial_cleanout_is_demanded_again_where_it_settled() -> None:
-    # 0.9 → 0.7 (a record) → 0.65 → 0.65: the fall settles at 0.65, still above the
+    # 0.9 → 0.7 (a record) → 0.65 from 20 min on: the fall settles at 0.65 at 80 min,
+    # an hour at it (issue 28: not at the first reading not lower), still above the
     # line; the cleaning re-armed both thresholds, so both fire there, afresh.
-    readings = [depth(10 * i, d) for i, d in enumerate([43.2, 33.6, 31.2, 31.2])]
+    readings = [depth(10 * i, d) for i, d in enumerate([43.2, 33.6] + [31.2] * 7)]
     facts = run(TrapFold(SITE, BOX, BOX_SENSOR), readings)
     assert kinds(facts) == [("trap_fill", at(0)), ("trap_cleanout_required", at(0)),
-                            ("trap_cleaned", at(10)), ("trap_fill", at(30)),
-                            ("trap_cleanout_required", at(30))]
+                            ("trap_cleaned", at(10)), ("trap_fill", at(80)),
+                            ("trap_cleanout_required", at(80))]
     assert facts[2].fields["fill_after"] == 0.65
     assert facts[4].fields["repeat"] == 0
 
@@ -916,7 +923,10 @@ def test_a_real_looking_cleanout_and_refill() -> None:
     i_at = {i: at(30 * i) for i in range(len(depths))}
     # Medians: i=50 [26.4,26.4,20,13,6] 20 (0.4167: a drop of 0.13); i=51 [26.4,20,13,6,1]
     # 13 (0.2708: 0.28 below 0.55, the record); i=52 past the bottom: a fault, no fill;
-    # i=53 [20,13,6,1,1.2] 6 (0.125); i=54 1.2 (0.025); i=55 1.2: the fall stopped there.
+    # i=53 [20,13,6,1,1.2] 6 (0.125); i=54 1.2 (0.025); the fall has settled at i=58,
+    # when the fills since an hour before (i=56) and the last five (i=54..58) are all
+    # 0.025 (issue 28: before, one reading not lower, i=55, ended it; the facts are the
+    # same, the revision comes 1.5 hours later).
     # The refill: the median of a steady rise is the reading two back; 19.2 in (0.4) at
     # i=175, 24.0 in (0.5) at i=183. The first demand's repeat would have been due at
     # 26 h (i=52), but the clean-out at i=51 ended it.
@@ -934,7 +944,7 @@ def test_a_real_looking_cleanout_and_refill() -> None:
     assert facts[5].fields == {"trap": "box", "fill_fraction": 0.5, "depth_in": 24.0,
                                "sensor": "box-depth", "threshold": 0.5, "repeat": 0}
     assert [(i, f.fields["fill_after"]) for i, f in steps(fold, readings)
-            if f.type == "trap_cleaned"] == [(51, 0.2708), (55, 0.025)]
+            if f.type == "trap_cleaned"] == [(51, 0.2708), (58, 0.025)]
     # Order and duplicates change nothing.
     rng = random.Random(3)
     shuffled = readings + rng.sample(readings, 30)
@@ -961,7 +971,11 @@ def test_new_state_survives_dump_load_and_copy() -> None:
     readings = [distance(10 * i, 60.0 - d) for i, d in
                 enumerate([30.0, 30.0, 30.0, 30.0, 30.0, 20.0, 14.0, 6.0, -1.0, 40.0,
                            6.0, 6.0, 6.0, 6.0, 6.0, 6.0])]
-    fold = TrapFold(SITE, BOX5, MOUNTED)
+    assert_round_trips(TrapFold(SITE, BOX5, MOUNTED), readings)
+
+
+def assert_round_trips(fold: TrapFold, readings: list[Reading]) -> None:
+    """Cut anywhere, through JSON or a copy: the rest gives the same facts."""
     whole = [f for _, f in steps(fold, readings)]
     for cut in range(1, len(readings)):
         state = fold.initial()
@@ -1022,3 +1036,71 @@ def test_the_replay_table_counts_a_sensor_fault_among_sensor_health(tmp_path: Pa
     assert done.returncode == 0, done.stderr
     health = [line for line in done.stdout.splitlines() if line.startswith("Sensor health:")]
     assert "sensor_fault 1" in health[0], health
+
+
+# --------------------------------------------------------------------------- issue 28: settled
+
+
+#: A laser range finder 60 in (152.4 cm) above the box bottom, reading whole centimetres
+#: every 10 min, published as inches (cm / 2.54); the median of five. The fill of a
+#: median of ``d`` cm is (152.4 - d) / 2.54 / 48 = (152.4 - d) / 121.92.
+LASER_CM = (
+    [62, 62, 63, 62, 61, 62, 62, 63, 62, 62, 61, 62]   # 0:00-1:50, 0.74 full
+    + [68, 75, 81, 81, 82, 81]                         # 2:00 the excavator: a pass, a pause
+    + [86, 89, 89, 90, 89]                             # 3:00 a pass, a 30-minute pause
+    + [69]                                             # 3:50 its bucket in the beam
+    + [95, 100, 104, 105]                              # 4:00 the last pass
+    + [104, 105, 105, 106, 105, 104, 105, 105, 105, 104, 105, 105, 105, 106, 105, 105]
+)
+
+
+def laser(cm: list[int]) -> list[Reading]:
+    return [distance(10 * i, d / 2.54) for i, d in enumerate(cm)]
+
+
+def test_a_laser_cleanout_over_hours_demands_nothing_until_it_has_settled() -> None:
+    readings = laser(LASER_CM)
+    fold = TrapFold(SITE, BOX5, MOUNTED)
+    facts = run(fold, readings)
+    # Medians (cm): 62 from i=4 (0:40, fill 90.4 / 121.92 = 0.7415: both thresholds);
+    # i=20 (3:20) 86, 66.4 / 121.92 = 0.5446, 0.197 below the 24 h maximum 0.7415; i=21
+    # (3:30) 89, 63.4 / 121.92 = 0.52, 0.2215 below: the clean-out record. The median
+    # stays 89 at i=22..24 (3:40-4:00; the bucket's 69 is no median) and before issue 28
+    # that was the end of the fall: at 3:40 trap_fill and trap_cleanout_required at 0.52
+    # while the excavator worked on. Then 90 (0.5118), 95, 100, 104 (4:40, 0.397) and
+    # 105 from i=30 (5:00): 47.4 / 121.92 = 0.3888. At i=34 (5:40) the window reaches
+    # back to 4:40 (0.397): the fill has fallen 0.0082 <= 0.02 in the hour, over 7
+    # readings: settled. At i=33 it reached back to 4:30 (100 cm, 0.4298): 0.041.
+    cid = make_id("trap_cleaned", SITE, "box", at(210))
+    assert [(f.type, f.at_ms, f.fields.get("fill_fraction")) for f in facts] == [
+        ("trap_fill", at(40), 0.7415), ("trap_cleanout_required", at(40), 0.7415),
+        ("trap_cleaned", at(210), None)]
+    assert facts[2].id == cid
+    assert facts[2].fields == {"trap": "box", "fill_before": 0.7415, "fill_after": 0.3888,
+                               "sensor": "box-depth"}
+    assert [(i, f.id, f.fields["fill_after"]) for i, f in steps(fold, readings)
+            if f.type == "trap_cleaned"] == [(21, cid, 0.52), (34, cid, 0.3888)]
+    # Order and duplicates change nothing.
+    rng = random.Random(28)
+    shuffled = readings + rng.sample(readings, 12)
+    rng.shuffle(shuffled)
+    assert run(TrapFold(SITE, BOX5, MOUNTED), shuffled) == facts
+    # settle_minutes is what keeps it quiet: with 0, five fills within 0.02 are enough,
+    # and at i=25 (4:10: 0.52 x 4, then 0.5118) the fall counts as settled mid-pass.
+    assert_round_trips(fold, readings)  # mid-settle states too (issue 28: the window)
+    hasty = run(TrapFold(SITE, BOX5.model_copy(update={"settle_minutes": 0}), MOUNTED), readings)
+    assert [(f.type, f.at_ms) for f in hasty][3:] == [
+        ("trap_fill", at(250)), ("trap_cleanout_required", at(250))]
+
+
+def test_a_partial_laser_cleanout_is_judged_from_where_it_settled() -> None:
+    # The same clean-out stopped after the second pass: 89-90 cm from 3:10 on. The
+    # median is 89 (0.52) from i=21 (3:30); at i=27 (4:30) it has held an hour: the
+    # record is revised to 0.52 (no change from what it said: no revision) and the
+    # thresholds, re-armed by the clean-out, are judged from 0.52: both fire, afresh.
+    cm = LASER_CM[:23] + [89, 90, 89, 89, 90, 89, 89]
+    facts = run(TrapFold(SITE, BOX5, MOUNTED), laser(cm))
+    assert [(f.type, f.at_ms) for f in facts] == [
+        ("trap_fill", at(40)), ("trap_cleanout_required", at(40)), ("trap_cleaned", at(210)),
+        ("trap_fill", at(270)), ("trap_cleanout_required", at(270))]
+    assert facts[4].fields["fill_fraction"] == 0.52 and facts[4].fields["repeat"] == 0
