@@ -10,8 +10,8 @@ import pytest
 
 from monitor.daemon.demo import DEMO_HOURS, SITE, DemoClock, demo_config, demo_plan, run_demo
 from monitor.engine.traps import fill_fraction
-from monitor.store import Store
 from monitor.sources.simulate import sensor_entries
+from monitor.store import Store
 from sensors.config import SimSensor
 from sensors.drivers.base import Sample
 from sensors.drivers.sim import DesignStorm, SimulatedSensor
