@@ -299,22 +299,25 @@ HELP: dict[str, tuple[str, str, str]] = {
         A compliance report for a period, as one HTML file with rainfall,
         trap-fill and turbidity plots inline (every time in the site's zone).
         Its header carries the log book head (row and full hash) that the
-        report's events are read from, and whether the chain verifies. Then:
-        storms with their full total (the running total while one is still
-        open) and their 24-hour inspections (met, late, open); routine
-        inspections (met, late, open, overdue); the weeks without a required
-        inspection (§ 134-12D); backdated inspections; every duty still
-        outstanding at the end of the period (open and overdue inspection
-        clocks, a clean-out demanded and not done, open corrective actions, a
-        turbidity exceedance not cleared) with since when and its section;
-        inspections with both times (inspected, entered), each inspector's
-        credential, findings and corrective actions, and their photos
-        (thumbnails, SHA-256, EXIF time and position; a missing or altered
-        file is shown as such); a corrective-action table (asked, due,
-        resolved, late); the clocks open when it is generated and how long
-        overdue; trap clean-out demands; turbidity episodes with their peak;
-        stale sensors. A report generated before the events it shows (a
-        demo's clock) says so.
+        report's events are read from, and whether the chain verifies. It
+        counts the events of the period, a storm in the period in which it
+        qualified (two consecutive weekly reports count each storm once), and
+        what was owed at the end of the period, never when the report is made
+        (a period not over yet: where the engine last judged the site). Then:
+        storms with their total (still raining at the end: the running total),
+        storm and routine inspections met and late in the period and open at
+        its end (of them overdue); the weeks without a required inspection;
+        backdated inspections; every duty still outstanding at the end of the
+        period (open and overdue inspection clocks, a clean-out demanded and
+        not done, open corrective actions, a turbidity exceedance not cleared)
+        with since when and its section; inspections with both times
+        (inspected, entered), each inspector's credential, findings and
+        corrective actions, and their photos (thumbnails, SHA-256, EXIF time
+        and position; a missing or altered file is shown as such); a
+        corrective-action table (asked, due, resolved, late); trap clean-out
+        demands; turbidity episodes with their peak; the sensors' health now.
+        A report generated before the events it shows (a demo's clock) says
+        so.
 
         --from and --to are dates YYYY-MM-DD, inclusive, in the site's time
         zone, or ISO times with offset. --format pdf (or an --out ending in
