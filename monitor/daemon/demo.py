@@ -47,7 +47,7 @@ from paho.mqtt.enums import CallbackAPIVersion
 from monitor.sources.simulate import Plan, Simulation
 from sensors.config import SimStorm
 
-from ..config import Config
+from ..config import Config, SiteConfig
 from ..config.file import parse_config
 from ..contract.events import (
     BatteryLow,
@@ -65,6 +65,7 @@ from ..contract.events import (
     TrapFill,
     TurbidityContrast,
 )
+from ..contract.figures import depth_text, fill_text
 from ..contract.times import parse_iso
 from ..errors import EXIT_OK, UserError
 from ..store.opening import open_store
@@ -292,8 +293,10 @@ def check_demo(speed: float, state_dir: Path | None) -> None:
             raise DemoError(f"--state-dir: {problem}")
 
 
-def describe(event: Event, zone: ZoneInfo) -> str:
-    """One line of the demo's timeline for an event."""
+def describe(event: Event, site: SiteConfig) -> str:
+    """One line of the demo's timeline for an event (depths and fills: ``figures.py``)."""
+    zone, limit, levels = site.zone, site.rain.threshold_in, site.fill_levels
+
     def local(when: str | int | None) -> str:
         if when is None:
             return "-"
@@ -305,17 +308,17 @@ def describe(event: Event, zone: ZoneInfo) -> str:
         case StormStarted(gauge=gauge):
             details = f"rain on {gauge}"
         case StormQualified(total_in=total, due=due):
-            details = f"{total:.2f} in: inspect by {local(due)} (§ 134-9A(2))"
+            details = f"{depth_text(total, limit)}: inspect by {local(due)} (§ 134-9A(2))"
         case StormEnded(total_in=total):
-            details = f"{total:.2f} in in all"
+            details = f"{depth_text(total, limit)} in all"
         case TurbidityContrast() as e:
             over = (f"{e.downstream_ntu:g} NTU, no usable background (limit {e.limit_ntu:g})"
                     if e.delta_ntu is None else f"{e.delta_ntu:+g} NTU (limit +{e.limit_ntu:g})")
             details = f"{e.pair} {e.state}: {over} (§ 134-8C)"
         case TrapFill(trap=trap, fill_fraction=fill):
-            details = f"{trap} at {fill:.0%} of design volume"
+            details = f"{trap} at {fill_text(fill, *levels(trap))} of design volume"
         case TrapCleanoutRequired(trap=trap, fill_fraction=fill):
-            details = f"{trap} at {fill:.0%}: clean out (§ 134-9A(1))"
+            details = f"{trap} at {fill_text(fill, *levels(trap))}: clean out (§ 134-9A(1))"
         case InspectionDueSoon(clock=clock, due=due, hours_left=left):
             details = f"{clock} inspection due {local(due)}, {left:g} h left"
         case InspectionOverdue(clock=clock, due=due):
@@ -373,7 +376,7 @@ def run_demo(out: IO[str] = sys.stdout, *, speed: float = 1800.0, keep: bool = F
               file=out, flush=True)
         clock.restart()  # simulated time starts once the daemon listens
         nodes.start()
-        printed = _follow(out, clock, plan, nodes, state, port, zone, speed,
+        printed = _follow(out, clock, plan, nodes, state, port, config.sites[0], speed,
                           inspect_yourself)
     finally:
         site.stop.set()
@@ -409,11 +412,12 @@ def _introduce(out: IO[str], plan: Plan, start_s: int, speed: float, port: int,
 
 
 def _follow(out: IO[str], clock: DemoClock, plan: Plan, nodes: threading.Thread,
-            state: Path, port: int, zone: ZoneInfo, speed: float,
+            state: Path, port: int, site: SiteConfig, speed: float,
             inspect_yourself: bool = False) -> int:
     """Print the timeline as the events come, about once a simulated minute, until the
     plan ends; the qualified professional inspects two hours before the storm's due
     (or, ``inspect_yourself``, the clock waits there for you). The events printed."""
+    zone = site.zone
     pub = mqtt.Client(CallbackAPIVersion.VERSION2, protocol=mqtt.MQTTv311)
     pub.connect("127.0.0.1", port)
     pub.loop_start()
@@ -425,7 +429,7 @@ def _follow(out: IO[str], clock: DemoClock, plan: Plan, nodes: threading.Thread,
         if not inspected:
             due = _storm_due(state)
             if due is not None and clock() >= due - 2 * 3600 and inspect_yourself:
-                printed = _print_new(state, printed, zone, out)
+                printed = _print_new(state, printed, site, out)
                 inspected = wait_for_you(clock, lambda: _inspected(state), lambda line: print(
                     line, file=out, flush=True), f"the form of {SITE}")
             elif due is not None and clock() >= due - 2 * 3600:
@@ -435,11 +439,11 @@ def _follow(out: IO[str], clock: DemoClock, plan: Plan, nodes: threading.Thread,
                              f'"ts": "{ts}", "notes": "silt fence repaired"}}').encode(),
                             qos=1)
                 inspected = True
-        printed = _print_new(state, printed, zone, out)
+        printed = _print_new(state, printed, site, out)
     clock.freeze()
     nodes.join(DRAIN_S + 15)  # the site delivers its last readings, then stops
     time.sleep(1.0)  # they reach the journal, the last alerts their targets
-    printed = _print_new(state, printed, zone, out)
+    printed = _print_new(state, printed, site, out)
     pub.loop_stop()
     pub.disconnect()
     return printed
@@ -500,7 +504,7 @@ def _storm_due(state: Path) -> float | None:
     return None
 
 
-def _print_new(state: Path, printed: int, zone: ZoneInfo, out: IO[str]) -> int:
+def _print_new(state: Path, printed: int, site: SiteConfig, out: IO[str]) -> int:
     if not (state / "stormwatch.db").exists():
         return printed
     with open_store(_state_only(state), readonly=True) as store:
@@ -508,7 +512,7 @@ def _print_new(state: Path, printed: int, zone: ZoneInfo, out: IO[str]) -> int:
     for e in events[printed:]:
         if e.retracted:
             continue
-        print(describe(e, zone), file=out, flush=True)
+        print(describe(e, site), file=out, flush=True)
     return len(events)
 
 

@@ -20,6 +20,7 @@ from ..contract.events import (
     StormForecast,
     StormQualified,
 )
+from ..contract.figures import depth_text, fill_text
 from ..contract.localtime import local_text
 from ..contract.times import MS_PER_HOUR, parse_iso
 from ..store import Store
@@ -91,6 +92,15 @@ class SiteView:
 
     def local(self, when: int | str | None) -> str:
         return local_text(when, self.site.zone)
+
+    def depth(self, depth_in: float, threshold_in: float | None = None) -> str:
+        """A storm's depth, never rounded across the site's threshold (or the one given)."""
+        return depth_text(depth_in, threshold_in if threshold_in is not None
+                          else self.site.rain.threshold_in)
+
+    def fill(self, trap_id: str, fraction: float) -> str:
+        """A trap's fill in percent, never rounded across its warning or clean-out level."""
+        return fill_text(fraction, *self.site.fill_levels(trap_id))
 
     def taken(self, photo: dict[str, Any]) -> str:
         """When a photo was taken, as the report says it (``taken_words``)."""

@@ -41,6 +41,7 @@ from ...contract.events import (
     TrapCleanoutRequired,
     TurbidityContrast,
 )
+from ...contract.figures import depth_text
 from ...contract.times import parse_iso
 from ...engine.clocks import is_overdue
 from ...engine.episodes import turbidity_episodes
@@ -170,7 +171,7 @@ def build_report(config: Config, store: Store, site_id: str, from_ms: int, to_ms
         photos_section(facts.events, photos_dir or photos_dir_of(config), p.local,
                        photo_pixels_of(config)),
         _actions_table(facts, p.local),
-        trap_section(facts.events, p.local),
+        trap_section(facts.events, p.local, site),
         turbidity_section(facts.events, p.local, episodes),
         plots_section(site, series, p.local, from_ms, to_ms),
         "</body></html>"])
@@ -265,8 +266,9 @@ def _tally(t: Tally) -> str:
     return f"{t.met} met, {t.late} late, {t.open} open ({t.overdue} overdue)"
 
 
-def _in(value: float | None) -> str:
-    return "—" if value is None else f"{float(value):.2f} in"
+def _in(value: float | None, site: SiteConfig) -> str:
+    """A storm's depth, never rounded across the site's threshold (``figures.py``)."""
+    return "—" if value is None else depth_text(float(value), site.rain.threshold_in)
 
 
 def _storms(p: _Period, storms: Sequence[StormRecord]) -> str:
@@ -274,9 +276,9 @@ def _storms(p: _Period, storms: Sequence[StormRecord]) -> str:
     local = p.local
     rows = []
     for s in storms:
-        total = _in(s.total_in) + (" (running)" if s.running else "")
+        total = _in(s.total_in, p.site) + (" (running)" if s.running else "")
         rows.append([escape(local(s.started_ms)), escape(local(s.ended_ms)),
-                     escape(total), escape(_in(s.max_24h_in)),
+                     escape(total), escape(_in(s.max_24h_in, p.site)),
                      escape(local(s.qualified_ms) + revealed_note(s, local) + (
                          f" (by the reference station {s.reference}: gauge {s.gauge} did not "
                          "see it)" if s.reference else "")),
@@ -324,8 +326,10 @@ def _actions_table(facts: Period, local: LocalTime) -> str:
     rows = []
     for a in facts.actions:
         until = a.resolved_ms if a.resolved_ms is not None else facts.judged_ms
-        status = ("resolved" if a.resolved_ms is not None else "open") + (
-            " late" if is_overdue(a.due_ms, until) else "")
+        late = is_overdue(a.due_ms, until)
+        # Past due and not done is overdue, never "open" (status says it so too).
+        status = ("resolved late" if late else "resolved") if a.resolved_ms is not None \
+            else "overdue" if late else "open"
         rows.append([escape(a.id), escape(a.text), escape(f"{local(a.opened_ms)}, {a.inspector}"),
                      escape(local(a.due_ms)), escape(local(a.resolved_ms)), outcome(status)])
     return "<h2>Corrective actions</h2>" + table(
