@@ -202,9 +202,10 @@ HELP: dict[str, tuple[str, str, str]] = {
 
           logbook [export] --site ID [--format csv|md]
               the log book with times in the site's local time, the zone named
-              (2026-05-14 08:00 EDT); the CSV keeps the recorded UTC times for
-              programs (recorded_at, at) beside the local ones (recorded_local,
-              at_local).
+              (2026-05-14 08:00 EDT); the CSV keeps the UTC times (recorded_at,
+              at) beside the local ones (recorded_local, at_local). A row a later
+              revision withdrew is marked RETRACTED (the CSV's last column,
+              retracted); an inspection lists its photos (caption, SHA-256).
 
           logbook verify [--anchor SEQ:HASH]
               recomputes the chain and compares the events table (which status

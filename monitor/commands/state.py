@@ -87,7 +87,7 @@ ANCHOR_TAG = "officer"
 
 
 def cmd_logbook(args: argparse.Namespace) -> int:
-    from ..views.logbook import export_logbook
+    from ..views.logexport import export_logbook
 
     config = load(args.config)
     for flag, value, action in (("--anchor", args.anchor, "verify"),

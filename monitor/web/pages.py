@@ -400,7 +400,7 @@ def logbook_csv(site_id: str, request: Request) -> Response:
     web = web_of(request)
     caller = signed_in(request, web)
     check_site(caller, web.config, site_id)
-    from ..views.logbook import export_logbook
+    from ..views.logexport import export_logbook
     with reading(web) as store:
         text = export_logbook(web.config, store, site_id, "csv")
     return Response(text, media_type="text/csv; charset=utf-8",

@@ -34,16 +34,13 @@ from pathlib import Path
 import pytest
 
 from monitor.config import Config
-from monitor.config.file import load_config
 from monitor.contract.inputs import Inspection, Reading
 from monitor.contract.times import MS_PER_HOUR, MS_PER_MINUTE, parse_iso
-from monitor.host.engine import EngineHost
-from monitor.host.rows import journal_in
 from monitor.store.opening import open_store
 from monitor.views.report.build import build_report, parse_bound
 
 from ..store.test_missing_db import stormwatch
-from ..support.webkit import OFFICER, SITE, add_people, client_for, sign_in, write_web_config
+from ..support.webkit import OFFICER, SITE, client_for, recorded_web_site, sign_in
 from .test_report_month import _cells
 
 H, M = MS_PER_HOUR, MS_PER_MINUTE
@@ -85,17 +82,9 @@ class Month:
 def month(tmp_path_factory: pytest.TempPathFactory) -> Month:
     """The site's month recorded through the real engine host, ticked to June 1."""
     tmp = tmp_path_factory.mktemp("periods")
-    path = write_web_config(tmp)
-    path.write_text(path.read_text().replace(
-        "    condition: B\n", "    condition: B\n    active_since: 2026-05-01\n", 1))
-    config = load_config(path, env={})
-    end = parse_iso("2026-06-01T04:00:00Z")
-    with open_store(config) as store:
-        host = EngineHost.restore(config, store, clock=lambda: end / 1000)
-        store.journal.commit([journal_in(it, topic=None, received_ms=None) for it in _items()])
-        host.catch_up()
-        host.tick()
-    add_people(tmp / "state")
+    path, config = recorded_web_site(tmp, lambda text: text.replace(
+        "    condition: B\n", "    condition: B\n    active_since: 2026-05-01\n", 1),
+        _items(), parse_iso("2026-06-01T04:00:00Z"))
     return Month(path, config, tmp)
 
 
