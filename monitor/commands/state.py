@@ -17,9 +17,9 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ..config import Config, photos_dir_of
+from ..config.invocation import program
 from ..contract.localtime import local_text
 from ..errors import EXIT_CHECK_FAILED, EXIT_OK, UserError
-from ..views.invocation import program
 from .common import (
     CONFIG_HELP,
     emit,

@@ -1,25 +1,24 @@
 """``stormwatch demo``: a whole site in one terminal, no external service needed.
 
-An embedded MQTT broker (amqtt, MQTT 3.1.1, in this process), the real daemon
-(journal, engine, outbox, log book in a temporary state directory), and a
-simulated site run by ``stormwatch simulate`` (``sources/simulate.py``): the
-real node runtime (buffer, ``seq``, tip counter, ``status``, MQTT link) with
-simulated sensors (``sensors/drivers/sim.py``), so the daemon receives what
-nodes would send. Time runs ``speed`` times faster than the wall clock (the
-daemon and the node take the same clock by injection), so a storm, its 24-hour
-inspection clock, the reminders and the inspection that closes it pass in
-about a minute.
+An embedded MQTT broker (amqtt, MQTT 3.1.1, in this process), the real daemon (journal,
+engine, outbox, log book in a temporary state directory), and a simulated site run by
+``stormwatch simulate`` (``sources/simulate.py``): the real node runtime (buffer,
+``seq``, tip counter, ``status``, MQTT link) with simulated sensors
+(``sensors/drivers/sim.py``), so the daemon receives what nodes would send. Time runs
+``speed`` times faster than the wall clock (the daemon and the node take the same clock
+by injection), so a storm, its 24-hour inspection clock, the reminders and the
+inspection that closes it pass in about a minute.
 
-The storm is an SCS type II storm of 0.80 in over two hours, 30 minutes in: it
-crosses 0.50 in (§ 134-9A(2)) about an hour after it starts, muddies the
-outfall's downstream probe while it is intense (§ 134-8C), and washes enough
-sediment into the trap to pass 50 % of its design volume (§ 134-9A(1)). A
-simulated qualified professional inspects two hours before the deadline.
+The storm is an SCS type II storm of 0.80 in over two hours, 30 minutes in: it crosses
+0.50 in (§ 134-9A(2)) about an hour after it starts, muddies the outfall's downstream
+probe while it is intense (§ 134-8C), and washes enough sediment into the trap to pass
+50 % of its design volume (§ 134-9A(1)). A simulated qualified professional inspects
+two hours before the deadline.
 
-With ``--keep`` or ``--state-dir`` the state directory stays, with a
-configuration file beside the database (``stormwatch-demo.yaml``), so that
-``status``, ``logbook`` and ``report`` can look at what the demo recorded;
-the demo prints those commands at the end.
+A configuration file is written beside the database (``stormwatch-demo.yaml``: the
+commands in the alerts name it). With ``--keep`` or ``--state-dir`` the state directory
+stays, so that ``status``, ``logbook`` and ``report`` can look at what the demo
+recorded; the demo prints those commands at the end.
 """
 
 from __future__ import annotations
@@ -49,6 +48,7 @@ from sensors.config import SimStorm
 
 from ..config import Config, SiteConfig
 from ..config.file import parse_config
+from ..config.invocation import program
 from ..contract.events import (
     BatteryLow,
     ClockClosed,
@@ -70,7 +70,6 @@ from ..contract.times import parse_iso
 from ..errors import EXIT_OK, UserError
 from ..store.opening import open_store
 from ..store.statedir import state_dir_problem
-from ..views.invocation import program
 from .demoweb import DemoWeb, wait_for_you, web_settings
 from .loop import Daemon
 
@@ -271,8 +270,7 @@ def demo_plan(config: Config, start_s: int, speed: float) -> Plan:
     """The simulated site: ``DEMO_HOURS`` from ``start_s``, the storm, the demo's trap."""
     site = config.site(SITE)
     assert site is not None  # demo_settings has it
-    storm = SimStorm(depth_in=STORM_IN, hours=STORM_HOURS, type="II",
-                     start_s=start_s + STORM_AT_S)
+    storm = SimStorm(depth_in=STORM_IN, hours=STORM_HOURS, type="II", start_s=start_s + STORM_AT_S)
     return Plan(float(start_s), float(start_s + DEMO_HOURS * 3600), speed, READ_EVERY_S,
                 storm=storm, sites=(site,), seed=0,
                 overrides={"trap1-depth": {"sediment_in_per_runoff_in": TRAP_IN_PER_RUNOFF_IN}})
@@ -346,17 +344,17 @@ def run_demo(out: IO[str] = sys.stdout, *, speed: float = 1800.0, keep: bool = F
     check_demo(speed, state_dir)
     for name in ("amqtt", "transitions", "asyncio", "stormwatch.ingest", "sensors"):
         logging.getLogger(name).setLevel(logging.ERROR)
-    zone = ZoneInfo(ZONE)
     owned = state_dir is None
     state = Path(tempfile.mkdtemp(prefix="stormwatch-demo-")) if state_dir is None else state_dir
     port = free_port()
-    kept = write_demo_config(port, state, speed) if keep or not owned else None
+    written = write_demo_config(port, state, speed)  # the alerts' commands name it
     broker = EmbeddedBroker(port).start()
     start_s = (int(time.time()) // 3600 - 2) * 3600  # whole hour, two hours ago
     clock = DemoClock(start_s, speed)
     config = demo_config(port, state, speed, web_port=free_port())
     web = DemoWeb(config, clock)
-    daemon = Daemon(config, clock=clock, tick_every_s=0.3, mqtt_protocol=mqtt.MQTTv311)
+    daemon = Daemon(config, clock=clock, tick_every_s=0.3, mqtt_protocol=mqtt.MQTTv311,
+                    config_path=written)
     failure: list[BaseException] = []
     worker = threading.Thread(target=_run_daemon, args=(daemon, failure), name="demo-daemon",
                               daemon=True)
@@ -367,7 +365,7 @@ def run_demo(out: IO[str] = sys.stdout, *, speed: float = 1800.0, keep: bool = F
     site_rc: list[int] = []
     nodes = threading.Thread(target=lambda: site_rc.append(site.run()), name="demo-site",
                              daemon=True)
-    _introduce(out, plan, start_s, speed, port, state, zone)
+    _introduce(out, plan, start_s, speed, port, state, ZoneInfo(ZONE))
     printed = 0
     try:
         worker.start()
@@ -394,8 +392,8 @@ def run_demo(out: IO[str] = sys.stdout, *, speed: float = 1800.0, keep: bool = F
             if not line.startswith(("at ", "delivering, at ")):
                 print(f"stormwatch demo: simulated site: {line}", file=out)
     print(f"stormwatch demo: done, {printed} events.", file=out)
-    if kept is not None:
-        print(look_at(kept, start_s, zone), file=out)
+    if keep or not owned:
+        print(look_at(written, start_s, ZoneInfo(ZONE)), file=out)
     return 0 if rc == EXIT_OK else 1
 
 

@@ -43,6 +43,7 @@ from typing import Final
 from zoneinfo import ZoneInfo
 
 from ..config import Config
+from ..config.invocation import program
 from ..contract.events import Event
 from ..contract.localtime import local_text
 from ..errors import CheckFailed
@@ -51,7 +52,6 @@ from ..store import GENESIS_HASH, LogbookRow, Store
 from ..store.archive import ArchiveFile, check_file
 from ..store.events import ARCHIVED, RECORD_TYPES
 from ..store.photos import check_photo
-from .invocation import program
 from .journalcheck import journal_problems
 
 # --------------------------------------------------------------------------- the head

@@ -24,6 +24,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from monitor.config import invocation
 from monitor.config.file import load_config
 from monitor.contract.events import Event, Fact, TurbidityContrast
 from monitor.contract.inputs import Reading
@@ -34,7 +35,6 @@ from monitor.host.engine import EngineHost
 from monitor.host.rows import journal_in
 from monitor.sources.acl import render_acl
 from monitor.store.opening import open_store
-from monitor.views import invocation
 from monitor.views.status import format_status, unknown_site
 
 from ..support.daemonkit import SITE, write_config

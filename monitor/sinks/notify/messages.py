@@ -26,6 +26,7 @@ converts from); ``targets.py`` picks the one each service takes best.
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass, field
 from typing import Any, Final
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -136,6 +137,11 @@ class Alert:
     #: The signed link to the site's inspection form (``links.py``), made by the
     #: worker for an alert routed to ``qp`` when ``web:`` is configured.
     form_link: str | None = None
+    #: ``stormwatch inspect --config PATH`` as it works typed on the daemon's machine
+    #: (``config/invocation.command_for``: the program and the configuration the
+    #: daemon runs with), and the site's qualified professionals: the worker's.
+    inspect_command: str | None = None
+    roster: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -273,10 +279,19 @@ class _Ctx:
         """The fills a trap's fill is judged against, and ``more`` (an event's own)."""
         return (self.site.fill_levels(trap) if self.site is not None else ()) + more
 
+    def inspect_command(self, *args: str) -> str:
+        """The command that records an inspection at the site, as it works typed on the
+        daemon's machine: its program and configuration, and the inspector when the
+        roster names one (else ``NAME``, with the names it may be)."""
+        base = self.alert.inspect_command or "stormwatch inspect --config FILE"
+        roster = self.alert.roster
+        who = shlex.quote(roster[0]) if len(roster) == 1 else "NAME"
+        command = " ".join([base, "--site", self.event.site, "--inspector", who, *args])
+        return command + (f"; NAME: one of {', '.join(roster)}" if len(roster) > 1 else "")
+
     def record_hint(self, kind: str) -> str:
-        return (f"have the qualified professional inspect the erosion and sediment controls and "
-                f"record it in the site log book (stormwatch inspect --site {self.event.site} "
-                f"--inspector NAME --kind {kind}).")
+        return ("have the qualified professional inspect the erosion and sediment controls and "
+                f"record it in the site log book ({self.inspect_command('--kind', kind)}).")
 
 
 def _duty_9a2() -> Line:
@@ -469,8 +484,8 @@ def _action_due(c: _Ctx, e: CorrectiveActionDue) -> Content:
         f"The corrective action asked for by {e.inspector} on {c.local(e.opened_at)} was due "
         f"{c.local(e.due)} and no inspection has recorded it done.",
         [Line("Action", f"{e.action_id}: {e.text}"), Line("Due", c.local(e.due))], WARNING,
-        [Line("To do", f"repair, then record it: stormwatch inspect --site {c.event.site} "
-                       f"--inspector NAME --resolved {e.action_id}")])
+        [Line("To do", "repair, then record it: "
+                       + c.inspect_command("--resolved", e.action_id))])
 
 
 def _site_closed(c: _Ctx, e: SiteClosed) -> Content:
