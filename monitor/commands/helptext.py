@@ -165,7 +165,7 @@ HELP: dict[str, tuple[str, str, str]] = {
         the engine brought up to date. It never uses the broker. It prints, in
         the site's local time, the clocks it closed, whether on time, and the
         id given to each corrective action (ca-<local time>-<n>, to name with
-        --resolved once repaired).
+        --resolved once repaired; --resolved of no open action is refused).
 
         * Repeat --inspector for a joint inspection: one record, every name.
         * With a qualified_professionals roster, a name off it is refused

@@ -35,12 +35,12 @@ summary and the duties table cannot disagree: the open clocks of the summary
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from ..config import SiteConfig
 from ..contract.events import Body, ClockClosed, Event, InspectionRecorded
-from .actions import ActionState, action_states, record_of_event
+from .actions import ActionState, action_states, record_of_event, resolved_nothing
 from .duties import Duty, outstanding_duties
 from .outcomes import StormRecord, storm_records
 from .readout import ClockSummary
@@ -77,6 +77,10 @@ class Period:
     #: The corrective actions open at some time in the period, as they stood at
     #: ``judged_ms`` (a resolution after it is not in them).
     actions: tuple[ActionState, ...]
+    #: By the event id of an inspection of the period: the ``resolves`` ids it named
+    #: that resolved nothing (``actions.resolved_nothing``; one from MQTT is recorded
+    #: as sent).
+    resolved_nothing: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def ended(self) -> bool:
@@ -129,6 +133,10 @@ def period_facts(site: SiteConfig, events: Iterable[Event],
     actions = [a for a in action_states(record_of_event(e.body) for e in known
                                         if isinstance(e.body, InspectionRecorded))
                if a.resolved_ms is None or a.resolved_ms >= from_ms]
-    return Period(from_ms, to_ms, at,
-                  tuple(e for e in events if from_ms <= e.at_ms < to_ms), tuple(storms),
-                  tuple(outstanding_duties(events, clocks, traps, at)), tuple(actions))
+    mine = tuple(e for e in events if from_ms <= e.at_ms < to_ms)
+    states = action_states(record_of_event(e.body) for e in events
+                           if isinstance(e.body, InspectionRecorded))
+    nothing = {e.id: ids for e in mine if isinstance(e.body, InspectionRecorded)
+               and (ids := resolved_nothing(states, record_of_event(e.body)))}
+    return Period(from_ms, to_ms, at, mine, tuple(storms),
+                  tuple(outstanding_duties(events, clocks, traps, at)), tuple(actions), nothing)

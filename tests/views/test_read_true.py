@@ -19,18 +19,22 @@ and ``stormwatch report`` as processes, and the alert texts of the engine's even
 
 from __future__ import annotations
 
+import json
 import re
+import time
+from datetime import datetime, timedelta
 from html import unescape
 from pathlib import Path
 
 import pytest
 
 from monitor.config.file import load_config
-from monitor.contract.inputs import Reading
-from monitor.contract.times import parse_iso
+from monitor.contract.inputs import Inspection, Reading
+from monitor.contract.times import MS_PER_HOUR, iso, parse_iso
 from monitor.host.engine import EngineHost
 from monitor.host.rows import journal_in
 from monitor.sinks.notify.messages import Alert, render
+from monitor.sources.parse import parse_message
 from monitor.store.opening import open_store
 
 from ..store.test_missing_db import stormwatch
@@ -122,3 +126,38 @@ def test_the_alerts_say_the_storm_below_the_threshold(site: Path) -> None:
                 if e.type == "trap_fill")
     assert "49.7% of design capacity" in fill.title
     assert "clean-out is required at 50.0%" in fill.text
+
+
+def test_an_mqtt_inspection_naming_no_open_action_is_recorded_and_the_report_says_so(
+        tmp_path: Path) -> None:
+    """An MQTT inspection is the field's record, sent by a device no one can ask to fix a
+    typo: refused, the inspection and every clock it closes would be lost (and whether
+    an id is open depends on what arrived first, where admission must not). So it is
+    recorded as sent, the unknown id resolves nothing (the engine's rule), and the
+    report says so beside it; the action meant stays open."""
+    path = write_config(tmp_path, 1)
+    config = load_config(path, env={})
+    now = round(time.time() * 1000)
+    topic = f"stormwatch/v1/{SITE}/inspection"
+    sent = [{"inspector": "J. Rivera", "ts": iso(now - 2 * MS_PER_HOUR),
+             "corrective_actions": [{"text": "re-seed the slope"}]},
+            {"inspector": "J. Rivera", "ts": iso(now - MS_PER_HOUR), "resolves": ["ca-bogus"]}]
+    items = [parse_message(config, topic, json.dumps(p).encode(), ref_ms=now) for p in sent]
+    assert all(isinstance(i, Inspection) and i.via == "mqtt" for i in items), items
+    with open_store(config) as store:
+        host = EngineHost.restore(config, store)
+        store.journal.commit([journal_in(i, topic=topic, received_ms=now) for i in items
+                              if isinstance(i, Inspection)])
+        host.catch_up()
+    today = datetime.now(config.sites[0].zone).date()  # from yesterday: 2 h ago may be it
+    out = tmp_path / "r.html"
+    proc = stormwatch(path, ("report", "--site", SITE, "--from",
+                             (today - timedelta(days=1)).isoformat(), "--to", today.isoformat()),
+                      out=out)
+    assert proc.returncode == 0, proc.stderr
+    html = out.read_text(encoding="utf-8")
+    _, resolving = _cells(html, "Inspections")
+    assert resolving[4] == ("resolves ca-bogus (no corrective action was open under this id:"
+                            " it resolved nothing)")
+    (action,) = _cells(html, "Corrective actions")
+    assert action[5] == "open" and action[1] == "re-seed the slope"

@@ -31,7 +31,6 @@ from ...config import Config, SiteConfig, photo_pixels_of, photos_dir_of
 from ...config.plausible import NO_GAUGE, storm_duty_unwatched
 from ...contract.events import (
     ClockClosed,
-    Event,
     InspectionBackdated,
     InspectionMissed,
     InspectionRecorded,
@@ -167,7 +166,7 @@ def build_report(config: Config, store: Store, site_id: str, from_ms: int, to_ms
         "<h2>Sensors (at the time of this report)</h2>" + table(
             ["Sensor", "Kind", "Reporting", "Health", "Last seen"],
             [[escape(c) for c in r] for r in sensor_rows(site, state, p.local)], "No sensors."),
-        _inspections(p, facts.events, closed),
+        _inspections(p, facts, closed),
         photos_section(facts.events, photos_dir or photos_dir_of(config), p.local,
                        photo_pixels_of(config)),
         _actions_table(facts, p.local),
@@ -290,13 +289,13 @@ def _storms(p: _Period, storms: Sequence[StormRecord]) -> str:
         NO_GAUGE if storm_duty_unwatched(p.site) else "No storms in the period.")
 
 
-def _inspections(p: _Period, events: Sequence[Event],
-                 closed: dict[str, ClockClosed]) -> str:
+def _inspections(p: _Period, facts: Period, closed: dict[str, ClockClosed]) -> str:
     """The inspections of the period: who (with credentials), when entered, what they
-    found and asked for, and the clocks each closed."""
+    found, asked for and resolved (an id that resolved nothing said so), and the clocks
+    each closed."""
     local = p.local
     rows = []
-    for e in events:
+    for e in facts.events:
         b = e.body
         if not isinstance(b, InspectionRecorded):
             continue
@@ -312,7 +311,10 @@ def _inspections(p: _Period, events: Sequence[Event],
         entered = local(b.entered_at) + (" BACKDATED" if b.backdated else "")
         found = [f"{f['practice']}: {f['condition']}" for f in b.findings]
         found += [f"asks {a['id']}: {a['text']}" for a in b.corrective_actions]
-        found += [f"resolves {r}" for r in b.resolves]
+        nothing = facts.resolved_nothing.get(e.id, ())
+        found += [f"resolves {r}" + (" (no corrective action was open under this id: it "
+                                     "resolved nothing)" if r in nothing else "")
+                  for r in b.resolves]
         rows.append([escape(local(b.inspected_at)), escape(entered), escape(who or b.inspector),
                      escape(b.kind), escape("; ".join(found) or "—"), escape(b.notes or ""),
                      escape(", ".join(clocks) or "—")])
