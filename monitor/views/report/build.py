@@ -286,7 +286,11 @@ def _storms(p: _Period, storms: Sequence[StormRecord]) -> str:
     return "<h2>Storms</h2>" + table(
         ["Start", "End", "Total", "Max 24 h", "Qualified at", "Inspection due", "Inspected at",
          "Outcome"], rows,
-        NO_GAUGE if storm_duty_unwatched(p.site) else "No storms in the period.")
+        NO_GAUGE if storm_duty_unwatched(p.site) else "No storms in the period.") + (
+        "<p class='note'>A storm is a storm of the period in which it qualified (one that "
+        "did not qualify, of the period in which it began), as it stood at the end of the "
+        "period: still raining then, it has no end and its running total.</p>"
+        if rows else "")
 
 
 def _inspections(p: _Period, facts: Period, closed: dict[str, ClockClosed]) -> str:
