@@ -165,7 +165,7 @@ HELP: dict[str, tuple[str, str, str]] = {
         the engine brought up to date. It never uses the broker. It prints, in
         the site's local time, the clocks it closed, whether on time, and the
         id given to each corrective action (ca-<local time>-<n>, to name with
-        --resolved once repaired).
+        --resolved once repaired; --resolved of no open action is refused).
 
         * Repeat --inspector for a joint inspection: one record, every name.
         * With a qualified_professionals roster, a name off it is refused
@@ -202,9 +202,10 @@ HELP: dict[str, tuple[str, str, str]] = {
 
           logbook [export] --site ID [--format csv|md]
               the log book with times in the site's local time, the zone named
-              (2026-05-14 08:00 EDT); the CSV keeps the recorded UTC times for
-              programs (recorded_at, at) beside the local ones (recorded_local,
-              at_local).
+              (2026-05-14 08:00 EDT); the CSV keeps the UTC times (recorded_at,
+              at) beside the local ones (recorded_local, at_local). A row a later
+              revision withdrew is marked RETRACTED (the CSV's last column,
+              retracted); an inspection lists its photos (caption, SHA-256).
 
           logbook verify [--anchor SEQ:HASH]
               recomputes the chain and compares the events table (which status
@@ -299,22 +300,25 @@ HELP: dict[str, tuple[str, str, str]] = {
         A compliance report for a period, as one HTML file with rainfall,
         trap-fill and turbidity plots inline (every time in the site's zone).
         Its header carries the log book head (row and full hash) that the
-        report's events are read from, and whether the chain verifies. Then:
-        storms with their full total (the running total while one is still
-        open) and their 24-hour inspections (met, late, open); routine
-        inspections (met, late, open, overdue); the weeks without a required
-        inspection (§ 134-12D); backdated inspections; every duty still
-        outstanding at the end of the period (open and overdue inspection
-        clocks, a clean-out demanded and not done, open corrective actions, a
-        turbidity exceedance not cleared) with since when and its section;
-        inspections with both times (inspected, entered), each inspector's
-        credential, findings and corrective actions, and their photos
-        (thumbnails, SHA-256, EXIF time and position; a missing or altered
-        file is shown as such); a corrective-action table (asked, due,
-        resolved, late); the clocks open when it is generated and how long
-        overdue; trap clean-out demands; turbidity episodes with their peak;
-        stale sensors. A report generated before the events it shows (a
-        demo's clock) says so.
+        report's events are read from, and whether the chain verifies. It
+        counts the events of the period, a storm in the period in which it
+        qualified (two consecutive weekly reports count each storm once), and
+        what was owed at the end of the period, never when the report is made
+        (a period not over yet: where the engine last judged the site). Then:
+        storms with their total (still raining at the end: the running total),
+        storm and routine inspections met and late in the period and open at
+        its end (of them overdue); the weeks without a required inspection;
+        backdated inspections; every duty still outstanding at the end of the
+        period (open and overdue inspection clocks, a clean-out demanded and
+        not done, open corrective actions, a turbidity exceedance not cleared)
+        with since when and its section; inspections with both times
+        (inspected, entered), each inspector's credential, findings and
+        corrective actions, and their photos (thumbnails, SHA-256, EXIF time
+        and position; a missing or altered file is shown as such); a
+        corrective-action table (asked, due, resolved, late); trap clean-out
+        demands; turbidity episodes with their peak; the sensors' health now.
+        A report generated before the events it shows (a demo's clock) says
+        so.
 
         --from and --to are dates YYYY-MM-DD, inclusive, in the site's time
         zone, or ISO times with offset. --format pdf (or an --out ending in

@@ -34,7 +34,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     # What check-config warns about, in the log a deployment is watched through.
     for line in warnings(config):
         log.warning("configuration: %s", line)
-    daemon = Daemon(config, stop_event=stop, mqtt_process=True)
+    daemon = Daemon(config, stop_event=stop, mqtt_process=True, config_path=args.config)
     return daemon.run()
 
 

@@ -17,9 +17,9 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ..config import Config, photos_dir_of
+from ..config.invocation import program
 from ..contract.localtime import local_text
 from ..errors import EXIT_CHECK_FAILED, EXIT_OK, UserError
-from ..views.invocation import program
 from .common import (
     CONFIG_HELP,
     emit,
@@ -87,7 +87,7 @@ ANCHOR_TAG = "officer"
 
 
 def cmd_logbook(args: argparse.Namespace) -> int:
-    from ..views.logbook import export_logbook
+    from ..views.logexport import export_logbook
 
     config = load(args.config)
     for flag, value, action in (("--anchor", args.anchor, "verify"),

@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 
 from ..config import Config, SiteConfig, WeatherConfig
 from ..contract.events import StormForecast
+from ..contract.figures import depth_text
 from ..contract.inputs import Forecast, ReferenceObservation
 from ..contract.localtime import local_text
 from ..contract.times import MS_PER_DAY, MS_PER_HOUR, hours_ms
@@ -68,7 +69,8 @@ def fetch(client: NwsClient, weather: WeatherConfig, site: SiteConfig, now_ms: i
 def describe(config: Config, site: SiteConfig, forecast: Forecast,
              obs: list[ReferenceObservation], now_ms: int) -> str:
     assert config.weather is not None
-    zone = site.zone
+    # Depths are printed beside the threshold, never rounded across it (figures.py).
+    zone, limit = site.zone, site.rain.threshold_in
     lines = [f"{site.id}: forecast of gridpoint {forecast.grid}, issued "
              f"{_local(forecast.ts_ms, site)}"]
     start = datetime.fromtimestamp(forecast.ts_ms / 1000, tz=zone)
@@ -80,7 +82,7 @@ def describe(config: Config, site: SiteConfig, forecast: Forecast,
         mm = spread_mm(forecast.precip, a, b)
         chances = [p for s, e, p in forecast.probability if s < b and e > a]
         chance = f" (chance up to {max(chances):g} %)" if chances else ""
-        lines.append(f"  {day:%a %b %d}: {mm / MM_PER_IN:.2f} in{chance}")
+        lines.append(f"  {day:%a %b %d}: {depth_text(mm / MM_PER_IN, limit)}{chance}")
         day = nxt
     book = WeatherBook()
     for o in obs:
@@ -93,7 +95,8 @@ def describe(config: Config, site: SiteConfig, forecast: Forecast,
             continue
         _, mm, unknown = seen
         note = f", {unknown} hours unreported (unknown, not dry)" if unknown else ""
-        lines.append(f"  reference {station}, last 24 h: {mm / MM_PER_IN:.2f} in{note}")
+        lines.append(f"  reference {station}, last 24 h: {depth_text(mm / MM_PER_IN, limit)}"
+                     f"{note}")
     engine = Engine(config)
     engine.apply(forecast)
     for o in obs:
@@ -101,7 +104,8 @@ def describe(config: Config, site: SiteConfig, forecast: Forecast,
     storms = [e.body for e in engine.current_events() if e.site == site.id
               and isinstance(e.body, StormForecast)]
     for body in storms:
-        lines.append(f"  would conclude: storm_forecast, {body.forecast_in:.2f} in from "
+        lines.append(f"  would conclude: storm_forecast, {depth_text(body.forecast_in, limit)}"
+                     " from "
                      f"{_local(body.window_from, site)} to {_local(body.window_to, site)}"
                      + ("" if body.probability is None
                         else f" (chance {body.probability:g} %)"))

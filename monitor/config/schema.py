@@ -254,6 +254,13 @@ class SiteConfig(Model):
                 return s
         return None
 
+    def fill_levels(self, trap_id: str) -> tuple[float, ...]:
+        """The fills a trap's fill is judged against (``warn_fraction``,
+        ``cleanout_fraction``), for printing it on the right side of them
+        (``contract/figures.py``); none for a trap the site does not have."""
+        return next(((t.warn_fraction, t.cleanout_fraction) for t in self.traps
+                     if t.id == trap_id), ())
+
     def gauges(self) -> list[SensorConfig]:
         return [s for s in self.sensors if s.kind == "rain"]
 

@@ -1,25 +1,24 @@
 """``stormwatch demo``: a whole site in one terminal, no external service needed.
 
-An embedded MQTT broker (amqtt, MQTT 3.1.1, in this process), the real daemon
-(journal, engine, outbox, log book in a temporary state directory), and a
-simulated site run by ``stormwatch simulate`` (``sources/simulate.py``): the
-real node runtime (buffer, ``seq``, tip counter, ``status``, MQTT link) with
-simulated sensors (``sensors/drivers/sim.py``), so the daemon receives what
-nodes would send. Time runs ``speed`` times faster than the wall clock (the
-daemon and the node take the same clock by injection), so a storm, its 24-hour
-inspection clock, the reminders and the inspection that closes it pass in
-about a minute.
+An embedded MQTT broker (amqtt, MQTT 3.1.1, in this process), the real daemon (journal,
+engine, outbox, log book in a temporary state directory), and a simulated site run by
+``stormwatch simulate`` (``sources/simulate.py``): the real node runtime (buffer,
+``seq``, tip counter, ``status``, MQTT link) with simulated sensors
+(``sensors/drivers/sim.py``), so the daemon receives what nodes would send. Time runs
+``speed`` times faster than the wall clock (the daemon and the node take the same clock
+by injection), so a storm, its 24-hour inspection clock, the reminders and the
+inspection that closes it pass in about a minute.
 
-The storm is an SCS type II storm of 0.80 in over two hours, 30 minutes in: it
-crosses 0.50 in (§ 134-9A(2)) about an hour after it starts, muddies the
-outfall's downstream probe while it is intense (§ 134-8C), and washes enough
-sediment into the trap to pass 50 % of its design volume (§ 134-9A(1)). A
-simulated qualified professional inspects two hours before the deadline.
+The storm is an SCS type II storm of 0.80 in over two hours, 30 minutes in: it crosses
+0.50 in (§ 134-9A(2)) about an hour after it starts, muddies the outfall's downstream
+probe while it is intense (§ 134-8C), and washes enough sediment into the trap to pass
+50 % of its design volume (§ 134-9A(1)). A simulated qualified professional inspects
+two hours before the deadline.
 
-With ``--keep`` or ``--state-dir`` the state directory stays, with a
-configuration file beside the database (``stormwatch-demo.yaml``), so that
-``status``, ``logbook`` and ``report`` can look at what the demo recorded;
-the demo prints those commands at the end.
+A configuration file is written beside the database (``stormwatch-demo.yaml``: the
+commands in the alerts name it). With ``--keep`` or ``--state-dir`` the state directory
+stays, so that ``status``, ``logbook`` and ``report`` can look at what the demo
+recorded; the demo prints those commands at the end.
 """
 
 from __future__ import annotations
@@ -47,8 +46,9 @@ from paho.mqtt.enums import CallbackAPIVersion
 from monitor.sources.simulate import Plan, Simulation
 from sensors.config import SimStorm
 
-from ..config import Config
+from ..config import Config, SiteConfig
 from ..config.file import parse_config
+from ..config.invocation import program
 from ..contract.events import (
     BatteryLow,
     ClockClosed,
@@ -65,11 +65,11 @@ from ..contract.events import (
     TrapFill,
     TurbidityContrast,
 )
+from ..contract.figures import depth_text, fill_text
 from ..contract.times import parse_iso
 from ..errors import EXIT_OK, UserError
 from ..store.opening import open_store
 from ..store.statedir import state_dir_problem
-from ..views.invocation import program
 from .demoweb import DemoWeb, wait_for_you, web_settings
 from .loop import Daemon
 
@@ -270,8 +270,7 @@ def demo_plan(config: Config, start_s: int, speed: float) -> Plan:
     """The simulated site: ``DEMO_HOURS`` from ``start_s``, the storm, the demo's trap."""
     site = config.site(SITE)
     assert site is not None  # demo_settings has it
-    storm = SimStorm(depth_in=STORM_IN, hours=STORM_HOURS, type="II",
-                     start_s=start_s + STORM_AT_S)
+    storm = SimStorm(depth_in=STORM_IN, hours=STORM_HOURS, type="II", start_s=start_s + STORM_AT_S)
     return Plan(float(start_s), float(start_s + DEMO_HOURS * 3600), speed, READ_EVERY_S,
                 storm=storm, sites=(site,), seed=0,
                 overrides={"trap1-depth": {"sediment_in_per_runoff_in": TRAP_IN_PER_RUNOFF_IN}})
@@ -292,8 +291,10 @@ def check_demo(speed: float, state_dir: Path | None) -> None:
             raise DemoError(f"--state-dir: {problem}")
 
 
-def describe(event: Event, zone: ZoneInfo) -> str:
-    """One line of the demo's timeline for an event."""
+def describe(event: Event, site: SiteConfig) -> str:
+    """One line of the demo's timeline for an event (depths and fills: ``figures.py``)."""
+    zone, limit, levels = site.zone, site.rain.threshold_in, site.fill_levels
+
     def local(when: str | int | None) -> str:
         if when is None:
             return "-"
@@ -305,17 +306,17 @@ def describe(event: Event, zone: ZoneInfo) -> str:
         case StormStarted(gauge=gauge):
             details = f"rain on {gauge}"
         case StormQualified(total_in=total, due=due):
-            details = f"{total:.2f} in: inspect by {local(due)} (§ 134-9A(2))"
+            details = f"{depth_text(total, limit)}: inspect by {local(due)} (§ 134-9A(2))"
         case StormEnded(total_in=total):
-            details = f"{total:.2f} in in all"
+            details = f"{depth_text(total, limit)} in all"
         case TurbidityContrast() as e:
             over = (f"{e.downstream_ntu:g} NTU, no usable background (limit {e.limit_ntu:g})"
                     if e.delta_ntu is None else f"{e.delta_ntu:+g} NTU (limit +{e.limit_ntu:g})")
             details = f"{e.pair} {e.state}: {over} (§ 134-8C)"
         case TrapFill(trap=trap, fill_fraction=fill):
-            details = f"{trap} at {fill:.0%} of design volume"
+            details = f"{trap} at {fill_text(fill, *levels(trap))} of design volume"
         case TrapCleanoutRequired(trap=trap, fill_fraction=fill):
-            details = f"{trap} at {fill:.0%}: clean out (§ 134-9A(1))"
+            details = f"{trap} at {fill_text(fill, *levels(trap))}: clean out (§ 134-9A(1))"
         case InspectionDueSoon(clock=clock, due=due, hours_left=left):
             details = f"{clock} inspection due {local(due)}, {left:g} h left"
         case InspectionOverdue(clock=clock, due=due):
@@ -343,17 +344,17 @@ def run_demo(out: IO[str] = sys.stdout, *, speed: float = 1800.0, keep: bool = F
     check_demo(speed, state_dir)
     for name in ("amqtt", "transitions", "asyncio", "stormwatch.ingest", "sensors"):
         logging.getLogger(name).setLevel(logging.ERROR)
-    zone = ZoneInfo(ZONE)
     owned = state_dir is None
     state = Path(tempfile.mkdtemp(prefix="stormwatch-demo-")) if state_dir is None else state_dir
     port = free_port()
-    kept = write_demo_config(port, state, speed) if keep or not owned else None
+    written = write_demo_config(port, state, speed)  # the alerts' commands name it
     broker = EmbeddedBroker(port).start()
     start_s = (int(time.time()) // 3600 - 2) * 3600  # whole hour, two hours ago
     clock = DemoClock(start_s, speed)
     config = demo_config(port, state, speed, web_port=free_port())
     web = DemoWeb(config, clock)
-    daemon = Daemon(config, clock=clock, tick_every_s=0.3, mqtt_protocol=mqtt.MQTTv311)
+    daemon = Daemon(config, clock=clock, tick_every_s=0.3, mqtt_protocol=mqtt.MQTTv311,
+                    config_path=written)
     failure: list[BaseException] = []
     worker = threading.Thread(target=_run_daemon, args=(daemon, failure), name="demo-daemon",
                               daemon=True)
@@ -364,7 +365,7 @@ def run_demo(out: IO[str] = sys.stdout, *, speed: float = 1800.0, keep: bool = F
     site_rc: list[int] = []
     nodes = threading.Thread(target=lambda: site_rc.append(site.run()), name="demo-site",
                              daemon=True)
-    _introduce(out, plan, start_s, speed, port, state, zone)
+    _introduce(out, plan, start_s, speed, port, state, ZoneInfo(ZONE))
     printed = 0
     try:
         worker.start()
@@ -373,7 +374,7 @@ def run_demo(out: IO[str] = sys.stdout, *, speed: float = 1800.0, keep: bool = F
               file=out, flush=True)
         clock.restart()  # simulated time starts once the daemon listens
         nodes.start()
-        printed = _follow(out, clock, plan, nodes, state, port, zone, speed,
+        printed = _follow(out, clock, plan, nodes, state, port, config.sites[0], speed,
                           inspect_yourself)
     finally:
         site.stop.set()
@@ -391,8 +392,8 @@ def run_demo(out: IO[str] = sys.stdout, *, speed: float = 1800.0, keep: bool = F
             if not line.startswith(("at ", "delivering, at ")):
                 print(f"stormwatch demo: simulated site: {line}", file=out)
     print(f"stormwatch demo: done, {printed} events.", file=out)
-    if kept is not None:
-        print(look_at(kept, start_s, zone), file=out)
+    if keep or not owned:
+        print(look_at(written, start_s, ZoneInfo(ZONE)), file=out)
     return 0 if rc == EXIT_OK else 1
 
 
@@ -409,11 +410,12 @@ def _introduce(out: IO[str], plan: Plan, start_s: int, speed: float, port: int,
 
 
 def _follow(out: IO[str], clock: DemoClock, plan: Plan, nodes: threading.Thread,
-            state: Path, port: int, zone: ZoneInfo, speed: float,
+            state: Path, port: int, site: SiteConfig, speed: float,
             inspect_yourself: bool = False) -> int:
     """Print the timeline as the events come, about once a simulated minute, until the
     plan ends; the qualified professional inspects two hours before the storm's due
     (or, ``inspect_yourself``, the clock waits there for you). The events printed."""
+    zone = site.zone
     pub = mqtt.Client(CallbackAPIVersion.VERSION2, protocol=mqtt.MQTTv311)
     pub.connect("127.0.0.1", port)
     pub.loop_start()
@@ -425,7 +427,7 @@ def _follow(out: IO[str], clock: DemoClock, plan: Plan, nodes: threading.Thread,
         if not inspected:
             due = _storm_due(state)
             if due is not None and clock() >= due - 2 * 3600 and inspect_yourself:
-                printed = _print_new(state, printed, zone, out)
+                printed = _print_new(state, printed, site, out)
                 inspected = wait_for_you(clock, lambda: _inspected(state), lambda line: print(
                     line, file=out, flush=True), f"the form of {SITE}")
             elif due is not None and clock() >= due - 2 * 3600:
@@ -435,11 +437,11 @@ def _follow(out: IO[str], clock: DemoClock, plan: Plan, nodes: threading.Thread,
                              f'"ts": "{ts}", "notes": "silt fence repaired"}}').encode(),
                             qos=1)
                 inspected = True
-        printed = _print_new(state, printed, zone, out)
+        printed = _print_new(state, printed, site, out)
     clock.freeze()
     nodes.join(DRAIN_S + 15)  # the site delivers its last readings, then stops
     time.sleep(1.0)  # they reach the journal, the last alerts their targets
-    printed = _print_new(state, printed, zone, out)
+    printed = _print_new(state, printed, site, out)
     pub.loop_stop()
     pub.disconnect()
     return printed
@@ -500,7 +502,7 @@ def _storm_due(state: Path) -> float | None:
     return None
 
 
-def _print_new(state: Path, printed: int, zone: ZoneInfo, out: IO[str]) -> int:
+def _print_new(state: Path, printed: int, site: SiteConfig, out: IO[str]) -> int:
     if not (state / "stormwatch.db").exists():
         return printed
     with open_store(_state_only(state), readonly=True) as store:
@@ -508,7 +510,7 @@ def _print_new(state: Path, printed: int, zone: ZoneInfo, out: IO[str]) -> int:
     for e in events[printed:]:
         if e.retracted:
             continue
-        print(describe(e, zone), file=out, flush=True)
+        print(describe(e, site), file=out, flush=True)
     return len(events)
 
 

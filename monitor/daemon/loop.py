@@ -126,9 +126,12 @@ class Daemon:
                  routes: AlertRoutes | None = None,
                  workers: list[Worker] | None = None, tick_every_s: float = TICK_EVERY_S,
                  mqtt_protocol: int | None = None, mqtt_process: bool = False,
-                 stop_event: threading.Event | None = None) -> None:
+                 stop_event: threading.Event | None = None,
+                 config_path: str | Path | None = None) -> None:
         """``mqtt_process``: run the MQTT client in a process of its own
-        (``mqttproc.py``; ``stormwatch run`` does), not on a thread of this one."""
+        (``mqttproc.py``; ``stormwatch run`` does), not on a thread of this one.
+        ``config_path``: the file ``config`` was read from, named in the commands
+        alerts print so that they work as printed."""
         self.config = config
         self.mqtt_protocol = mqtt_protocol
         self.mqtt_process = mqtt_process
@@ -140,7 +143,7 @@ class Daemon:
         self.tick_clock = TickClock() if clock is time.time else TickClock(clock, clock)
         self.routes = routes if routes is not None else build_routes(config)
         self.workers = workers if workers is not None else [
-            *build_workers(config, clock),
+            *build_workers(config, clock, config_path),
             *([WeatherPoller(config, clock)] if config.weather is not None else [])]
         if config.archive is not None and workers is None:
             # Its own thread like a sink's (``archiver.py``); a caller that passes its own

@@ -96,6 +96,23 @@ def action_states(records: Iterable[ActionRecord]) -> list[ActionState]:
     return sorted(states.values(), key=lambda s: (s.opened_ms, s.id))
 
 
+def resolvable_at(states: Iterable[ActionState], ts_ms: int) -> list[ActionState]:
+    """The actions an inspection at ``ts_ms`` can resolve (``action_states``' rule): asked
+    for strictly before it and not resolved at or before it. ``states`` are those of the
+    *other* inspections: an inspection cannot resolve what it asks for itself."""
+    return [s for s in states if s.opened_ms < ts_ms
+            and (s.resolved_ms is None or s.resolved_ms > ts_ms)]
+
+
+def resolved_nothing(states: Iterable[ActionState], rec: ActionRecord) -> tuple[str, ...]:
+    """The ids ``rec`` names in ``resolves`` that resolved nothing: no action open under
+    that id at its time (a typo, an action done before, or one it asked for itself).
+    The command line and the field app refuse them; an inspection from MQTT is recorded
+    as it was sent, and what shows it says so (``monitor/README.md``)."""
+    done = {s.id for s in states if s.resolved_ms == rec.ts_ms and s.resolved_by == rec.inspector}
+    return tuple(r for r in rec.resolves if r not in done)
+
+
 def action_facts(site_id: str, states: Iterable[ActionState], now_ms: int | None) -> list[Fact]:
     """``corrective_action_due`` for each action still open at its due time, once *now*
     has reached it."""

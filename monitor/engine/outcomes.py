@@ -23,8 +23,9 @@ outcome:
 ``open``           its clock is open and not yet due
 
 A storm that is still open is shown with its running total so far (the
-caller's ``running_in``, from ``series.running_totals``), not the depth at
-which it qualified, and says so (``running``).
+caller's ``running_in``, from ``series.running_totals``, and its largest 24
+hours so far, ``series.running_max_24h``), not the depth at which it
+qualified, and says so (``running``).
 """
 
 from __future__ import annotations
@@ -111,16 +112,19 @@ def storm_outcome(storm: StormRecord, closed: Mapping[str, ClockClosed], now_ms:
 
 
 def storm_records(site: SiteConfig, events: Iterable[Event], now_ms: int,
-                  running_in: Mapping[str, float] | None = None) -> list[StormRecord]:
+                  running_in: Mapping[str, float] | None = None,
+                  running_max_in: Mapping[str, float] | None = None) -> list[StormRecord]:
     """The site's storms with their outcomes at ``now_ms`` (the instant the engine judges
     clocks at: ``summary.judged_at``), in the order they started. ``running_in`` is
-    the running total of storms still open, by event id."""
+    the running total of storms still open, by event id, and ``running_max_in``
+    their largest 24 hours so far."""
     events = list(events)
     closed = {e.body.clock_id: e.body for e in events if isinstance(e.body, ClockClosed)}
     out = []
     for s in _read(events, site):
         if s.ended_ms is None and running_in and s.event_id in running_in:
-            s = replace(s, total_in=running_in[s.event_id], running=True)
+            s = replace(s, total_in=running_in[s.event_id], running=True,
+                        max_24h_in=(running_max_in or {}).get(s.event_id, s.max_24h_in))
         closing = closed.get(s.clock_id or "")
         out.append(replace(s, outcome=storm_outcome(s, closed, now_ms),
                            inspected_ms=_ms(closing.inspected_at) if closing else None))

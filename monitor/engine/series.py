@@ -38,7 +38,8 @@ now in force: a consumer keeps the last sample per (series, time).
 What a consumer reads off the samples is here too, so a plot never averages
 or totals by a rule of its own: the gauges a site's storms are judged on
 (``judged_rain``: the ``mean`` gauge under ``gauges: mean``), a gauge's rain
-per hour (``hourly_rain``) and each storm's running total (``running_totals``).
+per hour (``hourly_rain``) and each storm's running total and 24-hour maximum
+(``running_totals``, ``running_max_24h``).
 """
 
 from __future__ import annotations
@@ -297,4 +298,14 @@ def running_totals(samples: Iterable[StormSample]) -> dict[str, float]:
     for s in samples:
         if s.in_event:
             out[s.event_id] = max(out.get(s.event_id, 0.0), s.total_in)
+    return out
+
+
+def running_max_24h(samples: Iterable[StormSample]) -> dict[str, float]:
+    """Each storm event's largest 24-hour rain at the last of ``samples`` (by
+    ``event_id``), beside its running total (``running_totals``)."""
+    out: dict[str, float] = {}
+    for s in samples:
+        if s.in_event:
+            out[s.event_id] = max(out.get(s.event_id, 0.0), s.max_24h_in)
     return out

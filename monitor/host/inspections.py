@@ -33,6 +33,7 @@ from ..contract.inputs import Inspection, Location, Photo, SiteClosure, Via
 from ..contract.localtime import local_datetime, local_text
 from ..contract.rejects import Rejection, RejectReason
 from ..contract.times import iso, parse_iso
+from ..engine.actions import action_states, record_of_event, resolvable_at
 from ..engine.routine import local_midnight_ms
 from ..errors import UserError
 from ..sources.inspectionrules import inspection_message
@@ -55,6 +56,15 @@ class NotOnRoster(InspectError):
 
 class ActionIdInUse(InspectError):
     """A corrective-action id is already another inspection's (the field app: 409)."""
+
+
+class NoSuchAction(InspectError):
+    """A ``--resolved`` id names no corrective action open at the site at the inspection's
+    time (the field app: 422 ``resolves.N``, ``index`` being N)."""
+
+    def __init__(self, message: str, index: int) -> None:
+        super().__init__(message)
+        self.index = index
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,7 +190,7 @@ def commit_inspection(config: Config, insp: Inspection,
     with daemon_lock(config) as held:
         if held is not None:
             with open_store(config) as store:
-                refuse_ids_in_use(store, insp)
+                refuse_bad_ids(config, store, insp)
                 store.journal.commit([journal_in(insp, topic=None,
                                                received_ms=round(time.time() * 1000))])
                 host = EngineHost.restore(config, store)
@@ -193,7 +203,7 @@ def commit_inspection(config: Config, insp: Inspection,
     # account would take over the daemon's session. The journal is the
     # daemon's own input; it applies rows written by others within a loop.
     with open_store(config) as store:
-        refuse_ids_in_use(store, insp)
+        refuse_bad_ids(config, store, insp)
         store.journal.commit([journal_in(insp, topic=None,
                                        received_ms=round(time.time() * 1000))])
     via = "written to the database for the running daemon"
@@ -203,6 +213,33 @@ def commit_inspection(config: Config, insp: Inspection,
             return _outcome(config, insp, via)
         time.sleep(0.2)
     return Outcome(via, None)
+
+
+def refuse_bad_ids(config: Config, store: Store, insp: Inspection) -> None:
+    """Before anything is journaled: a corrective-action id already in use, and a
+    ``resolves`` id that names no open corrective action (``refuse_unknown_resolves``)."""
+    refuse_ids_in_use(store, insp)
+    refuse_unknown_resolves(config, store, insp)
+
+
+def refuse_unknown_resolves(config: Config, store: Store, insp: Inspection) -> None:
+    """``NoSuchAction`` for the first ``resolves`` id that names no corrective action open
+    at the site at the inspection's time (``actions.resolvable_at``): a typo would be
+    sealed into the log book as a repair that resolves nothing, while the action it
+    meant stays open. The one line lists the ids that are open. The same inspection
+    again is no conflict (the journal takes it as a duplicate)."""
+    if not insp.resolves:
+        return
+    records = [record_of_event(e.body) for e in store.events.current(insp.site)
+               if isinstance(e.body, InspectionRecorded)
+               and not (e.at_ms == insp.ts_ms and e.body.inspector == insp.inspector)]
+    open_ids = [a.id for a in resolvable_at(action_states(records), insp.ts_ms)]
+    for index, rid in enumerate(insp.resolves):
+        if rid not in open_ids:
+            raise NoSuchAction(
+                f"--resolved: {rid} names no corrective action open at {insp.site} at "
+                f"{_local(config, insp.site, insp.ts_ms)} (open then: "
+                f"{', '.join(open_ids) or 'none'}); nothing was recorded", index)
 
 
 def refuse_ids_in_use(store: Store, insp: Inspection) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 from typing import Protocol
 
 from ..config import Config
@@ -29,10 +30,12 @@ class Worker(Protocol):
         ...
 
 
-def build_workers(config: Config, clock: WallClock = time.time) -> list[Worker]:
-    """Every sink this configuration asks for."""
+def build_workers(config: Config, clock: WallClock = time.time,
+                  config_path: str | Path | None = None) -> list[Worker]:
+    """Every sink this configuration asks for (``config_path``: the file it was read
+    from, for the commands alerts print)."""
     workers: list[Worker] = []
-    notifier = build_worker(config, clock)
+    notifier = build_worker(config, clock, config_path)
     if notifier is not None:
         workers.append(notifier)
     if config.influx is not None:

@@ -1,6 +1,6 @@
 """The site log book (§ 134-9A(2): "Inspection reports shall be maintained in a
-site log book"): export, hash-chain verification, the anchor, and the events as
-the log book holds them.
+site log book"): hash-chain verification, the anchor, and the events as the log
+book holds them (its export, as people read it, is ``logexport.py``).
 
 Rows are appended by the store in the same transaction as the events they
 record; each carries the SHA-256 of the previous row, so an edited, deleted or
@@ -29,24 +29,21 @@ or unreadable database (``commands/common.py``), because an empty log book and
 no log book are different answers, and only the first is "OK".
 
 Times are the site's local time with the zone named (``localtime.py``), as
-in ``status`` and the report: a log book is read by people at the site. The
-CSV keeps the recorded UTC times in its ``recorded_at`` and ``at`` columns
-for programs, beside the local ``recorded_local`` and ``at_local``.
+in ``status`` and the report: a log book is read by people at the site.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import re
 import socket
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 from zoneinfo import ZoneInfo
 
 from ..config import Config
+from ..config.invocation import program
 from ..contract.events import Event
 from ..contract.localtime import local_text
 from ..errors import CheckFailed
@@ -55,77 +52,7 @@ from ..store import GENESIS_HASH, LogbookRow, Store
 from ..store.archive import ArchiveFile, check_file
 from ..store.events import ARCHIVED, RECORD_TYPES
 from ..store.photos import check_photo
-from .invocation import program
 from .journalcheck import journal_problems
-
-SUMMARY_FIELDS = ("inspector", "credentials", "kind", "inspected_at", "entered_at", "backdated",
-                  "notes", "findings", "corrective_actions", "resolves", "closes", "gauge",
-                  "qualified_at", "total_in", "due", "outcome", "clock_id", "week", "action_id",
-                  "text", "closed_at", "by", "trap", "fill_fraction", "pair", "state",
-                  "delta_ntu", "sensor", "file", "rows", "from", "to", "sha256")
-#: Fields of ``SUMMARY_FIELDS`` that hold a time (ISO 8601 UTC in the event).
-TIME_FIELDS = frozenset({"inspected_at", "entered_at", "qualified_at", "due", "closed_at",
-                         "from", "to"})
-
-
-def _item(value: Any, zone: ZoneInfo) -> str:
-    # Findings and corrective actions are objects; a reader wants one phrase each.
-    if isinstance(value, dict):
-        if "practice" in value:
-            return f"{value['practice']}: {value.get('condition', '')}"
-        if "text" in value:
-            due = f" (due {local_text(value['due'], zone)})" if value.get("due") else ""
-            return f"{value.get('id', '')}: {value['text']}{due}"
-    return str(value)
-
-
-def _summary(body: dict[str, Any], zone: ZoneInfo) -> str:
-    parts = []
-    for key in SUMMARY_FIELDS:
-        value = body.get(key)
-        if value in (None, [], "", False) or (key == "credentials" and not any(value)):
-            continue
-        if key == "credentials":
-            # Only the certifying inspector carries one; a companion's is blank.
-            value = ", ".join(str(v) for v in value if v)
-        elif isinstance(value, list):
-            value = ", ".join(_item(v, zone) for v in value)
-        elif key in TIME_FIELDS:
-            value = local_text(value, zone)
-        parts.append(f"{key}={value}")
-    return "; ".join(parts)
-
-
-def export_logbook(config: Config, store: Store, site: str, fmt: str) -> str:
-    """The site's log book as CSV (``fmt`` "csv") or a Markdown table ("md")."""
-    rows = store.events.logbook(site)
-    cfg = config.site(site)
-    zone = cfg.zone if cfg is not None else ZoneInfo("UTC")
-    if fmt == "md":
-        name = (cfg.name if cfg is not None else None) or site
-        out = [f"# Site log book — {name}", "",
-               "Kept under Chapter 134, § 134-9A(2). Each entry is chained to the previous "
-               "one by SHA-256; `stormwatch logbook verify` checks the chain. Times are "
-               f"local to the site ({zone.key}).", "",
-               "| # | recorded | event | at | details | hash |",
-               "|---|---|---|---|---|---|"]
-        for r in rows:
-            details = _summary(r.body, zone).replace("|", "\\|")
-            out.append(f"| {r.seq} | {local_text(r.recorded_at, zone)} | {r.type} | "
-                       f"{local_text(r.body.get('at'), zone, empty='')} | {details} | "
-                       f"`{r.hash[:12]}` |")
-        return "\n".join(out) + "\n"
-    buf = io.StringIO()
-    writer = csv.writer(buf)
-    writer.writerow(["seq", "recorded_at", "recorded_local", "site", "type", "at", "at_local",
-                     "event_id", "revision", "details", "prev_hash", "hash"])
-    for r in rows:
-        at = r.body.get("at", "")
-        writer.writerow([r.seq, r.recorded_at, local_text(r.recorded_at, zone), r.site, r.type,
-                         at, local_text(at, zone, empty=""), r.event_id, r.revision,
-                         _summary(r.body, zone), r.prev_hash, r.hash])
-    return buf.getvalue()
-
 
 # --------------------------------------------------------------------------- the head
 

@@ -45,6 +45,7 @@ from ..contract.events import (
     TurbidityContrast,
     in_event_order,
 )
+from ..contract.figures import depth_text, fill_text
 from ..contract.inputs import Reading
 from ..contract.localtime import local_text
 from ..contract.rejects import Rejection, RejectReason
@@ -214,10 +215,12 @@ def _storm_lines(site: SiteConfig, mine: list[Event]) -> list[str]:
     if storms:
         lines.append(f"  {'gauge':<8} {'started':<22} {'ended':<22} {'total':>8} "
                      f"{'max 24h':>8}  {'qualified at':<22} {'inspect by':<22}")
+    limit = site.rain.threshold_in
     for s in storms:
         end, q = ended.get(s.event_id), qualified.get(s.event_id)
-        total = f"{end.total_in:.2f} in" if end else "open"
-        max24 = f"{end.max_24h_in:.2f} in" if end else ""
+        # Never rounded across the threshold: 0.496 in is not "0.50 in" (figures.py).
+        total = depth_text(end.total_in, limit) if end else "open"
+        max24 = depth_text(end.max_24h_in, limit) if end else ""
         unknown = end.uncertain_in if end else (q.uncertain_in if q else 0.0)
         lines.append(f"  {s.gauge:<8} {_local(site, s.started_at):<22} "
                      f"{_local(site, end.ended_at if end else None):<22} {total:>8} "
@@ -240,7 +243,10 @@ def _clock_lines(site: SiteConfig, mine: list[Event], engine: Engine) -> list[st
         lines.append(f"  {c.clock:<8} {c.clock_id:<36} due {_local(site, c.due)}"
                      f"  inspected {_local(site, c.inspected_at)}  {c.outcome}")
     for oc in open_clocks:
-        lines.append(f"  {oc.clock:<8} {oc.clock_id:<36} due {_local(site, oc.due_ms)}  OPEN")
+        # Past due is said as such (``clocks.is_overdue``, as ``status`` says it).
+        state = (f"OVERDUE by {-oc.hours_left:.1f} h" if oc.overdue and oc.hours_left is not None
+                 else "OPEN")
+        lines.append(f"  {oc.clock:<8} {oc.clock_id:<36} due {_local(site, oc.due_ms)}  {state}")
     return lines
 
 
@@ -249,9 +255,10 @@ def _trap_lines(site: SiteConfig, mine: list[Event]) -> list[str]:
              if isinstance(e.body, TrapFill | TrapCleanoutRequired | TrapCleaned)]
     lines = [f"Sediment traps ({len(traps)} events)"]
     for at_ms, kind, b in traps:
-        what = (f"fill {b.fill_before:.0%} -> {b.fill_after:.0%}"
-                if isinstance(b, TrapCleaned)
-                else f"fill {b.fill_fraction:.0%} at {b.depth_in:.1f} in")
+        levels = site.fill_levels(b.trap)
+        what = (f"fill {fill_text(b.fill_before, *levels)} -> "
+                f"{fill_text(b.fill_after, *levels)}" if isinstance(b, TrapCleaned)
+                else f"fill {fill_text(b.fill_fraction, *levels)} at {b.depth_in:.1f} in")
         lines.append(f"  {_local(site, at_ms):<22} {b.trap:<10} {kind:<24} {what}")
     return lines
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from ..config import Config, SiteConfig
 from ..config.plausible import NO_GAUGE, storm_duty_unwatched
+from ..contract.figures import fill_text
 from ..contract.localtime import local_text
 from ..contract.rejects import RejectReason
 from ..contract.times import iso, parse_iso
@@ -330,7 +331,7 @@ def _site_lines(site: SiteConfig, shown: dict[str, Any], generated_ms: int) -> l
         lines.append(f"  corrective action {act.id}: {act.text} ({due}"
                      f"{', OVERDUE' if a.overdue else ''}; asked by {act.inspector}"
                      f" {local(act.opened_ms)})")
-    lines += _rule_lines(s, local)
+    lines += _rule_lines(s, local, site.fill_levels)
     for sid, h in s.sensors.items():
         health = {"stale": "STALE", "unknown": UNKNOWN_HEALTH}.get(h.health, "ok")
         batt = "" if h.battery_v is None else f", battery {h.battery_v:.2f} V"
@@ -356,11 +357,13 @@ def weather_line(weather: dict[str, Any], local: Local) -> str:
             f"last fetched {local(ok) if ok else 'never'}; storm forecast unknown")
 
 
-def _rule_lines(s: SiteNow, local: Local) -> list[str]:
-    """The traps' fill and the pairs' contrast."""
+def _rule_lines(s: SiteNow, local: Local, levels: Callable[[str], tuple[float, ...]]
+                ) -> list[str]:
+    """The traps' fill (never rounded across one of ``levels(trap)``) and the pairs'
+    contrast."""
     lines = []
     for tid, t in s.traps.items():
-        fill = "-" if t.fill_fraction is None else f"{t.fill_fraction:.0%}"
+        fill = "-" if t.fill_fraction is None else fill_text(t.fill_fraction, *levels(tid))
         fault = t.sensor_fault
         if fault:
             # Never a plain level while the sensor reads what cannot be true.

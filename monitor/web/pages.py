@@ -366,6 +366,8 @@ def report(site_id: str, request: Request, format: str = "html") -> Response:
         except ValueError as exc:
             raise Refused(422, f"{name}: {exc} (use YYYY-MM-DD)") from None
     from_ms, to_ms = bounds
+    if from_ms >= to_ms:  # as `stormwatch report` refuses it: no report of nothing
+        raise Refused(422, f"from: {texts.get('from')} is not before to {texts.get('to')}")
     with reading(web) as store:
         html = build_report(web.config, store, site_id, from_ms, to_ms, web.now_ms())
     if format == "pdf":
@@ -398,7 +400,7 @@ def logbook_csv(site_id: str, request: Request) -> Response:
     web = web_of(request)
     caller = signed_in(request, web)
     check_site(caller, web.config, site_id)
-    from ..views.logbook import export_logbook
+    from ..views.logexport import export_logbook
     with reading(web) as store:
         text = export_logbook(web.config, store, site_id, "csv")
     return Response(text, media_type="text/csv; charset=utf-8",

@@ -30,6 +30,7 @@ from ..host.inspections import (
     ActionArg,
     ActionIdInUse,
     InspectError,
+    NoSuchAction,
     NotOnRoster,
     build_inspection,
     commit_inspection,
@@ -88,7 +89,9 @@ def _refused(exc: InspectError) -> Refused:
     message = str(exc)
     for flag, name in _FIELDS.items():
         if message.startswith(flag + ":"):
-            message = name + message[len(flag):]
+            # The id at fault by its place in the list (``resolves.1: …``).
+            where = f".{exc.index}" if isinstance(exc, NoSuchAction) else ""
+            message = name + where + message[len(flag):]
     status = 403 if isinstance(exc, NotOnRoster) else 409 if isinstance(exc, ActionIdInUse) \
         else 422
     return Refused(status, message)

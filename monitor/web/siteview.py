@@ -20,15 +20,20 @@ from ..contract.events import (
     StormForecast,
     StormQualified,
 )
+from ..contract.figures import depth_text, fill_text
 from ..contract.localtime import local_text
 from ..contract.times import MS_PER_HOUR, parse_iso
 from ..store import Store
+from ..views.logexport import book_lines
 from ..views.report.photos import taken_words
 from ..views.status import build_status
 
 #: A disagreement is shown for the 24 hours after its window, the time § 134-9A(2)
 #: gives an inspection after a storm: the gauge should have been looked at by then.
 DISAGREEMENT_SHOWN_MS = 24 * MS_PER_HOUR
+
+#: How many of the latest log book rows the site page shows.
+LOGBOOK_ROWS = 50
 
 #: An open finding: a practice the last inspection did not find ``ok``.
 OK_CONDITIONS = ("ok", "not_applicable")
@@ -43,7 +48,8 @@ class SiteView:
     status: dict[str, Any]
     storms: dict[str, StormQualified] = field(default_factory=dict)
     last: InspectionRecorded | None = None
-    logbook: tuple[tuple[str, str, str], ...] = ()
+    #: The latest log book rows, newest first: (event time, type, withdrawal mark, details).
+    logbook: tuple[tuple[str, str, str, str], ...] = ()
     head: str = ""
     #: The engine's current weather facts of the site, and the request's instant.
     forecasts: tuple[StormForecast, ...] = ()
@@ -92,6 +98,15 @@ class SiteView:
     def local(self, when: int | str | None) -> str:
         return local_text(when, self.site.zone)
 
+    def depth(self, depth_in: float, threshold_in: float | None = None) -> str:
+        """A storm's depth, never rounded across the site's threshold (or the one given)."""
+        return depth_text(depth_in, threshold_in if threshold_in is not None
+                          else self.site.rain.threshold_in)
+
+    def fill(self, trap_id: str, fraction: float) -> str:
+        """A trap's fill in percent, never rounded across its warning or clean-out level."""
+        return fill_text(fraction, *self.site.fill_levels(trap_id))
+
     def taken(self, photo: dict[str, Any]) -> str:
         """When a photo was taken, as the report says it (``taken_words``)."""
         return taken_words(photo, self.local)
@@ -114,34 +129,28 @@ def read_sites(config: Config, store: Store, now_ms: int, sites: list[str] | Non
     for site in config.sites:
         if sites is not None and site.id not in sites:
             continue
-        out.append(_view(site, status["sites"][site.id], by_site.get(site.id, []), detail,
+        # The log book as `stormwatch logbook` exports it: a withdrawn row marked.
+        book = [(ln.at_local, ln.row.type, ln.mark, ln.details)
+                for ln in book_lines(config, store, site.id)[-LOGBOOK_ROWS:][::-1]] \
+            if detail else []
+        out.append(_view(site, status["sites"][site.id], by_site.get(site.id, []), book,
                          head, now_ms))
     out.sort(key=lambda v: (not v.overdue, not v.open_clocks, v.site.id))
     return out
 
 
-def _view(site: SiteConfig, status: dict[str, Any], events: list[Event], detail: bool,
-          head: str, now_ms: int) -> SiteView:
+def _view(site: SiteConfig, status: dict[str, Any], events: list[Event],
+          book: list[tuple[str, str, str, str]], head: str, now_ms: int) -> SiteView:
     storms: dict[str, StormQualified] = {}
     last: InspectionRecorded | None = None
-    rows: list[tuple[str, str, str]] = []
     for event in events:
         body = event.body
         if isinstance(body, StormQualified) and body.clock_id:
             storms[body.clock_id] = body
         if isinstance(body, InspectionRecorded):
             last = body
-    if detail:
-        for event in events[-50:][::-1]:
-            rows.append((local_text(event.at_ms, site.zone), event.type,
-                         _summary(event.body.to_json())))
-    return SiteView(site, status, storms, last, tuple(rows), head,
+    return SiteView(site, status, storms, last, tuple(book), head,
                     tuple(e.body for e in events if isinstance(e.body, StormForecast)),
                     tuple(e.body for e in events if isinstance(e.body, GaugeDisagrees)),
                     now_ms)
 
-
-def _summary(body: dict[str, Any]) -> str:
-    keep = ("inspector", "clock_id", "outcome", "due", "total_in", "trap", "fill_fraction",
-            "pair", "state", "sensor", "action_id", "text")
-    return "; ".join(f"{k}={body[k]}" for k in keep if body.get(k) not in (None, "", []))

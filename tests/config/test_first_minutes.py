@@ -24,17 +24,17 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from monitor.config import invocation
 from monitor.config.file import load_config
 from monitor.contract.events import Event, Fact, TurbidityContrast
 from monitor.contract.inputs import Reading
 from monitor.contract.times import MS_PER_MINUTE, parse_iso
 from monitor.daemon.demo import SITE as DEMO_SITE
-from monitor.daemon.demo import describe, look_at, write_demo_config
+from monitor.daemon.demo import demo_config, describe, look_at, write_demo_config
 from monitor.host.engine import EngineHost
 from monitor.host.rows import journal_in
 from monitor.sources.acl import render_acl
 from monitor.store.opening import open_store
-from monitor.views import invocation
 from monitor.views.status import format_status, unknown_site
 
 from ..support.daemonkit import SITE, write_config
@@ -86,7 +86,8 @@ def test_the_demo_timeline_says_the_sign_once_and_copes_without_background() -> 
 
     def contrast(**fields: Any) -> str:
         body = replace(cleared, **fields)
-        return describe(Event(Fact(DEMO_SITE, START, "t1", body)), ZoneInfo("UTC"))
+        return describe(Event(Fact(DEMO_SITE, START, "t1", body)),
+                        demo_config(1, Path("state")).sites[0])
 
     assert contrast().endswith("outfall-1 cleared: -0.87 NTU (limit +5) (§ 134-8C)")
     assert "+6.5 NTU" in contrast(state="exceeded", delta_ntu=6.5)

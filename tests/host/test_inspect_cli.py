@@ -123,6 +123,25 @@ def test_a_joint_inspection_with_findings_and_a_corrective_action(cfg: Path) -> 
     assert status(cfg)["corrective_actions"] == []
 
 
+def test_a_resolved_id_that_names_no_open_action_is_refused(cfg: Path) -> None:
+    """`--resolved ca-bogus` was sealed into the log book as a repair that resolved
+    nothing. Now: exit 2, one line listing the ids that are open, nothing written; and an
+    action resolved once is no longer open to resolve."""
+    asked = inspect(cfg, "--inspector", "J. Rivera", "--corrective-action", "re-seed slope")
+    assert asked.returncode == 0, asked.stderr
+    action_id = asked.stdout.split("Corrective actions: ")[1].split(" ")[0]
+    proc = inspect(cfg, "--inspector", "J. Rivera", "--resolved", "ca-bogus")
+    assert_refused(proc, "--resolved: ca-bogus names no corrective action open at "
+                   f"{SITE}", f"(open then: {action_id}); nothing was recorded")
+    assert len([r for r in logbook(cfg) if r["type"] == "inspection_recorded"]) == 1
+    done = inspect(cfg, "--inspector", "A. Lee", "--resolved", action_id)
+    assert done.returncode == 0, done.stderr
+    assert_refused(inspect(cfg, "--inspector", "J. Rivera", "--resolved", action_id),
+                   f"--resolved: {action_id} names no corrective action open",
+                   "(open then: none)")
+    assert len([r for r in logbook(cfg) if r["type"] == "inspection_recorded"]) == 2
+
+
 def test_a_backdated_inspection_is_accepted_and_marked(cfg: Path) -> None:
     three_days_ago = iso(round(time.time() * 1000) - 3 * 86_400_000)
     proc = inspect(cfg, "--inspector", "A. Lee", "--at", three_days_ago)

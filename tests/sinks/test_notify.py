@@ -13,6 +13,8 @@ import io
 import json
 import logging
 import re
+import shlex
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +23,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from monitor.config import Config
-from monitor.config.file import ConfigError, parse_config
+from monitor.config.file import ConfigError, load_config, parse_config
 from monitor.contract.events import EVENT_FIELDS, Event, Fact, GaugeQualified
 from monitor.contract.routes import ROUTE_KEYS
 from monitor.contract.times import iso, parse_iso
@@ -277,13 +279,44 @@ def test_route_names_are_checked_in_the_configuration() -> None:
 # --------------------------------------------------------------------------- texts
 
 
+def test_the_command_a_storm_alert_prints_works_as_printed(tmp_path: Path,
+                                                           http: HttpReceiver) -> None:
+    """The alert's "To do" records the inspection when typed as printed, from another
+    directory: it names the program and the configuration file the daemon runs with, and
+    the site's one qualified professional (issue 28, item 9)."""
+    path = tmp_path / "stormwatch.yaml"
+    path.write_text(json.dumps({
+        "state_dir": str(tmp_path / "state"), "sites": [SITE_DOC],
+        "notify": {"targets": [{"url": json_url(http), "tags": ["qp"]}]},
+        "qualified_professionals": [{"name": "J. Rivera", "credential": "CPESC 12345"}]}))
+    config = load_config(path, env={})
+    router = build_router(config)
+    with Store.in_dir(config.state_dir) as store:
+        store.events.record([storm()], 1, recorded_ms=T0, routes=router)
+        worker = NotifyWorker(config, FakeClock(T0 + MIN), rand=lambda: 0.0,
+                              config_path=path)
+        assert worker.drain(store) == 1
+    (post,) = http.posts
+    found = re.search(r"record it in the site log book \((.+?)\)\.\n", post.body["message"])
+    assert found is not None, post.body["message"]
+    command = shlex.split(found.group(1))
+    assert command[1:] == ["inspect", "--config", str(path.resolve()), "--site", SITE,
+                           "--inspector", "J. Rivera", "--kind", "storm"]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    done = subprocess.run(command, capture_output=True, text=True, cwd=elsewhere, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("Inspection by J. Rivera at "), done.stdout
+
+
 def alert(event: Event, now: int = T0 + 45 * MIN, **kw: Any) -> Alert:
     config = parse_config({"sites": [SITE_DOC]}, env={})
     return Alert(f"{event.id}:{event.revision}", event, now, config.sites[0], **kw)
 
 
 def test_storm_alert_text_exactly() -> None:
-    m = render(alert(storm(), grafana_url="https://grafana.example.org/d/sw?orgId=1"))
+    m = render(alert(storm(), grafana_url="https://grafana.example.org/d/sw?orgId=1",
+                     inspect_command="stormwatch inspect --config /etc/stormwatch/sw.yaml"))
     assert m.title == "Branch Meadows Subdivision: storm 0.50 in, inspect by Tue Dec 1, 9:15 AM EST"
     assert m.notify_type == "warning"
     assert m.text == (
@@ -301,8 +334,8 @@ def test_storm_alert_text_exactly() -> None:
         "event producing 0.5 inch of precipitation or more. Inspection reports shall be "
         "maintained in a site log book.\"\n"
         "To do: have the qualified professional inspect the erosion and sediment controls and "
-        "record it in the site log book (stormwatch inspect --site branch-meadows --inspector "
-        "NAME --kind storm).\n"
+        "record it in the site log book (stormwatch inspect --config /etc/stormwatch/sw.yaml "
+        "--site branch-meadows --inspector NAME --kind storm).\n"
         "\n"
         "Dashboard: https://grafana.example.org/d/sw?orgId=1&var-site=branch-meadows"
         f"&from={T0 - 24 * H}&to={T0 + 45 * MIN + H}\n"

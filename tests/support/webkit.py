@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from fastapi.testclient import TestClient
 
 from monitor.config import Config
+from monitor.host.rows import Input
 from monitor.store.users import User, Users
 
 from .daemonkit import CONFIG
@@ -86,6 +88,30 @@ def web_env(tmp_path: Path, *, listen: str = "127.0.0.1:8080", public: str = PUB
     add_people(tmp_path / "state")
     return {"client": client_for(loaded), "config": loaded, "state": tmp_path / "state",
             "path": path}
+
+
+def recorded_web_site(tmp_path: Path, edit: Callable[[str], str], items: Sequence[Input],
+                      now_ms: int | None = None) -> tuple[Path, Config]:
+    """``write_web_config`` in ``tmp_path`` with its text changed by ``edit``, ``items``
+    recorded through the daemon's engine host (its clock at ``now_ms`` when given, ticked
+    there), and the people of ``add_people``: (the file, the configuration)."""
+    from monitor.config.file import load_config
+    from monitor.host.engine import EngineHost
+    from monitor.host.rows import journal_in
+    from monitor.store.opening import open_store
+
+    path = write_web_config(tmp_path)
+    path.write_text(edit(path.read_text()))
+    config = load_config(path, env={})
+    with open_store(config) as store:
+        host = EngineHost.restore(config, store, clock=time.time if now_ms is None
+                                  else lambda: now_ms / 1000)
+        store.journal.commit([journal_in(it, topic=None, received_ms=None) for it in items])
+        host.catch_up()
+        if now_ms is not None:
+            host.tick()
+    add_people(tmp_path / "state")
+    return path, config
 
 
 def web_app(tmp_path: Path, path: Path | None = None, *, people: bool = True,

@@ -108,7 +108,7 @@ def test_a_storms_outcome_is_judged_when_the_engine_judged_its_clock(
         tmp_path: Path, engine_ahead_h: int) -> None:
     """A demo's engine runs 30 h ahead of the report's wall clock: the storm's clock, due
     24 h after it qualified, is overdue where the engine judged it, so the storms table,
-    the summary and the open clocks all say overdue (and all say open without the lead)."""
+    the summary and the duties owed all say overdue (and all say open without the lead)."""
     path = write_config(tmp_path, 1)
     config = load_config(path, env={})
     total, items = 0, []
@@ -134,5 +134,6 @@ def test_a_storms_outcome_is_judged_when_the_engine_judged_its_clock(
     summary = dict((k, v) for k, v in _cells(html, "Summary"))
     assert summary["Storm inspections"] == (
         f"0 met, 0 late, 1 open ({1 if engine_ahead_h else 0} overdue)")
-    clock = next(c for c in _cells(html, "Open inspection clocks") if c[0] == "storm")
-    assert clock[3].startswith("overdue by 8.0 h" if engine_ahead_h else "22.0 h left")
+    clock = next(c for c in _cells(html, "Outstanding at the end of the period")
+                 if c[0].startswith("Storm inspection"))
+    assert clock[3] == ("overdue by 8.0 h" if engine_ahead_h else "open, 22.0 h left")

@@ -117,9 +117,9 @@ def test_the_tables_show_totals_times_credentials_and_actions(month: str) -> Non
     (action,) = _cells(month, "Corrective actions")
     assert action[0] == "ca-1" and action[3] == "2026-05-07 00:00 EDT"
     assert action[4] == "2026-05-20 10:00 EDT" and action[5] == "resolved late"
-    (clock,) = _cells(month, "Open inspection clocks")
+    (clock,) = _cells(month, "Outstanding at the end of the period")
     # The clock id in local time, with the zone (its start, 14:00 UTC, is 10:00 EDT).
-    assert clock[0] == "routine" and clock[1] == "routine-2026-05-20 10:00 EDT"
+    assert clock[0] == "Routine inspection (every seven days), clock routine-2026-05-20 10:00 EDT"
     assert clock[3].startswith("overdue by ")
 
 

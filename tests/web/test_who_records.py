@@ -138,3 +138,23 @@ def test_a_finding_names_a_practice_of_the_site(env: dict[str, Any]) -> None:
     assert got.status_code == 422, got.text
     assert got.json()["error"].startswith("findings.0.practice: 'helipad' is not a practice")
     assert inspections(env["config"]) == []
+
+
+def test_a_resolves_id_that_names_no_open_action_is_422_at_its_place(
+        env: dict[str, Any]) -> None:
+    """As `stormwatch inspect --resolved` (issue 28, item 9): an id that names no open
+    corrective action is refused, naming its place in the list and the ids that are open;
+    nothing is recorded, and the same inspection without it is."""
+    asked = post(env, QP, {"inspectors": [QP], "kind": "routine",
+                           "corrective_actions": [{"text": "re-seed the slope"}]}, "resolves-ask-1")
+    assert asked.status_code == 201, asked.text
+    (action_id,) = asked.json()["corrective_actions"]
+    body = {"inspectors": [QP], "kind": "routine", "resolves": [action_id, "ca-bogus"]}
+    got = post(env, QP, body, "resolves-bogus-1")
+    assert got.status_code == 422, got.text
+    error = got.json()["error"]
+    assert error.startswith(f"resolves.1: ca-bogus names no corrective action open at {SITE}")
+    assert error.endswith(f"(open then: {action_id}); nothing was recorded")
+    done = post(env, QP, {**body, "resolves": [action_id]}, "resolves-good-1")
+    assert done.status_code == 201, done.text
+    assert done.json()["resolves"] == [action_id]

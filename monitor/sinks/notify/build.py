@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ...config import Config
@@ -62,8 +63,10 @@ def form_links(config: Config) -> FormLinks | None:
     return FormLinks(config.web, read_secret(config.web.secret_file))
 
 
-def build_worker(config: Config, clock: WallClock = time.time) -> NotifyWorker | None:
-    """The outbox delivery worker; None (and a warning) when no target is configured."""
+def build_worker(config: Config, clock: WallClock = time.time,
+                 config_path: str | Path | None = None) -> NotifyWorker | None:
+    """The outbox delivery worker; None (and a warning) when no target is configured.
+    ``config_path``: the file ``config`` was read from (the commands alerts print)."""
     if not configured(config):
         log.warning("notify: no targets configured (notify.targets, notify.config_file): "
                     "alerts are recorded in the log book only; nobody is told")
@@ -71,7 +74,7 @@ def build_worker(config: Config, clock: WallClock = time.time) -> NotifyWorker |
     from .worker import NotifyWorker
 
     worker = NotifyWorker(config, clock, targets=load_or_exit(config),
-                          links=form_links(config))
+                          links=form_links(config), config_path=config_path)
     n = config.notify
     log.info("notify: %d target(s): %s", len(worker.targets),
              "; ".join(t.describe() for t in worker.targets))

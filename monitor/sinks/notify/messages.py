@@ -26,6 +26,7 @@ converts from); ``targets.py`` picks the one each service takes best.
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass, field
 from typing import Any, Final
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -60,6 +61,7 @@ from ...contract.events import (
     TrapFill,
     TurbidityContrast,
 )
+from ...contract.figures import depth_text, fill_text
 from ...contract.localtime import local_datetime
 from ...contract.times import MS_PER_HOUR, parse_iso
 
@@ -135,6 +137,11 @@ class Alert:
     #: The signed link to the site's inspection form (``links.py``), made by the
     #: worker for an alert routed to ``qp`` when ``web:`` is configured.
     form_link: str | None = None
+    #: ``stormwatch inspect --config PATH`` as it works typed on the daemon's machine
+    #: (``config/invocation.command_for``: the program and the configuration the
+    #: daemon runs with), and the site's qualified professionals: the worker's.
+    inspect_command: str | None = None
+    roster: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -178,9 +185,11 @@ def number(value: Any) -> float | None:
     return float(value)
 
 
-def inches(value: Any) -> str:
+def inches(value: Any, *thresholds_in: float) -> str:
+    """A depth with two decimals, never rounded across ``thresholds_in``
+    (``contract/figures.py``: 0.496 in is not 0.50 in)."""
     x = number(value)
-    return f"{x:.2f} in" if x is not None else "? in"
+    return depth_text(x, *thresholds_in) if x is not None else "? in"
 
 
 def ntu(value: Any) -> str:
@@ -193,10 +202,11 @@ def signed_ntu(value: Any) -> str:
     return f"{x:+.1f} NTU" if x is not None else "? NTU"
 
 
-def percent(fraction: Any) -> str:
-    """A fill fraction as percent of design capacity, one decimal (49.6 % is not 50 %)."""
+def percent(fraction: Any, *levels: float) -> str:
+    """A fill fraction as percent of design capacity, one decimal, never rounded across
+    ``levels`` (``contract/figures.py``: 49.96 % is not 50.0 %)."""
     x = number(fraction)
-    return f"{x * 100:.1f}%" if x is not None else "?%"
+    return fill_text(x, *levels, digits=1) if x is not None else "?%"
 
 
 def hours(ms: int) -> str:
@@ -261,10 +271,27 @@ class _Ctx:
         sensor = self.site.sensor(sensor_id) if self.site is not None else None
         return sensor.kind if sensor is not None else None
 
+    def rain_threshold(self) -> tuple[float, ...]:
+        """The site's storm threshold, what a storm's depth is printed beside."""
+        return (self.site.rain.threshold_in,) if self.site is not None else ()
+
+    def fill_levels(self, trap: str, *more: float) -> tuple[float, ...]:
+        """The fills a trap's fill is judged against, and ``more`` (an event's own)."""
+        return (self.site.fill_levels(trap) if self.site is not None else ()) + more
+
+    def inspect_command(self, *args: str) -> str:
+        """The command that records an inspection at the site, as it works typed on the
+        daemon's machine: its program and configuration, and the inspector when the
+        roster names one (else ``NAME``, with the names it may be)."""
+        base = self.alert.inspect_command or "stormwatch inspect --config FILE"
+        roster = self.alert.roster
+        who = shlex.quote(roster[0]) if len(roster) == 1 else "NAME"
+        command = " ".join([base, "--site", self.event.site, "--inspector", who, *args])
+        return command + (f"; NAME: one of {', '.join(roster)}" if len(roster) > 1 else "")
+
     def record_hint(self, kind: str) -> str:
-        return (f"have the qualified professional inspect the erosion and sediment controls and "
-                f"record it in the site log book (stormwatch inspect --site {self.event.site} "
-                f"--inspector NAME --kind {kind}).")
+        return ("have the qualified professional inspect the erosion and sediment controls and "
+                f"record it in the site log book ({self.inspect_command('--kind', kind)}).")
 
 
 def _duty_9a2() -> Line:
@@ -280,12 +307,13 @@ def _duty_8c() -> Line:
 
 
 def _storm_qualified(c: _Ctx, e: StormQualified) -> Content:
-    rain = (f"{inches(e.total_in)} this storm, {inches(e.max_24h_in)} within 24 hours "
-            f"(threshold {inches(e.threshold_in)}), gauge {e.gauge}")
+    limit = e.threshold_in
+    rain = (f"{inches(e.total_in, limit)} this storm, {inches(e.max_24h_in, limit)} within 24 "
+            f"hours (threshold {inches(limit)}), gauge {e.gauge}")
     if e.source == "reference":
         # weather.reference_opens_clock: the station saw it, the site gauge did not.
-        rain = (f"{inches(e.total_in)} within 24 hours at the reference station "
-                f"{e.reference} (threshold {inches(e.threshold_in)}), while gauge {e.gauge} "
+        rain = (f"{inches(e.total_in, limit)} within 24 hours at the reference station "
+                f"{e.reference} (threshold {inches(limit)}), while gauge {e.gauge} "
                 "was silent or saw under a quarter of it")
     facts = [Line("Rain", rain), Line("Qualified at", c.local(e.qualified_at))]
     if e.uncertain_in:
@@ -299,19 +327,19 @@ def _storm_qualified(c: _Ctx, e: StormQualified) -> Content:
         return _storm_revealed(c, e, facts)
     if e.informational:
         return Content(
-            f"storm {inches(e.total_in)} (informational)",
+            f"storm {inches(e.total_in, e.threshold_in)} (informational)",
             "A storm event reached the inspection threshold. This site does not meet "
             "Condition A, B or C of § 134-7B(2), so no inspection deadline applies; the "
             "storm is recorded in the log book.", facts, INFO)
     if due is None:
         facts.append(Line("Inspection due", "24 hours after the rain stops; you will get the "
                           "deadline when the storm has ended"))
-        return Content(f"storm {inches(e.total_in)}: inspection clock starts when "
+        return Content(f"storm {inches(e.total_in, e.threshold_in)}: inspection clock starts when "
                        "the rain stops", "A storm event qualifies for a storm inspection.",
                        facts, WARNING, [_duty_9a2(), Line("To do", c.record_hint("storm"))])
     facts.append(Line("Inspection due", f"{c.local(due)} ({hours_left(due, c.now)})"))
     return Content(
-        f"storm {inches(e.total_in)}, inspect by {c.local(due, year=False)}",
+        f"storm {inches(e.total_in, e.threshold_in)}, inspect by {c.local(due, year=False)}",
         "A storm event qualified: a storm inspection is due within 24 hours.",
         facts, WARNING, [_duty_9a2(), Line("To do", c.record_hint("storm"))])
 
@@ -326,7 +354,8 @@ def _storm_revealed(c: _Ctx, e: StormQualified, facts: list[Line]) -> Content:
                          f"until {c.local(e.qualified_at)}, and the rain it reported then "
                          "may have fallen at any time in between"))
     if e.informational:
-        return Content(f"storm {inches(e.total_in)} (informational), timing unknown",
+        return Content(f"storm {inches(e.total_in, e.threshold_in)} (informational), "
+                       "timing unknown",
                        "A storm event reached the inspection threshold, found when a silent "
                        "gauge reported again. No inspection deadline applies at this site "
                        "(not Condition A, B or C of § 134-7B(2)).", facts, INFO)
@@ -339,7 +368,7 @@ def _storm_revealed(c: _Ctx, e: StormQualified, facts: list[Line]) -> Content:
         facts.append(Line("Inspection due at the latest", f"{c.local(due)} "
                           f"({hours_left(due, c.now)}), counted from the reading"))
     return Content(
-        f"storm {inches(e.total_in)}: INSPECT NOW, the deadline may have passed",
+        f"storm {inches(e.total_in, e.threshold_in)}: INSPECT NOW, the deadline may have passed",
         "A storm event qualified on rain a silent gauge revealed: it may have qualified as "
         f"early as {c.local(e.qualified_not_before)}, so the 24-hour storm inspection may "
         "already be due or past due. Inspect now.",
@@ -354,11 +383,12 @@ def _storm_started(c: _Ctx, e: StormStarted) -> Content:
 
 def _storm_ended(c: _Ctx, e: StormEnded) -> Content:
     qualified = "qualified" if e.qualified else "did not qualify"
-    return Content(f"storm ended, {inches(e.total_in)}",
+    limit = c.rain_threshold()
+    return Content(f"storm ended, {inches(e.total_in, *limit)}",
                    f"The storm event on gauge {e.gauge} ended at "
                    f"{c.local(e.ended_at)}; it {qualified} for an inspection.",
-                   [Line("Rain", f"{inches(e.total_in)} in all, "
-                         f"{inches(e.max_24h_in)} at most within 24 hours")])
+                   [Line("Rain", f"{inches(e.total_in, *limit)} in all, "
+                         f"{inches(e.max_24h_in, *limit)} at most within 24 hours")])
 
 
 def _due_soon(c: _Ctx, e: InspectionDueSoon) -> Content:
@@ -454,8 +484,8 @@ def _action_due(c: _Ctx, e: CorrectiveActionDue) -> Content:
         f"The corrective action asked for by {e.inspector} on {c.local(e.opened_at)} was due "
         f"{c.local(e.due)} and no inspection has recorded it done.",
         [Line("Action", f"{e.action_id}: {e.text}"), Line("Due", c.local(e.due))], WARNING,
-        [Line("To do", f"repair, then record it: stormwatch inspect --site {c.event.site} "
-                       f"--inspector NAME --resolved {e.action_id}")])
+        [Line("To do", "repair, then record it: "
+                       + c.inspect_command("--resolved", e.action_id))])
 
 
 def _site_closed(c: _Ctx, e: SiteClosed) -> Content:
@@ -470,16 +500,19 @@ def _site_closed(c: _Ctx, e: SiteClosed) -> Content:
 
 
 def _trap_facts(c: _Ctx, e: TrapFill | TrapCleanoutRequired) -> list[Line]:
-    return [Line("Fill", f"{percent(e.fill_fraction)} of design capacity "
+    return [Line("Fill", f"{percent(e.fill_fraction, *c.fill_levels(e.trap, e.threshold))} "
+                 "of design capacity "
                  f"(sediment {inches(e.depth_in)} deep)"),
             Line("Measured at", c.local(c.at))]
 
 
 def _trap_fill(c: _Ctx, e: TrapFill) -> Content:
+    # The warning level, and the clean-out level the fill is not yet at (§ 134-9A(1)).
+    levels = (e.threshold,) + (c.fill_levels(e.trap)[1:] or (0.5,))
     return Content(
-        f"sediment trap {e.trap} at {percent(e.fill_fraction)} of design capacity",
+        f"sediment trap {e.trap} at {percent(e.fill_fraction, *levels)} of design capacity",
         f"Sediment trap {e.trap} has passed the warning level of "
-        f"{percent(e.threshold)}; clean-out is required at 50%.",
+        f"{percent(e.threshold)}; clean-out is required at {percent(levels[-1])}.",
         _trap_facts(c, e), INFO, [_duty_9a1()])
 
 
@@ -492,11 +525,11 @@ def _trap_cleanout(c: _Ctx, e: TrapCleanoutRequired) -> Content:
         facts[-1] = Line("Repeated at", c.local(c.at))
         facts.append(Line("Sensor", f"faulty ({_FAULT_WORDS.get(e.fault, e.fault)}): the fill "
                           "is the last valid reading's; check the trap by eye"))
+    fill = percent(e.fill_fraction, *c.fill_levels(e.trap, e.threshold))
     if e.repeat <= 0:
         return Content(
-            f"clean out sediment trap {e.trap}: {percent(e.fill_fraction)} of "
-            "design capacity filled",
-            f"Sediment trap {e.trap} has lost {percent(e.fill_fraction)} of its "
+            f"clean out sediment trap {e.trap}: {fill} of design capacity filled",
+            f"Sediment trap {e.trap} has lost {fill} of its "
             "design capacity: the sediment must be removed.",
             facts, WARNING, duty)
     trap = next((t for t in c.site.traps if t.id == e.trap), None) if c.site else None
@@ -507,9 +540,9 @@ def _trap_cleanout(c: _Ctx, e: TrapCleanoutRequired) -> Content:
     since = "" if trap is None else " since " + c.local(
         c.at - round(e.repeat * trap.cleanout_repeat_hours * MS_PER_HOUR)) + " or earlier"
     return Content(
-        f"clean out sediment trap {e.trap}: still at {percent(e.fill_fraction)} of "
+        f"clean out sediment trap {e.trap}: still at {fill} of "
         f"design capacity (repeat {e.repeat})",
-        f"Sediment trap {e.trap} is still at {percent(e.fill_fraction)} of its design "
+        f"Sediment trap {e.trap} is still at {fill} of its design "
         f"capacity: clean-out has been demanded{since} (repeat {e.repeat}), and the sediment "
         "must be removed.",
         facts, WARNING, duty)
@@ -518,8 +551,9 @@ def _trap_cleanout(c: _Ctx, e: TrapCleanoutRequired) -> Content:
 def _trap_cleaned(c: _Ctx, e: TrapCleaned) -> Content:
     return Content(
         f"sediment trap {e.trap} cleaned",
-        f"Sediment trap {e.trap} went from {percent(e.fill_before)} to "
-        f"{percent(e.fill_after)} of design capacity at {c.local(c.at)}.",
+        f"Sediment trap {e.trap} went from {percent(e.fill_before, *c.fill_levels(e.trap))} "
+        f"to {percent(e.fill_after, *c.fill_levels(e.trap))} of design capacity at "
+        f"{c.local(c.at)}.",
         [], SUCCESS)
 
 
@@ -687,13 +721,14 @@ def _pegged(c: _Ctx, e: Pegged) -> Content:
 def _storm_forecast(c: _Ctx, e: StormForecast) -> Content:
     chance = "" if e.probability is None else f" (chance of precipitation {e.probability:g} %)"
     window = f"{c.local(e.window_from)} to {c.local(e.window_to)}"
+    forecast = inches(e.forecast_in, e.threshold_in)
     return Content(
-        f"storm forecast: {inches(e.forecast_in)} within 24 hours",
+        f"storm forecast: {forecast} within 24 hours",
         f"The forecast (NWS gridpoint {e.grid}, issued {c.local(e.issued_at)}) puts "
-        f"{inches(e.forecast_in)} of rain on the site from {window}{chance}, at or above "
+        f"{forecast} of rain on the site from {window}{chance}, at or above "
         f"the {inches(e.threshold_in)} of a storm that needs an inspection within 24 hours. "
         "Check the controls before the rain.",
-        [Line("Forecast", f"{inches(e.forecast_in)}{chance}"), Line("Window", window)],
+        [Line("Forecast", f"{forecast}{chance}"), Line("Window", window)],
         WARNING,
         [_duty_9a2(), Line("To do", "check silt fence, inlet protection and traps before the "
                            "rain; a forecast opens no clock: the site gauge decides.")])
@@ -703,9 +738,11 @@ def _gauge_disagrees(c: _Ctx, e: GaugeDisagrees) -> Content:
     window = f"{c.local(e.window_from)} to {c.local(e.window_to)}"
     unknown = (f" ({e.reference_unknown_hours} hours unreported, so at least that)"
                if e.reference_unknown_hours else "")
-    gauge = (f"rain gauge {e.gauge} was silent in that time (stale), "
-             f"{inches(e.gauge_in)} reported" if e.stale
-             else f"rain gauge {e.gauge} saw {inches(e.gauge_in)}")
+    # The station is judged against the threshold, the gauge against a quarter of it.
+    station, seen = inches(e.reference_in, e.threshold_in), inches(e.gauge_in,
+                                                                   e.threshold_in / 4)
+    gauge = (f"rain gauge {e.gauge} was silent in that time (stale), {seen} reported"
+             if e.stale else f"rain gauge {e.gauge} saw {seen}")
     clock = ("weather.reference_opens_clock is set: this is a storm of the site, and its "
              "storm inspection clock is open (due 24 hours after the station reached the "
              "threshold)."
@@ -714,9 +751,9 @@ def _gauge_disagrees(c: _Ctx, e: GaugeDisagrees) -> Content:
     return Content(
         f"rain gauge {e.gauge} may be clogged or dead",
         f"The gauge may be clogged or dead: the station {e.reference} saw "
-        f"{inches(e.reference_in)}{unknown} from {window}, while {gauge}. {clock}",
-        [Line("Reference", f"{e.reference}: {inches(e.reference_in)}"),
-         Line("Gauge", f"{e.gauge}: {inches(e.gauge_in)}" + (" (stale)" if e.stale else "")),
+        f"{station}{unknown} from {window}, while {gauge}. {clock}",
+        [Line("Reference", f"{e.reference}: {station}"),
+         Line("Gauge", f"{e.gauge}: {seen}" + (" (stale)" if e.stale else "")),
          Line("Window", window)],
         WARNING,
         [_duty_9a2(), Line("To do", "check the gauge's funnel, bucket and battery; if it "

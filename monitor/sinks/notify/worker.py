@@ -48,9 +48,11 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Final
 
 from ...config import Config
+from ...config.invocation import command_for
 from ...contract.events import Event
 from ...contract.times import MS_PER_HOUR, MS_PER_MINUTE, WallClock
 from ...store import DueAlert, Store
@@ -80,8 +82,12 @@ class NotifyWorker:
     def __init__(self, config: Config, clock: WallClock = time.time, *,
                  targets: list[Target] | None = None,
                  rand: Callable[[], float] = random.random,
-                 links: FormLinks | None = None) -> None:
+                 links: FormLinks | None = None,
+                 config_path: str | Path | None = None) -> None:
+        """``config_path``: the file the daemon read ``config`` from, for the commands
+        alerts print (``command_for``: they work as printed)."""
         self.config = config
+        self.inspect_command = command_for(config_path, "inspect")
         self.notify = config.notify
         #: Form links for alerts routed to ``qp`` (``web:`` configured; key read by
         #: ``build.py``), and the routing tables that say which alerts those are.
@@ -195,8 +201,10 @@ class NotifyWorker:
             # The route's, not the row's tag: a target taking every tag gets the
             # alert once, through whichever row comes first, and the link with it.
             link = self.links.for_event(event, now)
-        return Alert(alert_id, event, now, self.config.site(event.site),
-                     self.notify.grafana_url, previous, escalation, link)
+        site = self.config.site(event.site)
+        roster = tuple(q.name for q in self.config.roster(site)) if site is not None else ()
+        return Alert(alert_id, event, now, site, self.notify.grafana_url, previous, escalation,
+                     link, self.inspect_command, roster)
 
     def _fail(self, store: Store, row: DueAlert, now: int, error: str, *,
               final: bool = False, reached: bool = False) -> None:

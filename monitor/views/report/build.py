@@ -1,13 +1,18 @@
-"""``stormwatch report``: a compliance report with plots, as one HTML file (DESIGN § 6).
+"""``stormwatch report``: a compliance report with plots, as one HTML file.
 
 Reads the database read-only, from a store the caller opened (``cli.py``
 refuses a missing or unreadable database: a page saying "no data" would look
 like a report). Events come from the log book (``logbook.current_events``: the
 authoritative set, covered by the hash chain whose head the header prints, so
-an edit of the ``events`` table cannot reach the report). The storms and their
-outcomes are the engine's (``engine/outcomes.py``), judged at the instant the
-engine judges the clocks (``summary.judged_at``), like the open clocks from the
-recorded site status beside them; the plots (``plots.py``) come from the
+an edit of the ``events`` table cannot reach the report). What the period
+holds is read once, by the engine, into one list (``engine/period.py``,
+``monitor/README.md`` "Report periods"): the events whose time lies in it, the
+storms that qualified in it, and what was owed at its end (never at the time
+the report is made: a week's report made a month later is the week's), judged
+where the engine judged the site when the period has not ended yet
+(``summary.judged_at``). The summary, the duties table and every section read
+that list, so they cannot disagree; only the sensors' health is the recorded
+state's now, as its heading says. The plots (``plots.py``) come from the
 site's journal run through an engine with its samplers (``samples.py``), so a
 plot shows what the rules saw, never a recomputation that could contradict an
 alert. Neither is chained. Each section of the report is one function below,
@@ -16,7 +21,7 @@ in the order they appear. Times are in the site's zone.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone
 from html import escape
@@ -25,9 +30,7 @@ from pathlib import Path
 from ...config import Config, SiteConfig, photo_pixels_of, photos_dir_of
 from ...config.plausible import NO_GAUGE, storm_duty_unwatched
 from ...contract.events import (
-    Body,
     ClockClosed,
-    Event,
     InspectionBackdated,
     InspectionMissed,
     InspectionRecorded,
@@ -37,13 +40,13 @@ from ...contract.events import (
     TrapCleanoutRequired,
     TurbidityContrast,
 )
+from ...contract.figures import depth_text
 from ...contract.times import parse_iso
-from ...engine.actions import ActionState, action_states, record_of_event
-from ...engine.duties import outstanding_duties
+from ...engine.clocks import is_overdue
 from ...engine.episodes import turbidity_episodes
-from ...engine.outcomes import StormRecord, storm_records
+from ...engine.outcomes import StormRecord
+from ...engine.period import Period, Tally, period_facts
 from ...engine.readout import SiteNow, SiteSummary
-from ...engine.series import running_totals
 from ...engine.summary import judged_at, status_at
 from ...store import Store
 from ..logbook import Recorded, current_events, verify_logbook
@@ -139,17 +142,13 @@ def build_report(config: Config, store: Store, site_id: str, from_ms: int, to_ms
     wide = engine_series(config, store, site.id, lo, to_ms)
     series = wide.since(from_ms)
     kept, state, judged = _recorded_state(store, site.id, now_ms)
-    # The end of the period, or where the engine last judged the site if earlier.
-    end = min(to_ms - 1, judged)
-    duties = outstanding_duties(book.events, kept.clocks if kept else None,
-                                wide.trap_samples(), end)
+    # One list of the period's facts, judged at its end (or where the engine last
+    # judged the site, if earlier): every section below reads it.
+    facts = period_facts(site, book.events, kept.clocks if kept else None, wide.trap_samples(),
+                         from_ms, to_ms, judged,
+                         (x for xs in series.storms.values() for x in xs))
     episodes = [ep for ep in turbidity_episodes(book.events, wide.contrast, to_ms)
                 if ep.cleared_ms is None or ep.cleared_ms >= from_ms]
-    # An open storm's total is its running total so far (the plot's last point).
-    running = running_totals(x for xs in series.storms.values() for x in xs)
-    storms = [s for s in storm_records(site, book.events, judged, running)
-              if s.started_ms < to_ms and (s.ended_ms is None or s.ended_ms >= from_ms)]
-    events = [e for e in book.events if from_ms <= e.at_ms < to_ms]
     closed = {e.body.clock_id: e.body for e in book.events if isinstance(e.body, ClockClosed)}
     title = f"Stormwater compliance report — {site.name or site.id}"
     return "".join([
@@ -159,21 +158,20 @@ def build_report(config: Config, store: Store, site_id: str, from_ms: int, to_ms
         "<h2>The law</h2>" + "".join(
             f"<blockquote><strong>{escape(ref)}</strong> {escape(text)}</blockquote>"
             for ref, text in LAW),
-        _summary(p, book.events, events, storms, state),
-        owed_section(site, duties, end, to_ms, kept is not None, p.local),
-        _storms(p, storms),
-        _open_clocks(state, p.local),
+        _summary(p, facts, kept is not None),
+        owed_section(site, facts.duties, facts.judged_ms, to_ms, kept is not None, p.local),
+        _storms(p, facts.storms),
         weather_section(book.events, book.retracted, p.local, from_ms, to_ms)
         if config.weather is not None else "",
         "<h2>Sensors (at the time of this report)</h2>" + table(
             ["Sensor", "Kind", "Reporting", "Health", "Last seen"],
             [[escape(c) for c in r] for r in sensor_rows(site, state, p.local)], "No sensors."),
-        _inspections(p, events, closed),
-        photos_section(events, photos_dir or photos_dir_of(config), p.local,
+        _inspections(p, facts, closed),
+        photos_section(facts.events, photos_dir or photos_dir_of(config), p.local,
                        photo_pixels_of(config)),
-        _actions_table(book.events, from_ms, to_ms, now_ms, p.local),
-        trap_section(events, p.local),
-        turbidity_section(events, p.local, episodes),
+        _actions_table(facts, p.local),
+        trap_section(facts.events, p.local, site),
+        turbidity_section(facts.events, p.local, episodes),
         plots_section(site, series, p.local, from_ms, to_ms),
         "</body></html>"])
 
@@ -231,46 +229,45 @@ def _header(p: _Period, store: Store, book: Recorded, judged_ms: int) -> str:
     return table(["", ""], [[escape(k), escape(v)] for k, v in header], "")
 
 
-def _summary(p: _Period, all_events: Sequence[Event], events: Sequence[Event],
-             storms: Sequence[StormRecord], state: SiteNow | None) -> str:
-    """The counts of the period, each as the engine concluded it."""
+def _summary(p: _Period, facts: Period, recorded: bool) -> str:
+    """The counts of the period, each read off the period's one list (``engine/period.py``):
+    clocks closed in the period, and those still owed at its end as the duties table
+    lists them."""
     site = p.site
-    mine = [e.body for e in events]
-    outcomes = [s.outcome for s in storms]
-    open_routine = [c for c in (state.open_clocks if state else ()) if c.clock == "routine"]
-    missed = [b for b in mine if isinstance(b, InspectionMissed)]
-    routine = [b.outcome for b in mine if isinstance(b, ClockClosed) and b.clock == "routine"]
+    storm, routine = facts.tally("storm"), facts.tally("routine")
+    missed = facts.bodies(InspectionMissed)
+    opened, resolved, still_open = facts.action_counts()
     unwatched = storm_duty_unwatched(site)  # never "0 storms": nothing could see one
+    # Without a recorded state the clocks are read from the events alone (owed.py).
+    found = "" if recorded else " as far as the events show (no recorded state)"
     rows = [
-        ("Storms", NO_GAUGE if unwatched else f"{len(storms)} ({sum(s.qualified for s in storms)}"
-                   f" qualified, ≥ {site.rain.threshold_in:g} in)"),
-        ("Storm inspections", NO_GAUGE if unwatched else f"{outcomes.count('met')} met, "
-         f"{outcomes.count('late')} late, {outcomes.count('open') + outcomes.count('overdue')}"
-         f" open ({outcomes.count('overdue')} overdue)"),
-        ("Routine inspections", f"{routine.count('met')} met, {routine.count('late')} late, "
-         + (f"{len(open_routine)} open ({sum(c.overdue for c in open_routine)} overdue)"
-            if state is not None else "open: unknown (no recorded state)")),
+        ("Storms", NO_GAUGE if unwatched else f"{len(facts.storms)} ("
+         f"{sum(s.qualified for s in facts.storms)} qualified, ≥ {site.rain.threshold_in:g} in)"),
+        ("Storm inspections", NO_GAUGE if unwatched else _tally(storm) + found),
+        ("Routine inspections", _tally(routine) + found),
         ("Weeks without a required inspection (§ 134-12D)",
          f"{len(missed)} ({len({b.clock_id for b in missed})} clock(s))"),
-        ("Backdated inspections", _count(mine, InspectionBackdated)),
-        ("Corrective actions", _action_counts(all_events, p.from_ms, p.to_ms)),
-        ("Trap clean-out demands", _count(mine, TrapCleanoutRequired)),
-        ("Turbidity exceedances", str(sum(1 for b in mine if isinstance(b, TurbidityContrast)
-                                          and b.state == "exceeded"))),
-        ("Stale-sensor episodes", _count(mine, SensorStale)),
-        ("Trap sensor faults (fill not measured meanwhile)", _count(mine, SensorFault)),
-        ("Suspect turbidity probes", _count(mine, ProbesSuspect)),
+        ("Backdated inspections", str(len(facts.bodies(InspectionBackdated)))),
+        ("Corrective actions", f"{opened} opened, {resolved} resolved, {still_open} open at "
+                               "the end"),
+        ("Trap clean-out demands", str(len(facts.bodies(TrapCleanoutRequired)))),
+        ("Turbidity exceedances", str(sum(1 for b in facts.bodies(TurbidityContrast)
+                                          if b.state == "exceeded"))),
+        ("Stale-sensor episodes", str(len(facts.bodies(SensorStale)))),
+        ("Trap sensor faults (fill not measured meanwhile)", str(len(facts.bodies(SensorFault)))),
+        ("Suspect turbidity probes", str(len(facts.bodies(ProbesSuspect)))),
     ]
     return "<h2>Summary</h2>" + table(
         ["Item", "Count"], [[escape(k), escape(v)] for k, v in rows], "")
 
 
-def _count(bodies: Iterable[Body], kind: type[Body]) -> str:
-    return str(sum(1 for b in bodies if isinstance(b, kind)))
+def _tally(t: Tally) -> str:
+    return f"{t.met} met, {t.late} late, {t.open} open ({t.overdue} overdue)"
 
 
-def _in(value: float | None) -> str:
-    return "—" if value is None else f"{float(value):.2f} in"
+def _in(value: float | None, site: SiteConfig) -> str:
+    """A storm's depth, never rounded across the site's threshold (``figures.py``)."""
+    return "—" if value is None else depth_text(float(value), site.rain.threshold_in)
 
 
 def _storms(p: _Period, storms: Sequence[StormRecord]) -> str:
@@ -278,9 +275,9 @@ def _storms(p: _Period, storms: Sequence[StormRecord]) -> str:
     local = p.local
     rows = []
     for s in storms:
-        total = _in(s.total_in) + (" (running)" if s.running else "")
+        total = _in(s.total_in, p.site) + (" (running)" if s.running else "")
         rows.append([escape(local(s.started_ms)), escape(local(s.ended_ms)),
-                     escape(total), escape(_in(s.max_24h_in)),
+                     escape(total), escape(_in(s.max_24h_in, p.site)),
                      escape(local(s.qualified_ms) + revealed_note(s, local) + (
                          f" (by the reference station {s.reference}: gauge {s.gauge} did not "
                          "see it)" if s.reference else "")),
@@ -289,16 +286,20 @@ def _storms(p: _Period, storms: Sequence[StormRecord]) -> str:
     return "<h2>Storms</h2>" + table(
         ["Start", "End", "Total", "Max 24 h", "Qualified at", "Inspection due", "Inspected at",
          "Outcome"], rows,
-        NO_GAUGE if storm_duty_unwatched(p.site) else "No storms in the period.")
+        NO_GAUGE if storm_duty_unwatched(p.site) else "No storms in the period.") + (
+        "<p class='note'>A storm is a storm of the period in which it qualified (one that "
+        "did not qualify, of the period in which it began), as it stood at the end of the "
+        "period: still raining then, it has no end and its running total.</p>"
+        if rows else "")
 
 
-def _inspections(p: _Period, events: Sequence[Event],
-                 closed: dict[str, ClockClosed]) -> str:
+def _inspections(p: _Period, facts: Period, closed: dict[str, ClockClosed]) -> str:
     """The inspections of the period: who (with credentials), when entered, what they
-    found and asked for, and the clocks each closed."""
+    found, asked for and resolved (an id that resolved nothing said so), and the clocks
+    each closed."""
     local = p.local
     rows = []
-    for e in events:
+    for e in facts.events:
         b = e.body
         if not isinstance(b, InspectionRecorded):
             continue
@@ -314,7 +315,10 @@ def _inspections(p: _Period, events: Sequence[Event],
         entered = local(b.entered_at) + (" BACKDATED" if b.backdated else "")
         found = [f"{f['practice']}: {f['condition']}" for f in b.findings]
         found += [f"asks {a['id']}: {a['text']}" for a in b.corrective_actions]
-        found += [f"resolves {r}" for r in b.resolves]
+        nothing = facts.resolved_nothing.get(e.id, ())
+        found += [f"resolves {r}" + (" (no corrective action was open under this id: it "
+                                     "resolved nothing)" if r in nothing else "")
+                  for r in b.resolves]
         rows.append([escape(local(b.inspected_at)), escape(entered), escape(who or b.inspector),
                      escape(b.kind), escape("; ".join(found) or "—"), escape(b.notes or ""),
                      escape(", ".join(clocks) or "—")])
@@ -323,45 +327,17 @@ def _inspections(p: _Period, events: Sequence[Event],
          "Notes", "Clocks closed"], rows, "No inspections recorded in the period.")
 
 
-def _actions_in(events: Iterable[Event], from_ms: int, to_ms: int) -> list[ActionState]:
-    """The corrective actions that were open at some time in ``[from_ms, to_ms)``."""
-    states = action_states(record_of_event(e.body) for e in events
-                           if isinstance(e.body, InspectionRecorded))
-    return [a for a in states if a.opened_ms < to_ms
-            and (a.resolved_ms is None or a.resolved_ms >= from_ms)]
-
-
-def _action_counts(events: Iterable[Event], from_ms: int, to_ms: int) -> str:
-    actions = _actions_in(events, from_ms, to_ms)
-    resolved = [a for a in actions if a.resolved_ms is not None and a.resolved_ms < to_ms]
-    return (f"{sum(1 for a in actions if a.opened_ms >= from_ms)} opened, {len(resolved)} "
-            f"resolved, {len(actions) - len(resolved)} open at the end")
-
-
-def _actions_table(events: Iterable[Event], from_ms: int, to_ms: int, now_ms: int,
-                   local: LocalTime) -> str:
+def _actions_table(facts: Period, local: LocalTime) -> str:
+    """The corrective actions open at some time in the period, as they stood at its end."""
     rows = []
-    for a in _actions_in(events, from_ms, to_ms):
-        resolved = a.resolved_ms if a.resolved_ms is not None and a.resolved_ms < to_ms else None
-        until = resolved if resolved is not None else min(to_ms, now_ms)
-        late = a.due_ms is not None and until > a.due_ms
-        status = ("resolved" if resolved is not None else "open") + (" late" if late else "")
+    for a in facts.actions:
+        until = a.resolved_ms if a.resolved_ms is not None else facts.judged_ms
+        late = is_overdue(a.due_ms, until)
+        # Past due and not done is overdue, never "open" (status says it so too).
+        status = ("resolved late" if late else "resolved") if a.resolved_ms is not None \
+            else "overdue" if late else "open"
         rows.append([escape(a.id), escape(a.text), escape(f"{local(a.opened_ms)}, {a.inspector}"),
-                     escape(local(a.due_ms)), escape(local(resolved)), outcome(status)])
+                     escape(local(a.due_ms)), escape(local(a.resolved_ms)), outcome(status)])
     return "<h2>Corrective actions</h2>" + table(
         ["Id", "Action", "Asked (when, by)", "Due", "Resolved", "Status"], rows,
         "No corrective actions open in the period.")
-
-
-def _open_clocks(state: SiteNow | None, local: LocalTime) -> str:
-    if state is None:
-        return ("<h2>Open inspection clocks</h2><p><em>Unknown: the daemon has recorded no "
-                "state for this site.</em></p>")
-    rows = [[escape(c.clock), escape(local.id(c.clock_id)), escape(local(c.due_ms)),
-             outcome("overdue") + escape(f" by {-c.hours_left:.1f} h")
-             if c.overdue and c.hours_left is not None
-             else escape(f"{c.hours_left:.1f} h left") if c.hours_left is not None else "—",
-             escape(str(c.missed_weeks) if c.missed_weeks is not None else "—")]
-            for c in state.open_clocks]
-    return "<h2>Open inspection clocks (at the time of this report)</h2>" + table(
-        ["Clock", "Id", "Due", "State", "Weeks missed"], rows, "No open inspection clocks.")

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from html import escape
 
 from ...config import SiteConfig
+from ...contract.figures import fill_text
 from ...contract.times import MS_PER_HOUR
 from ...engine.duties import Duty
 from .tables import LocalTime, outcome, table
@@ -43,10 +44,10 @@ def _what(site: SiteConfig, d: Duty, local: LocalTime) -> str:
                 else "Routine inspection (every seven days)")
         return f"{kind}, clock {local.id(d.subject)}"
     if d.kind == "cleanout":
-        trap = next((t for t in site.traps if t.id == d.subject), None)
-        level = f"{trap.cleanout_fraction:.0%}" if trap is not None else "50%"
-        fill = "unknown" if d.fill_fraction is None or d.fill_fraction != d.fill_fraction \
-            else f"{d.fill_fraction:.0%}"
+        levels = site.fill_levels(d.subject) or (0.5,)
+        # Never rounded across the clean-out level: 49.7 % is not "50%" (figures.py).
+        fill = "unknown" if d.fill_fraction is None else fill_text(d.fill_fraction, *levels)
+        level = fill_text(levels[-1])
         text = (f"Remove sediment from trap {d.subject}: clean-out demanded and not done; "
                 f"{fill} of design volume at its last reading ({local(d.measured_ms)}), "
                 f"clean-out at {level}")

@@ -17,6 +17,7 @@ from html import escape
 from typing import Any
 
 from ...config import SiteConfig
+from ...contract.figures import depth_text
 from ...contract.times import MS_PER_HOUR
 from ...engine.series import (
     ContrastSample,
@@ -117,7 +118,9 @@ def _gauge_words(gauge: str) -> str:
 
 def _rain_words(site: SiteConfig, judged: Mapping[str, Sequence[StormSample]]) -> str:
     """The rain plot's alternative text: what it shows, and each gauge's highest total."""
-    tops = [f"{_gauge_words(g)} {max((s.total_in for s in xs if s.in_event), default=0.0):.2f} in"
+    limit = site.rain.threshold_in
+    tops = [f"{_gauge_words(g)} "
+            + depth_text(max((s.total_in for s in xs if s.in_event), default=0.0), limit)
             for g, xs in judged.items()]
     return (f"Hourly rain and storm running total as the storm rule judged it "
             f"(gauges: {site.rain.gauges}); highest storm total: {', '.join(tops)}; "

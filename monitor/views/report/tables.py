@@ -24,6 +24,7 @@ from ...contract.events import (
     TrapFill,
     TurbidityContrast,
 )
+from ...contract.figures import fill_text
 from ...contract.localtime import local_datetime, local_text
 from ...contract.times import parse_iso
 from ...engine.episodes import TurbidityEpisode
@@ -84,18 +85,21 @@ def outcome(text: str) -> str:
     return f'<span class="{escape(text)}">{escape(text)}</span>'
 
 
-def trap_section(events: Iterable[Event], local: Local) -> str:
+def trap_section(events: Iterable[Event], local: Local, site: SiteConfig | None = None) -> str:
     """§ 134-9A(1): fill levels, clean-out demands, clean-outs and sensor faults (a fault
-    is why the fill stood still: the trap was not watched meanwhile)."""
+    is why the fill stood still: the trap was not watched meanwhile). A fill is never
+    rounded across the ``site``'s levels of its trap (``figures.py``)."""
     rows = []
     for e in events:
         b = e.body
+        levels = site.fill_levels(b.trap) if site is not None and isinstance(
+            b, TrapFill | TrapCleanoutRequired | TrapCleaned) else ()
         if isinstance(b, TrapFill | TrapCleanoutRequired):
-            fill = f"{b.fill_fraction:.0%}" + (
+            fill = fill_text(b.fill_fraction, *levels) + (
                 f" (last valid; sensor faulty: {b.fault})"
                 if isinstance(b, TrapCleanoutRequired) and b.fault else "")
         elif isinstance(b, TrapCleaned):
-            fill = f"{b.fill_before:.0%} → {b.fill_after:.0%}"
+            fill = f"{fill_text(b.fill_before, *levels)} → {fill_text(b.fill_after, *levels)}"
         elif isinstance(b, SensorFault) and b.trap is not None:
             fill = f"sensor {b.sensor} faulty ({b.reason}: {b.value:g} in): fill not measured"
         else:

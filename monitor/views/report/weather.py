@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from html import escape
 
 from ...contract.events import Event, GaugeDisagrees, StormForecast
+from ...contract.figures import depth_text
 from ...contract.times import parse_iso
 from .tables import Local, table
 
@@ -39,7 +40,8 @@ def forecast_rows(events: Iterable[Event], local: Local, from_ms: int, to_ms: in
                  else f"revised ({e.revision}×)" if e.revision else "as issued")
         chance = "—" if b.probability is None else f"{b.probability:g} %"
         rows.append([local(b.issued_at), f"{local(b.window_from)} to {local(b.window_to)}",
-                     f"{b.forecast_in:.2f} in", chance, f"{b.source} {b.grid}", state])
+                     depth_text(b.forecast_in, b.threshold_in), chance, f"{b.source} {b.grid}",
+                     state])
     return rows
 
 
@@ -54,12 +56,14 @@ def disagreement_rows(events: Iterable[Event], local: Local, from_ms: int, to_ms
         if not isinstance(b, GaugeDisagrees) or e.retracted or not _in_period(
                 e, b.window_from, b.window_to, from_ms, to_ms):
             continue
-        reference = f"{b.reference_in:.2f} in"
+        # The station is judged against the threshold, the gauge against a quarter of it.
+        reference = depth_text(b.reference_in, b.threshold_in)
         if b.reference_unknown_hours:
             reference += f" or more ({b.reference_unknown_hours} h not reported)"
-        gauge = "stale (silent)" if b.stale else f"{b.gauge_in:.2f} in"
+        seen = depth_text(b.gauge_in, b.threshold_in / 4)
+        gauge = "stale (silent)" if b.stale else seen
         if b.stale and b.gauge_in:
-            gauge += f", {b.gauge_in:.2f} in"
+            gauge += f", {seen}"
         rows.append([b.reference, reference, b.gauge, gauge,
                      f"{local(b.window_from)} to {local(b.window_to)}",
                      "yes" if b.opens_clock else "no"])

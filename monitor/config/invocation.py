@@ -16,6 +16,11 @@ not found". So a printed command names the executable that is running:
   directory), else absolute (a systemd unit, a timer);
 * ``python -m monitor.cli`` with this interpreter's path when no ``stormwatch``
   executable goes with it (run as a module, as the tests do).
+
+A command that reads the configuration names the file too, absolute
+(``command_for``): an alert's ``stormwatch inspect`` is read on a phone and
+typed wherever the person is, and without ``--config`` it fails. Here, in the
+configuration's layer, so the alert worker (a sink) can ask it.
 """
 
 from __future__ import annotations
@@ -57,3 +62,11 @@ def program() -> str:
     if not exe.is_absolute() and exe.parent != Path("."):
         return shlex.quote(str(exe))  # typed as a path: the person stands where it works
     return shlex.quote(os.path.abspath(exe))
+
+
+def command_for(config_path: str | Path | None, subcommand: str) -> str:
+    """``PROGRAM SUBCOMMAND --config PATH``: a command that reads the configuration at
+    ``config_path`` as typed on this machine, from any directory (the path absolute);
+    ``--config FILE`` when the configuration was not read from a file."""
+    path = shlex.quote(os.path.abspath(config_path)) if config_path is not None else "FILE"
+    return f"{program()} {subcommand} --config {path}"
