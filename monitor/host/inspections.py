@@ -33,7 +33,7 @@ from ..contract.inputs import Inspection, Location, Photo, SiteClosure, Via
 from ..contract.localtime import local_datetime, local_text
 from ..contract.rejects import Rejection, RejectReason
 from ..contract.times import iso, parse_iso
-from ..engine.routine import local_midnight_ms
+from ..engine.period import local_midnight_ms
 from ..errors import UserError
 from ..sources.inspectionrules import inspection_message
 from ..sources.rules import FUTURE_TOLERANCE_MS, site_index

@@ -42,6 +42,7 @@ from ...engine.actions import ActionState, action_states, record_of_event
 from ...engine.duties import outstanding_duties
 from ...engine.episodes import turbidity_episodes
 from ...engine.outcomes import StormRecord, storm_records
+from ...engine.period import calendar_zone
 from ...engine.readout import SiteNow, SiteSummary
 from ...engine.series import running_totals
 from ...engine.summary import judged_at, status_at
@@ -142,7 +143,7 @@ def build_report(config: Config, store: Store, site_id: str, from_ms: int, to_ms
     # The end of the period, or where the engine last judged the site if earlier.
     end = min(to_ms - 1, judged)
     duties = outstanding_duties(book.events, kept.clocks if kept else None,
-                                wide.trap_samples(), end)
+                                wide.trap_samples(), end, week_zone=calendar_zone(site))
     episodes = [ep for ep in turbidity_episodes(book.events, wide.contrast, to_ms)
                 if ep.cleared_ms is None or ep.cleared_ms >= from_ms]
     # An open storm's total is its running total so far (the plot's last point).
