@@ -22,6 +22,7 @@ from monitor.contract.inputs import Inspection, Reading, SiteClosure
 from monitor.contract.times import MS_PER_DAY, MS_PER_HOUR, MS_PER_MINUTE, iso
 from monitor.engine.core import Engine
 from monitor.engine.summary import site_status
+from monitor.sinks.notify.messages import Alert, render
 
 from ..support.daemonkit import cli
 from ..support.util import SITE, inspection, rain, run, site_config, tips, ts
@@ -126,6 +127,19 @@ def test_a_storm_in_a_pause_opens_no_clock_and_one_open_at_its_start_is_cut() ->
     (clock,) = [c for c in eng.clocks(SITE) if c.clock == "storm"]
     assert (clock.ends_at, clock.closed_at) == (ts("2026-05-11T04:00:00Z"), None)
     assert storm_notices(eng) == []
+
+
+def test_the_alert_says_why_no_inspection_is_due() -> None:
+    now = ts("2026-05-12T00:00:00Z")
+    eng, _ = run(storm(ts("2026-05-01T10:00:00Z")), now, active_since="2026-05-10")
+    (event,) = [e for e in eng.current_events() if e.type == "storm_qualified"]
+    message = render(Alert("a1", event, now, eng.config.sites[0]))
+    assert message.title == "Branch Meadows Subdivision: storm 0.50 in (informational)"
+    assert message.text.startswith(
+        "A storm event reached the inspection threshold. It qualified before the site "
+        "became active on 2026-05-10, so no inspection deadline applies; the storm is "
+        "recorded in the log book.")
+    assert message.notify_type == "info"
 
 
 # --------------------------------------------------------------------------- a stray row

@@ -93,7 +93,7 @@ def test_every_duty_outstanding_at_the_end_is_listed(site: Config) -> None:
         # Due at the end of the local day 7 calendar days after the inspection's (May 10
         # 23:59:59.999 EDT); the period's last instant (June 1 00:00 EDT less 1 ms) is
         # 21 days later, in the fourth week missed (weeks from May 10, 17, 24 and 31).
-        ["Routine inspection (every seven days), clock routine-2026-05-03 16:00 EDT",
+        ["Routine inspection (every 7 calendar days), clock routine-2026-05-03 16:00 EDT",
          "2026-05-03 16:00 EDT", "2026-05-10 23:59 EDT",
          "overdue by 21.0 days; 4 week(s) missed (§ 134-12D: each a separate violation)",
          "§ 134-9A(2)"],
