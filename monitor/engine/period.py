@@ -33,14 +33,19 @@ typo in a year) or the last row of an earlier deployment, and a routine chain
 started there would count every week of the silence as missed (one stray row
 two years early was 104 missed weeks and 4 346 overdue notices). So the start
 is the earliest reading that another reading follows within that period, and
-there is none (no routine clock) until two such readings exist. A site whose
-readings are all that far apart (an ``on_tip`` gauge alone, in a drought) starts
-with its first shower; the cure for any doubt is ``active_since``. The rule is
-a function of the set of readings: more readings can only move the start
-earlier, so arrival order does not matter.
-A reading older than the engine's horizon by more than the period can no
-longer get a partner, so it is dropped from memory (``prune``); until then a
-storm that qualified at it is not final (``undecided``, read by ``settle.py``).
+there is none until two such readings exist: no routine clock, and every storm
+is informational (even one only the reference stations saw at a site never
+heard from: nothing shows the site is active). A site whose readings are all
+that far apart (an ``on_tip`` gauge alone, in a drought) starts with its first
+shower; the cure for any doubt is ``active_since``.
+
+The rule is a function of the set of readings, and more readings can only move
+the start earlier: a clock only ever appears (a storm comes inside the
+period), never vanishes, so nothing settled (``settle.py``) is ever undone and
+arrival order does not matter. A reading older than the engine's horizon by
+more than the period can no longer get a partner, so it is dropped from memory
+(``prune``); until then a storm that qualified at or after it is not final as
+informational (``undecided``).
 
 Calendar days (``routine_due: end_of_day``, the default). "Every seven days"
 counts days of the site's calendar: a clock started on a Monday at 10:00 is

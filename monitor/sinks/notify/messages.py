@@ -323,10 +323,10 @@ def _no_deadline(c: _Ctx, e: StormQualified) -> str:
         since = f" on {site.active_since}" if site is not None else ""
         why = f"It qualified before the site became active{since}"
     elif e.outside == "before_start":
-        why = ("It qualified at a reading the site then said nothing after for longer than "
-               "a routine inspection period (a stray row, or an earlier deployment's), "
-               "before the site's active period began; set active_since if the site was "
-               "active then")
+        why = ("It qualified before the site's readings show it active (without "
+               "active_since a site starts at a reading another follows within a routine "
+               "inspection period: a stray row, or a site never heard from, has not "
+               "started); set active_since if the site was active then")
     elif e.outside == "after_final_stabilization":
         why = "It qualified after the site's final stabilization"
     elif e.outside == "paused":
