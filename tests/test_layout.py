@@ -195,6 +195,7 @@ def test_the_node_imports_nothing_of_the_daemon() -> None:
 #: Modules allowed past the size limit, and why.
 LONG_MODULES = {
     "monitor/sinks/notify/messages.py": "the alert texts of every event type, one table of wording",
+    "monitor/commands/helptext.py": "the long help of every command, one table of wording",
 }
 MAX_MODULE_LINES = 520
 MAX_PUBLIC_METHODS = 20

@@ -13,11 +13,12 @@ import json
 import sys
 from zoneinfo import ZoneInfo
 
-from ..config import Config
+from ..config import Config, SiteConfig
 from ..config.file import ConfigError
 from ..config.plausible import NO_GAUGE, storm_duty_unwatched, warnings
 from ..config.web import secret_file_problem
 from ..contract.localtime import local_text
+from ..engine.active import cadence_words
 from ..errors import EXIT_OK, EXIT_USAGE, UserError
 from .common import CONFIG_HELP, emit, load, write_file
 from .helptext import command_help
@@ -41,14 +42,26 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _routine(site: SiteConfig) -> str:
+    """The routine clock as check-config states it: its cadence and where it starts (a
+    site without active_since starts as its readings show: period.FirstRun)."""
+    period = (f"from {site.active_since}" if site.active_since is not None else
+              "from its first readings (no active_since: a lone reading followed by a "
+              "longer silence does not start it)")
+    if site.active_until is not None:
+        period += f" until {site.active_until}"
+    period += "".join(f", paused {p.from_} to {p.to}" for p in site.pauses)
+    return f"routine inspection clocks {cadence_words(site)} {period}"
+
+
 def summarise(config: Config) -> str:
     """One paragraph: what this configuration will watch."""
     parts = []
     for site in config.sites:
         kinds = {k: sum(1 for s in site.sensors if s.kind == k)
                  for k in ("rain", "turbidity", "sediment")}
-        clocks = (f"7-day inspection clocks; {NO_GAUGE}" if storm_duty_unwatched(site)
-                  else "storm and 7-day inspection clocks" if site.clocks_apply
+        clocks = (f"{_routine(site)}; {NO_GAUGE}" if storm_duty_unwatched(site)
+                  else f"storm inspection clocks and {_routine(site)}" if site.clocks_apply
                   else "storms recorded as informational (no inspection clocks)")
         parts.append(
             f"{site.id} ({site.name or 'unnamed'}, condition {site.condition}, {site.timezone}): "

@@ -188,11 +188,12 @@ HELP: dict[str, tuple[str, str, str]] = {
     "site": ("site life cycle: `site close` records final stabilization", """
         `stormwatch site close` records final stabilization.""", EXIT_CODES),
 
-    "site close": ("record final stabilization (routine clocks end)", """
-        Records final stabilization (site_closed in the log book): no routine
-        7-day clock runs from --at on. Storms are still recorded. --at is a date
-        (its local midnight) or an ISO time with offset; default now; not in
-        the future.""", EXIT_CODES),
+    "site close": ("record final stabilization (inspection clocks end)", """
+        Records final stabilization (site_closed in the log book): no inspection
+        clock runs from --at on. A clock still open then is cut there; a storm
+        after it is still recorded, as informational (no inspection is due).
+        --at is a date (its local midnight) or an ISO time with offset; default
+        now; not in the future.""", EXIT_CODES),
 
     "logbook": ("export the site log book, verify its hash chain, or print (and send) "
                 "its head as an anchor", """

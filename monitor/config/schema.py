@@ -199,6 +199,9 @@ class SiteConfig(Model):
     active_until: date | None = None
     pauses: list[Pause] = Field(default_factory=list)
     routine_inspection_days: PositiveFloat = 7.0
+    #: ``end_of_day``: the routine clock is due at the end of the local day that many
+    #: calendar days after the last inspection; ``elapsed``: exactly that many 24 hours.
+    routine_due: Literal["end_of_day", "elapsed"] = "end_of_day"
     #: An inspection entered this long after its own time is marked backdated.
     backdate_alert_hours: PositiveFloat = 24.0
     #: The site's own roster; none means the configuration's (top level).
@@ -237,6 +240,13 @@ class SiteConfig(Model):
         if self.active_since and self.active_until and self.active_until <= self.active_since:
             raise_problems(type(self).__name__, [(("active_until",), "must be after "
                                                   f"active_since ({self.active_since})")], self)
+        days = self.routine_inspection_days
+        if self.routine_due == "end_of_day" and days != int(days):
+            # A calendar day has no fraction: say which clock is meant, never round.
+            raise_problems(type(self).__name__, [(("routine_inspection_days",), (
+                f"{days:g} is not a whole number of days, which routine_due: end_of_day "
+                f"(calendar days) needs; set routine_due: elapsed for a clock of exactly "
+                f"{days:g} x 24 hours"))], self)
         return self
 
     @property

@@ -47,7 +47,8 @@ class StormStarted(Body):
 class StormQualified(Body):
     """§ 134-9A(2): a storm event reached the threshold; ``due`` is the inspection's
     deadline (null until the storm ends for ``clock_start: event_end``, and for a
-    site the clocks do not apply to, which is ``informational``)."""
+    site the clocks do not apply to or a storm outside the site's active period,
+    which are ``informational``)."""
 
     TYPE: ClassVar[str] = "storm_qualified"
     gauge: str
@@ -78,6 +79,12 @@ class StormQualified(Body):
     source: str | None = None
     reference: str | None = None
     reference_in: float | None = None
+    #: Why a storm at a site the clocks apply to opens no clock (it is then
+    #: ``informational``): it qualified outside the site's active period,
+    #: ``before_active_since``, ``before_start`` (before the start a site without
+    #: ``active_since`` has from its readings), ``after_final_stabilization`` or
+    #: ``paused``. Unset otherwise.
+    outside: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

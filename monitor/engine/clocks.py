@@ -7,8 +7,9 @@
 
 Theory of operation
 -------------------
-Everything in this module is a pure function of four things: the storm events
-the gauges concluded, the inspections recorded, the site's start, and *now*.
+Everything in this module is a pure function of five things: the storm events
+the gauges concluded, the inspections recorded, the site's active period
+(``active.py``: its start, final stabilization and pauses), and *now*.
 It is recomputed from scratch whenever one of them changes (a site has tens
 of storms and inspections in a season, so this is cheap), which is what makes
 late data and late inspections come out exactly as if they had arrived in
@@ -25,18 +26,25 @@ inspection at or after its start: on or before ``due`` is ``met``, after is
 ``late``. Only inspections that may close clocks count (``closes_clocks``: not
 kind ``other``, which the shell also gives an inspection by someone off the
 roster). An unsatisfied routine clock also counts the weeks it misses
-(``inspection_missed``, § 134-12D), until it closes or is cut. For
+(``inspection_missed``, § 134-12D: the first from its due, each later one at
+the end of the local day a week on), until it closes or is cut. For
 ``clock_start: event_end`` the start and due are unknown until the storm has
 ended; such a clock is open but cannot yet be satisfied or go
 overdue.
 
-Routine clocks chain within the site's active period (``routine.py``). The
+The site's whole life bounds every clock (``period.ActivePeriod``): a storm
+that qualifies before the site's start, after final stabilization or in a
+pause opens no clock; its ``storm_qualified`` is informational, with the
+reason in ``outside``. A storm clock still open when the active span it opened
+in ends (a pause begins, the site is closed) is cut there, as a routine clock
+is. Routine clocks chain within the active period (``routine.py``). The
 site's other facts are made here too: ``inspection_recorded`` (and
 ``inspection_backdated``), ``site_closed``, and ``corrective_action_due``
 (``actions.py``).
 
 Clocks apply only to Conditions A, B and C of § 134-7B(2); other sites still
-get ``storm_qualified`` (with ``due: null`` and ``informational: true``).
+get ``storm_qualified`` (with ``due: null`` and ``informational: true``, and
+no ``outside``: the whole site is outside the duty, not the instant).
 
 What can no longer change is taken out of memory by ``settle.py``.
 """
@@ -64,8 +72,9 @@ from ..contract.events import (
 from ..contract.inputs import Inspection, SiteClosure
 from ..contract.times import hours_ms, iso
 from .actions import action_facts, action_states, record_of
+from .active import ActivePeriod, calendar_zone, week_from_ms
 from .rain import iso_or_none, revealed_due
-from .routine import WEEK_MS, Anchor, routine_chain
+from .routine import Anchor, routine_chain
 from .sitestorms import (
     GaugeStorm,
     gauge_storms,
@@ -86,7 +95,8 @@ class Clock:
     closed_at: int | None = None
     closed_by: Inspection | None = None
     storm: GaugeStorm | None = None
-    #: A routine clock cut by a pause or the end of the site's active period.
+    #: Where a pause or the end of the site's active period cuts the clock if nothing
+    #: closes it before (None: its active span runs on, or it was closed).
     ends_at: int | None = None
 
     @property
@@ -154,31 +164,35 @@ def closes_clocks(insp: Inspection) -> bool:
 
 
 def compute(site: SiteConfig, gauge_facts: list[Fact], inspections: list[Inspection],
-            first_seen_ms: int | None, now_ms: int | None,
+            monitored_from_ms: int | None, now_ms: int | None,
             previous: SiteClocks | None = None, *, anchor: Anchor | None = None,
             floors: dict[str, ClockFloor] | None = None,
             closure: SiteClosure | None = None) -> SiteClocks:
     """Storm qualification, clocks and their events for one site at ``now_ms``.
 
     ``previous`` is the last result for the same site; it is reused, not copied,
-    and must not be used afterwards. ``anchor`` and ``floors`` come from
-    ``settle``: the start of the routine chain and the settled notices of open
-    clocks; ``closure`` the site's recorded final stabilization.
+    and must not be used afterwards. ``monitored_from_ms`` is where the active period begins
+    by the readings (``period.FirstRun``; read only without ``active_since``). ``anchor`` and
+    ``floors`` come from ``settle``: the start of the routine chain and the settled
+    notices of open clocks; ``closure`` the site's recorded final stabilization.
     """
     prev = previous or SiteClocks()
     result = SiteClocks(facts=prev.facts)
     inspections = sorted(inspections, key=lambda i: (i.ts_ms, i.inspector, i.kind))
     closes: dict[int, list[str]] = {id(i): [] for i in inspections}
     fresh: dict[str, Fact] = {}  # clock facts new since the previous result
-    storm_clocks, other = _storm_clocks(site, gauge_facts)
+    period = ActivePeriod.of(site, monitored_from_ms,
+                             closure.ts_ms if closure is not None else None)
+    storm_clocks, other = _storm_clocks(site, gauge_facts, period)
     if site.clocks_apply:
-        result.clocks = storm_clocks + _routine_clocks(site, inspections, first_seen_ms, anchor,
-                                                       closure, now_ms)
+        result.clocks = storm_clocks + _routine_clocks(site, inspections, period, anchor, now_ms)
         for clock in result.clocks:
             if clock.clock == "storm" and clock.start is not None:
                 for insp in inspections:
+                    if clock.ends_at is not None and insp.ts_ms >= clock.ends_at:
+                        break  # cut: no later inspection closes it
                     if insp.ts_ms >= clock.start and closes_clocks(insp):
-                        clock.closed_at, clock.closed_by = insp.ts_ms, insp
+                        clock.closed_at, clock.closed_by, clock.ends_at = insp.ts_ms, insp, None
                         break
             if clock.closed_by is not None:
                 closes[id(clock.closed_by)].append(clock.clock_id)
@@ -197,14 +211,15 @@ def compute(site: SiteConfig, gauge_facts: list[Fact], inspections: list[Inspect
     return result
 
 
-def _storm_clocks(site: SiteConfig, gauge_facts: list[Fact]) -> tuple[list[Clock],
-                                                                       dict[str, Fact]]:
-    """A storm clock (where clocks apply) and a ``storm_qualified`` per qualifying site
-    storm (``sitestorms.qualifying_storms``, beside them the reference storms of
-    ``weather.reference_opens_clock``: ``with_references``), due ``inspect_within_hours``
-    after its start (``clock_start``: when it qualified, or when its storm ended; a
-    reference storm's when the reference reached the threshold, since a station's
-    hours do not say when the rain at the site ended)."""
+def _storm_clocks(site: SiteConfig, gauge_facts: list[Fact], period: ActivePeriod
+                  ) -> tuple[list[Clock], dict[str, Fact]]:
+    """A ``storm_qualified`` per qualifying site storm (``sitestorms.qualifying_storms``,
+    beside them the reference storms of ``weather.reference_opens_clock``:
+    ``with_references``), and a storm clock where clocks apply and it qualified within
+    the active period, due ``inspect_within_hours`` after its start (``clock_start``:
+    when it qualified, or when its storm ended; a reference storm's when the reference
+    reached the threshold, since a station's hours do not say when the rain at the
+    site ended), cut where its active span ends."""
     rules = site.rain
     within = hours_ms(rules.inspect_within_hours)
     clocks: list[Clock] = []
@@ -221,11 +236,14 @@ def _storm_clocks(site: SiteConfig, gauge_facts: list[Fact]) -> tuple[list[Clock
         else:
             ended = [s.ended_at for s in group]
             start = None if any(e is None for e in ended) else max(e for e in ended if e)
-        due = start + within if start is not None and site.clocks_apply else None
+        outside = period.outside(rep.qualified_at) if site.clocks_apply else None
+        opens = site.clocks_apply and outside is None
+        due = start + within if start is not None and opens else None
         not_before = revealed_due(rep.q_not_before, rep.qualified_at, start, due, within,
                                   rules.clock_start)
-        if site.clocks_apply:
-            clocks.append(Clock(clock_id, "storm", rep.qualified_at, start, due, storm=rep))
+        if opens:
+            clocks.append(Clock(clock_id, "storm", rep.qualified_at, start, due, storm=rep,
+                                ends_at=period.span_end(rep.qualified_at)))
         fact = Fact(site.id, rep.qualified_at,
                     make_id("storm_qualified", site.id, rep.gauge, rep.started_at),
                     StormQualified(
@@ -235,8 +253,8 @@ def _storm_clocks(site: SiteConfig, gauge_facts: list[Fact]) -> tuple[list[Clock
                         max_24h_in=rep.q_max_24h_in, due=iso(due) if due is not None else None,
                         uncertain_in=rep.q_uncertain_in, gauges=site_storm.gauges,
                         threshold_in=rules.threshold_in, mode=rules.mode,
-                        clock_id=clock_id if site.clocks_apply else None,
-                        informational=None if site.clocks_apply else True,
+                        clock_id=clock_id if opens else None,
+                        informational=None if opens else True, outside=outside,
                         qualified_not_before=iso_or_none(rep.q_not_before),
                         due_not_before=iso_or_none(not_before), **_reference_fields(rep)))
         facts[fact.id] = fact
@@ -256,16 +274,13 @@ def _clock_source(clock: Clock) -> str | None:
     return "reference" if clock.storm is not None and clock.storm.reference else None
 
 
-def _routine_clocks(site: SiteConfig, inspections: list[Inspection], first_seen_ms: int | None,
-                    anchor: Anchor | None, closure: SiteClosure | None,
-                    now_ms: int | None) -> list[Clock]:
-    """The 7-day routine chain within the site's active period (``routine.py``)."""
-    closed_ms = closure.ts_ms if closure is not None else None
+def _routine_clocks(site: SiteConfig, inspections: list[Inspection], period: ActivePeriod,
+                    anchor: Anchor | None, now_ms: int | None) -> list[Clock]:
+    """The routine chain within the site's active period (``routine.py``)."""
     return [Clock(rc.clock_id, "routine", rc.start, rc.start, rc.due,
                   rc.closed_by.ts_ms if rc.closed_by is not None else None, rc.closed_by,
                   ends_at=rc.ends_at)
-            for rc in routine_chain(site, inspections, first_seen_ms, anchor, closed_ms,
-                                    closes_clocks, now_ms)]
+            for rc in routine_chain(site, inspections, period, anchor, closes_clocks, now_ms)]
 
 
 def _merge(result: SiteClocks, prev: SiteClocks, other: dict[str, Fact],
@@ -361,13 +376,15 @@ def _notices(site: SiteConfig, clock: Clock, due: int, cf: ClockFacts, now: int,
         at = due + k * repeat
     cf.next_overdue = k
     if kind == "routine":
+        zone = calendar_zone(site)
         week, at = 1, due
         while at <= now and at < closed:
             fid = make_id("inspection_missed", site.id, cid, week)
+            nxt = week_from_ms(due, week + 1, zone)
             if fid not in cf.facts:
                 add(at, fid, InspectionMissed(clock_id=cid, clock=kind, due=due_iso, week=week,
-                                              week_from=iso(at), week_to=iso(at + WEEK_MS)))
-            week, at = week + 1, at + WEEK_MS
+                                              week_from=iso(at), week_to=iso(nxt)))
+            week, at = week + 1, nxt
 
 
 def is_backdated(site: SiteConfig, insp: Inspection) -> bool:

@@ -78,7 +78,7 @@ COMPACT_EVERY_MS = 6 * MS_PER_HOUR
 #: its last revision number (should it ever hold again, it continues from there).
 RETIRE_AFTER_MS = 7 * MS_PER_DAY
 #: The shape of ``Engine.dump()``; another version is rebuilt from the journal.
-DUMP_VERSION = 4
+DUMP_VERSION = 5
 
 
 @dataclass
@@ -237,8 +237,9 @@ class Engine:
         silence_dirty = False
         if se.first_seen_ms is None or ts < se.first_seen_ms:
             se.first_seen_ms = ts
-            clocks_dirty = clocks_dirty or (site.active_since is None)
             silence_dirty = True
+        if se.first_run.add(ts):
+            clocks_dirty = clocks_dirty or (site.active_since is None)
         # A status is a sign of life of the on_tip gauges of its node too (site.py).
         for sid in se.heard_by.get(reading.sensor, ()) if reading.kind == "status" \
                 else (reading.sensor,):
@@ -328,7 +329,7 @@ class Engine:
     def _recompute_clocks(self, se: SiteEngine) -> list[Event]:
         se.clocks_now_ms = self.now_ms
         se.clocks = clocks.compute(se.config, list(se.storm_facts.values()), se.inspections,
-                                   se.first_seen_ms, self.now_ms, se.clocks, anchor=se.anchor,
+                                   se.first_run.start_ms, self.now_ms, se.clocks, anchor=se.anchor,
                                    floors=se.floors, closure=se.closure)
         return self._publish(se.clocks.facts, se.clocks.changed)
 
@@ -397,7 +398,10 @@ class Engine:
                 self.window.compact(se.config.id, horizon)
             settled = settle(se.config, list(se.storm_facts.values()), se.clocks,
                              se.inspections, se.anchor, se.floors, horizon,
-                             open_refs=frozenset(se.weather_ids))
+                             open_refs=frozenset(se.weather_ids),
+                             undecided=None if se.config.active_since is not None
+                             else se.first_run.undecided(horizon))
+            se.first_run.prune(horizon)
             final += settled.fact_ids
             for fid in settled.storm_fact_ids:
                 se.storm_facts.pop(fid, None)

@@ -11,7 +11,7 @@ re-deciding a rule:
 ``inspection``  an inspection clock begun and neither closed nor cut at the
                 instant (§ 134-9A(2)); ``overdue`` past its due
                 (``clocks.is_overdue``), a routine clock with the weeks it has
-                missed so far (``routine.missed_weeks``, § 134-12D: each week a
+                missed so far (``period.missed_weeks``, § 134-12D: each week a
                 separate violation). The clocks are the recorded summary's
                 (``readout.ClockSummary``: start, due, closed, cut), and the
                 clocks that have left it since (``settle.py`` drops only closed
@@ -40,6 +40,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
+from zoneinfo import ZoneInfo
 
 from ..contract.events import (
     ClockClosed,
@@ -53,9 +54,10 @@ from ..contract.events import (
 )
 from ..contract.times import parse_iso
 from .actions import action_states, record_of_event
+from .active import missed_weeks
 from .clocks import is_overdue
 from .readout import ClockSummary
-from .routine import missed_weeks, routine_start_ms
+from .routine import routine_start_ms
 from .series import TrapSample
 
 DutyKind = Literal["inspection", "cleanout", "action", "turbidity"]
@@ -95,13 +97,15 @@ class Duty:
 
 
 def outstanding_duties(events: Iterable[Event], clocks: Sequence[ClockSummary] | None,
-                       traps: Mapping[str, Sequence[TrapSample]], at_ms: int) -> list[Duty]:
+                       traps: Mapping[str, Sequence[TrapSample]], at_ms: int, *,
+                       week_zone: ZoneInfo | None) -> list[Duty]:
     """Every duty owed at ``at_ms`` (module docstring). ``events`` is the site's current
     set, ``clocks`` the recorded summary's clocks (None when none was recorded),
     ``traps`` each trap's samples in time order (at least the last one before
-    ``at_ms``)."""
+    ``at_ms``), ``week_zone`` the calendar of the routine clocks' weeks
+    (``active.calendar_zone``)."""
     events = list(events)
-    duties = _clock_duties(events, clocks, at_ms)
+    duties = _clock_duties(events, clocks, at_ms, week_zone)
     duties += _cleanout_duties(traps, at_ms)
     for a in action_states(record_of_event(e.body) for e in events
                            if isinstance(e.body, InspectionRecorded)):
@@ -113,7 +117,7 @@ def outstanding_duties(events: Iterable[Event], clocks: Sequence[ClockSummary] |
 
 
 def _clock_duties(events: Sequence[Event], recorded: Sequence[ClockSummary] | None,
-                  at_ms: int) -> list[Duty]:
+                  at_ms: int, week_zone: ZoneInfo | None) -> list[Duty]:
     closed: dict[str, ClockClosed] = {}
     known: dict[str, ClockSummary] = {}
     for e in events:
@@ -146,8 +150,8 @@ def _clock_duties(events: Sequence[Event], recorded: Sequence[ClockSummary] | No
         if c.started_ms > at_ms or any(t is not None and t <= at_ms
                                        for t in (closed_ms, c.ends_ms)):
             continue
-        weeks = (missed_weeks(c.due_ms, at_ms) if c.clock == "routine" and c.due_ms is not None
-                 else None)
+        weeks = (missed_weeks(c.due_ms, at_ms, zone=week_zone)
+                 if c.clock == "routine" and c.due_ms is not None else None)
         out.append(Duty("inspection", c.clock_id, c.started_ms, c.due_ms,
                         is_overdue(c.due_ms, at_ms), clock=c.clock, missed_weeks=weeks))
     return out

@@ -41,6 +41,7 @@ from typing import TypeVar
 from ..config import SiteConfig
 from ..contract.events import Body, ClockClosed, Event, InspectionRecorded
 from .actions import ActionState, action_states, record_of_event, resolved_nothing
+from .active import calendar_zone
 from .duties import Duty, outstanding_duties
 from .outcomes import StormRecord, storm_records
 from .readout import ClockSummary
@@ -139,4 +140,6 @@ def period_facts(site: SiteConfig, events: Iterable[Event],
     nothing = {e.id: ids for e in mine if isinstance(e.body, InspectionRecorded)
                and (ids := resolved_nothing(states, record_of_event(e.body)))}
     return Period(from_ms, to_ms, at, mine, tuple(storms),
-                  tuple(outstanding_duties(events, clocks, traps, at)), tuple(actions), nothing)
+                  tuple(outstanding_duties(events, clocks, traps, at,
+                                            week_zone=calendar_zone(site))),
+                  tuple(actions), nothing)

@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from ..contract.times import iso, parse_iso
 from .actions import ActionState
@@ -193,6 +194,13 @@ class SiteSummary:
     #: Weeks missed by routine clocks already settled out of memory (``settle.py``).
     missed_weeks_settled: int = 0
     closed_ms: int | None = None
+    #: The time zone whose calendar the routine clocks count in (their missed weeks
+    #: end at the ends of local days a week apart); None: weeks of 7 x 24 hours.
+    calendar_zone: str | None = None
+
+    @property
+    def week_zone(self) -> ZoneInfo | None:
+        return ZoneInfo(self.calendar_zone) if self.calendar_zone is not None else None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -208,6 +216,7 @@ class SiteSummary:
             "corrective_actions": [a.to_json() for a in self.corrective_actions],
             "missed_weeks_settled": self.missed_weeks_settled,
             "closed_at": _iso(self.closed_ms),
+            "calendar_zone": self.calendar_zone,
         }
 
     @classmethod
@@ -222,7 +231,9 @@ class SiteSummary:
             _ms(data.get("event_time")),
             tuple(_action(a) for a in data.get("corrective_actions", ())),
             int(data.get("missed_weeks_settled", 0)),
-            _ms(data.get("closed_at")))
+            _ms(data.get("closed_at")),
+            # Recorded before calendar weeks: weeks of 7 x 24 hours.
+            data.get("calendar_zone"))
 
 
 def _action(data: Mapping[str, Any]) -> ActionState:

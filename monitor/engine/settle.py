@@ -44,7 +44,8 @@ class Settled:
 def settle(site: SiteConfig, gauge_facts: list[Fact], result: SiteClocks,
            inspections: list[Inspection], anchor: Anchor | None,
            floors: dict[str, ClockFloor], horizon_ms: int, *,
-           open_refs: frozenset[str] = frozenset()) -> Settled:
+           open_refs: frozenset[str] = frozenset(),
+           undecided: tuple[int, int] | None = None) -> Settled:
     """Take out of ``result`` what nothing at or after ``horizon_ms`` can change.
 
     The caller refuses readings and inspections older than the horizon from now
@@ -55,9 +56,15 @@ def settle(site: SiteConfig, gauge_facts: list[Fact], result: SiteClocks,
     takes all its clocks with it, then out of memory what settled, and the early
     notices of the clocks still open counted instead of kept. ``open_refs`` are the
     ``gauge_disagrees`` facts the weather rules may still change: a reference storm
-    of one is not final, nor is its group.
+    of one is not final, nor is its group. ``undecided`` (``period.FirstRun``) are
+    the instants ``[lo, hi)`` that later input may still move into the active period
+    of a site without ``active_since``: a storm that qualified there is not final.
     """
     groups = _final_groups(site, gauge_facts, horizon_ms, open_refs)
+    if undecided is not None:
+        lo, hi = undecided
+        groups = [g for g in groups if not any(
+            s.qualified_at is not None and lo <= s.qualified_at < hi for s in g)]
     clock_of_storm = {(c.storm.gauge, c.storm.event_id): c for c in result.clocks
                       if c.storm is not None}
     kept_actions, action_needed, final_action_ids = _action_inputs(site, inspections, horizon_ms)
@@ -120,8 +127,8 @@ def _settling_clocks(clocks: list[Clock], groups: list[list[GaugeStorm]],
                      horizon_ms: int) -> tuple[set[str], set[int]]:
     """The clocks that settle, and the inspections still needed (by ``id()``).
 
-    A clock may settle once closed before the horizon and, for a storm clock,
-    its whole storm group final. An inspection goes only when every clock it
+    A clock may settle once closed (or cut) before the horizon and, for a storm
+    clock, its whole storm group final. An inspection goes only when every clock it
     closed goes (its fact lists them all), and routine clocks settle as a prefix
     of their chain: the candidates are narrowed until both hold.
     """
@@ -129,7 +136,7 @@ def _settling_clocks(clocks: list[Clock], groups: list[list[GaugeStorm]],
     for group in groups:
         for s in group:
             clock = clock_of_storm.get((s.gauge, s.event_id))
-            if clock is not None and clock.closed_at is not None and clock.closed_at < horizon_ms:
+            if clock is not None and _ended(clock) < horizon_ms:
                 candidates.add(clock.clock_id)
     routine = [c for c in clocks if c.clock == "routine"]
     candidates.update(c.clock_id for c in routine if _ended(c) < horizon_ms)

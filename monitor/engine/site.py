@@ -24,10 +24,11 @@ from ..contract.events import Event, Fact, GaugeDisagrees, SensorRecovered, Sens
 from ..contract.inputs import Inspection, Reading, SiteClosure
 from ..contract.times import minutes_ms
 from . import clocks, sitestorms
+from .active import FirstRun, local_midnight_ms
 from .clocks import ClockFloor, SiteClocks
 from .health import HealthFold, never_heard
 from .rain import GAUGE_QUALIFIED, GaugeFold
-from .routine import Anchor, site_start_ms
+from .routine import Anchor
 from .sitestorms import MEAN_GAUGE
 from .timeline import Source, Timeline
 from .traps import TrapFold
@@ -64,6 +65,8 @@ class SiteEngine:
     inspection_keys: set[tuple[int, str, str]] = field(default_factory=set)
     last_inspection_ms: int | None = None
     first_seen_ms: int | None = None
+    #: Where the active period of a site without ``active_since`` begins (``active.py``).
+    first_run: FirstRun = field(default_factory=lambda: FirstRun(0))
     #: The newest event time of the site's inputs, and the ``COMPACT_EVERY_MS`` block of
     #: it at the last compaction (``core.py``): each site's horizon follows its own input.
     newest_ms: int | None = None
@@ -157,7 +160,7 @@ def source_of(window: Window, site: str, sensors: Sequence[str],
 
 def build_site(site: SiteConfig, window: Window | None,
                 restored: dict[str, Any] | None = None) -> SiteEngine:
-    se = SiteEngine(site)
+    se = SiteEngine(site, first_run=FirstRun.for_site(site))
     groups = {"gauge": se.gauges, "trap": se.traps, "pair": se.pairs, "health": se.health}
     for name, (fold, sensors, status_of) in folds(site).items():
         group, ident = name.split(":", 1)
@@ -190,6 +193,7 @@ def dump_site(se: SiteEngine) -> dict[str, Any]:
         "inspections": [i.to_json() for i in se.inspections],
         "last_inspection_ms": se.last_inspection_ms,
         "first_seen_ms": se.first_seen_ms,
+        "first_run": se.first_run.to_json(),
         "newest_ms": se.newest_ms,
         # When the next compaction runs is part of the state: the restored
         # engine must forget what the uninterrupted one forgets, when it does.
@@ -218,6 +222,7 @@ def load_site(site: SiteConfig, window: Window | None, sd: dict[str, Any]) -> Si
         se.inspection_keys.add((insp.ts_ms, insp.inspector, insp.kind))
     se.last_inspection_ms = sd.get("last_inspection_ms")
     se.first_seen_ms = sd.get("first_seen_ms")
+    se.first_run = FirstRun.for_site(site, [int(t) for t in sd.get("first_run", [])])
     se.newest_ms = sd.get("newest_ms")
     se.compacted_block = sd.get("compacted_block")
     se.compacted_ms = sd.get("compacted_ms")
@@ -238,7 +243,7 @@ def load_site(site: SiteConfig, window: Window | None, sd: dict[str, Any]) -> Si
     se.silence = never_heard(site, se.first_ms, monitoring_start(se), se.clocks_now_ms,
                              frozenset(se.silence_settled))
     se.clocks = clocks.compute(site, list(se.storm_facts.values()), se.inspections,
-                               se.first_seen_ms, se.clocks_now_ms, anchor=se.anchor,
+                               se.first_run.start_ms, se.clocks_now_ms, anchor=se.anchor,
                                floors=se.floors, closure=se.closure)
     return se
 
@@ -246,7 +251,8 @@ def load_site(site: SiteConfig, window: Window | None, sd: dict[str, Any]) -> Si
 def monitoring_start(se: SiteEngine) -> int | None:
     """The later of ``active_since`` and the site's first message; ``active_since``
     alone for a site never heard from (an active site that is silent is not fine)."""
-    active = site_start_ms(se.config, None)
+    since = se.config.active_since
+    active = local_midnight_ms(se.config, since) if since is not None else None
     if active is None or se.first_seen_ms is None:
         return active if active is not None else se.first_seen_ms
     return max(active, se.first_seen_ms)

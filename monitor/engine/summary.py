@@ -21,6 +21,7 @@ from typing import Any, cast
 
 from ..contract.times import MS_PER_HOUR
 from .actions import action_states, record_of
+from .active import calendar_zone, missed_weeks
 from .clocks import is_overdue
 from .core import Engine
 from .health import HealthFold, is_stale
@@ -34,7 +35,6 @@ from .readout import (
     SiteNow,
     SiteSummary,
 )
-from .routine import missed_weeks
 from .traps import TrapFold
 from .turbidity import PairFold
 
@@ -69,7 +69,8 @@ def summarize(engine: Engine, site_id: str) -> SiteSummary:
         # Actions whose inspection is still in memory are those not final yet (settle.py).
         tuple(action_states(record_of(i) for i in se.inspections)),
         se.missed_weeks_settled,
-        se.closure.ts_ms if se.closure is not None else None)
+        se.closure.ts_ms if se.closure is not None else None,
+        zone.key if (zone := calendar_zone(site)) is not None else None)
 
 
 def judged_at(summary: SiteSummary | Mapping[str, Any], wall_ms: int) -> int:
@@ -104,7 +105,8 @@ def status_at(summary: SiteSummary, now_ms: int) -> SiteNow:
         ended = [t for t in (c.closed_ms, c.ends_ms) if t is not None]
         weeks = 0
         if c.clock == "routine" and due is not None:
-            weeks = missed_weeks(due, now_ms, min(ended) if ended else None)
+            weeks = missed_weeks(due, now_ms, min(ended) if ended else None,
+                                 summary.week_zone)
             missed += weeks
         if ended and min(ended) <= now_ms:
             continue

@@ -34,7 +34,7 @@ from ..contract.localtime import local_datetime, local_text
 from ..contract.rejects import Rejection, RejectReason
 from ..contract.times import iso, parse_iso
 from ..engine.actions import action_states, record_of_event, resolvable_at
-from ..engine.routine import local_midnight_ms
+from ..engine.active import local_midnight_ms
 from ..errors import UserError
 from ..sources.inspectionrules import inspection_message
 from ..sources.rules import FUTURE_TOLERANCE_MS, site_index

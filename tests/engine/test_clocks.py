@@ -125,15 +125,16 @@ def test_condition_outside_abc_is_informational() -> None:
 def test_routine_clock_every_seven_days() -> None:
     eng, _ = run([inspection(ts("2026-04-05T12:00:00Z"), kind="routine")],
                  now_ms=ts("2026-04-20T00:00:00Z"), active_since="2026-04-01")
-    # active_since 2026-04-01 local midnight (EDT, UTC-4) = 04:00Z; inspected 04-05 (met);
-    # next due 04-12 12:00Z, overdue from then on.
+    # active_since 2026-04-01 (EDT, UTC-4): due at the end of 04-08 local, 23:59:59.999 EDT
+    # = 04-09 03:59:59.999Z; inspected 04-05 08:00 EDT (met); the next is due at the end
+    # of 04-12 local (04-13 03:59:59.999Z), overdue from then on.
     closed = final(eng, "clock_closed")
     assert [(c["clock"], c["due"], c["outcome"]) for c in closed] == [
-        ("routine", "2026-04-08T04:00:00Z", "met")]
+        ("routine", "2026-04-09T03:59:59.999Z", "met")]
     overdue = final(eng, "inspection_overdue")
-    assert overdue[0]["due"] == "2026-04-12T12:00:00Z"
-    # 04-12 12:00 to 04-20 00:00 is 180 h: notices at 0, 4, ..., 180 h.
-    assert len(overdue) == 180 // 4 + 1
+    assert overdue[0]["due"] == "2026-04-13T03:59:59.999Z"
+    # 04-13 03:59:59.999Z to 04-20 00:00Z is 164 h and 1 ms: notices at 0, 4, ..., 164 h.
+    assert len(overdue) == 164 // 4 + 1
 
 
 def test_gauges_any_all_mean() -> None:

@@ -81,7 +81,7 @@ def test_clocks_owed_at_the_instant() -> None:
         closed("storm-rg1-20260528T100000Z", "storm", "2026-05-29T11:00:00Z",
                "2026-06-02T12:00:00Z"),
     ]
-    duties = outstanding_duties(events, [routine, storm_open, later, cut], {}, T)
+    duties = outstanding_duties(events, [routine, storm_open, later, cut], {}, T, week_zone=None)
     assert duties == [
         Duty("inspection", "routine-2026-05-20T14:00:00Z", parse_iso("2026-05-20T14:00:00Z"),
              parse_iso("2026-05-27T04:00:00Z"), True, clock="routine", missed_weeks=1),
@@ -99,15 +99,16 @@ def test_without_a_recorded_summary_the_events_decide() -> None:
                        total_in=0.6, max_24h_in=0.6, due="2026-06-01T21:00:00Z",
                        uncertain_in=0.0, gauges=("rg1",), threshold_in=0.5, mode="event_total",
                        clock_id="storm-rg1-20260531T200000Z")
-    (duty,) = outstanding_duties([ev(parse_iso("2026-05-31T21:00:00Z"), q)], None, {}, T)
+    (duty,) = outstanding_duties([ev(parse_iso("2026-05-31T21:00:00Z"), q)], None, {}, T,
+                                 week_zone=None)
     assert (duty.subject, duty.since_ms, duty.due_ms, duty.overdue) == (
         "storm-rg1-20260531T200000Z", parse_iso("2026-05-31T21:00:00Z"),
         parse_iso("2026-06-01T21:00:00Z"), False)
     # Closed at 03:00, before T: nothing owed.
     shut = closed("storm-rg1-20260531T200000Z", "storm", "2026-06-01T21:00:00Z",
                   "2026-06-01T03:00:00Z")
-    assert outstanding_duties([ev(parse_iso("2026-05-31T21:00:00Z"), q), shut], None, {}, T) \
-        == []
+    assert outstanding_duties([ev(parse_iso("2026-05-31T21:00:00Z"), q), shut], None, {}, T,
+                              week_zone=None) == []
 
 
 def test_open_corrective_actions_and_standing_turbidity() -> None:
@@ -123,7 +124,7 @@ def test_open_corrective_actions_and_standing_turbidity() -> None:
         contrast("2026-05-31T23:10:00Z", "exceeded", "2026-05-31T23:00:00Z", pair="outfall-2"),
         contrast("2026-06-01T05:00:00Z", "exceeded", "2026-06-01T04:50:00Z"),  # after T
     ]
-    duties = outstanding_duties(events, [], {}, T)
+    duties = outstanding_duties(events, [], {}, T, week_zone=None)
     opened = parse_iso("2026-05-03T20:00:00Z")
     assert duties == [
         Duty("action", "ca-1", opened, parse_iso("2026-05-07T04:00:00Z"), True,
@@ -151,11 +152,12 @@ def test_a_standing_cleanout_demand_is_owed_until_the_trap_is_cleaned() -> None:
                 depth(90, 6.0)]
     samples = _samples(readings)
     assert [s.demand_since_ms for s in samples] == [None, None, at(20), at(20), None]
-    (duty,) = outstanding_duties([], [], {"box": samples}, at(75))
+    (duty,) = outstanding_duties([], [], {"box": samples}, at(75), week_zone=None)
     assert duty == Duty("cleanout", "box", at(20), None, True,
                         fill_fraction=0.5625, measured_ms=at(60))
     assert duty.section == "§ 134-9A(1)"
-    assert outstanding_duties([], [], {"box": samples}, at(19)) == []
-    assert outstanding_duties([], [], {"box": samples}, at(90)) == []
-    assert outstanding_duties([], [], {"box": samples}, at(90) + 10 * MS_PER_MINUTE) == []
+    assert outstanding_duties([], [], {"box": samples}, at(19), week_zone=None) == []
+    assert outstanding_duties([], [], {"box": samples}, at(90), week_zone=None) == []
+    assert outstanding_duties([], [], {"box": samples}, at(90) + 10 * MS_PER_MINUTE,
+                              week_zone=None) == []
     assert iso(at(20)) == "2026-05-01T12:20:00Z"

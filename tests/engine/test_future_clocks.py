@@ -28,18 +28,20 @@ def _site_with_a_pause_next_year(now_ms: int):  # type: ignore[no-untyped-def]
 
 def test_next_years_routine_clock_does_not_exist_today() -> None:
     eng = _site_with_a_pause_next_year(ts("2026-05-03T00:00:00Z"))
-    # active_since 2026-05-01 at local midnight (EDT) = 04:00Z; the inspection closes
-    # that clock and starts the next, which the pause will cut on 2027-01-04 (05:00Z,
-    # EST). The clock after the pause (2027-03-01, 05:00Z) has not begun.
+    # active_since 2026-05-01 at local midnight (EDT) = 04:00Z, due at the end of 05-08
+    # local (05-09 03:59:59.999Z); the inspection (05-02 09:30 EDT) closes that clock and
+    # starts the next, due at the end of 05-09 local, which the pause will cut on
+    # 2027-01-04 (05:00Z, EST). The clock after the pause (2027-03-01, 05:00Z) has not
+    # begun.
     assert [(c.clock_id, c.start, c.due, c.closed_at, c.ends_at) for c in eng.clocks(SITE)] == [
         ("routine-2026-05-01T04:00:00Z", ts("2026-05-01T04:00:00Z"),
-         ts("2026-05-08T04:00:00Z"), ts("2026-05-02T13:30:00Z"), None),
+         ts("2026-05-09T03:59:59.999Z"), ts("2026-05-02T13:30:00Z"), None),
         ("routine-2026-05-02T13:30:00Z", ts("2026-05-02T13:30:00Z"),
-         ts("2026-05-09T13:30:00Z"), None, ts("2027-01-04T05:00:00Z")),
+         ts("2026-05-10T03:59:59.999Z"), None, ts("2027-01-04T05:00:00Z")),
     ]
     status = site_status(eng, SITE, ts("2026-05-03T00:00:00Z"))
     assert [(c["clock_id"], c["started_at"], c["due"]) for c in status["open_clocks"]] == [
-        ("routine-2026-05-02T13:30:00Z", "2026-05-02T13:30:00Z", "2026-05-09T13:30:00Z")]
+        ("routine-2026-05-02T13:30:00Z", "2026-05-02T13:30:00Z", "2026-05-10T03:59:59.999Z")]
 
 
 def test_the_clock_after_the_pause_exists_once_the_pause_is_over() -> None:

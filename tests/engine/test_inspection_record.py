@@ -13,8 +13,8 @@ from typing import Any
 
 from monitor.contract.inputs import CorrectiveAction, Inspection, Reading, SiteClosure
 from monitor.contract.times import MS_PER_DAY, MS_PER_HOUR, MS_PER_MINUTE, iso, parse_iso
+from monitor.engine.active import missed_weeks
 from monitor.engine.core import Engine
-from monitor.engine.routine import missed_weeks
 from monitor.engine.summary import site_status
 from monitor.sinks.notify.routing import DEFAULT_ROUTES, route_keys
 from monitor.sources.parse import parse_message
@@ -141,8 +141,11 @@ def test_routine_clocks_run_only_in_the_active_period() -> None:
                and e.body.to_json()["clock"] == "routine"]
     assert notices and all(not pause_from <= e.at_ms < pause_to for e in notices)
     assert all(e.at_ms < MAY1 + 40 * D for e in notices)
-    # The storm in the pause still qualified, with its own clock.
-    assert [q["clock_id"] is not None for q in final(eng, "storm_qualified")] == [True]
+    # The storm in the pause still qualified, as informational: the active period bounds
+    # every clock (issue 28; it used to open a storm clock in the shutdown).
+    assert [(q.get("clock_id"), q["due"], q["informational"], q["outside"])
+            for q in final(eng, "storm_qualified")] == [(None, None, True, "paused")]
+    assert [c for c in eng.clocks(SITE) if c.clock == "storm"] == []
 
 
 def test_site_close_ends_the_routine_cadence() -> None:
@@ -163,7 +166,7 @@ def test_site_close_ends_the_routine_cadence() -> None:
 def test_each_missed_week_is_counted() -> None:
     """§ 134-12D: a routine clock 15 days past due has missed 3 weeks; an inspection
     stops the count."""
-    due = MAY1 + 7 * D
+    due = MAY1 + 8 * D - 1  # the end of 2026-05-08 at the site, 23:59:59.999 EDT
     eng, _ = run([], due + 15 * D, active_since="2026-05-01")
     eng.tick(due + 15 * D)
     weeks = final(eng, "inspection_missed")

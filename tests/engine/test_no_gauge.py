@@ -68,9 +68,11 @@ def test_check_config_warns_and_does_not_promise_storm_clocks(tmp_path: Path) ->
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.splitlines() == [f"warning: {WARNING}"]
     pond, meadows = proc.stdout.split("; meadows (")
-    assert "storm and 7-day inspection clocks" not in pond
-    assert pond.endswith(f"7-day inspection clocks; {NO_GAUGE}")
-    assert "storm and 7-day inspection clocks" in meadows  # the site with a gauge
+    routine = ("routine inspection clocks every 7 calendar days from its first readings (no "
+               "active_since: a lone reading followed by a longer silence does not start it)")
+    assert "storm inspection clocks" not in pond
+    assert pond.endswith(f"; {routine}; {NO_GAUGE}")
+    assert f"storm inspection clocks and {routine}" in meadows  # the site with a gauge
 
 
 def test_check_config_strict_refuses(tmp_path: Path) -> None:

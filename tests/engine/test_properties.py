@@ -16,8 +16,15 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from monitor.contract.inputs import CorrectiveAction, Inspection, Location, Photo, Reading
-from monitor.contract.times import MS_PER_MINUTE
+from monitor.contract.inputs import (
+    CorrectiveAction,
+    Inspection,
+    Location,
+    Photo,
+    Reading,
+    SiteClosure,
+)
+from monitor.contract.times import MS_PER_DAY, MS_PER_HOUR, MS_PER_MINUTE
 from monitor.engine.core import Engine
 from monitor.engine.window import MemoryWindow
 
@@ -55,6 +62,13 @@ TRAPS = [{"id": "trap-1", "sensor": "trap1-depth", "shape": "trapezoidal",
 CONFIGS = {mode: site_config(sensors=SENSORS, rain={"gauges": mode}, turbidity_pairs=PAIRS,
                              traps=TRAPS)
            for mode in ("any", "all", "mean")}
+#: Issue 28: a site whose active period begins inside the span (local midnight of
+#: 2026-05-01 in New York is 04:00Z), so storms before it are informational.
+CONFIGS["active_since"] = site_config(sensors=SENSORS, turbidity_pairs=PAIRS, traps=TRAPS,
+                                      active_since="2026-05-01")
+#: Issue 28: a stray row a routine period and an hour before the span (isolated: not
+#: the start of a site without active_since), yet within the lateness bound of it.
+STRAY_MS = START - 7 * MS_PER_DAY - MS_PER_HOUR
 CONFIG = CONFIGS["any"]
 gauge_modes = st.sampled_from(sorted(CONFIGS))
 
@@ -78,6 +92,16 @@ def scenario(seed: int, storm_list: list[tuple[int, int, int]], n_insp: int) -> 
     on_tip_total = 0
     node_quiet = rng.randrange(SPAN_MIN)
     reboot = rng.choice([None, rng.randrange(SPAN_MIN)])
+    # Issue 28: a stray row (a qualifying one of rg2, or a status of rg1), and final
+    # stabilization recorded within the span (storms after it informational, clocks cut).
+    stray = rng.choice([None, "rain", "status"])
+    if stray == "rain":
+        items.append(Reading(SITE, "rg2", "rain", STRAY_MS, precip_in=0.6, seq=1))
+    elif stray == "status":
+        items.append(Reading(SITE, "rg1", "status", STRAY_MS, battery_v=3.9))
+    closed = rng.choice([None, None, START + rng.randrange(SPAN_MIN) * MS_PER_MINUTE])
+    if closed is not None:
+        items.append(SiteClosure(SITE, closed, closed))
     for m in range(0, SPAN_MIN, 5):
         t = START + m * MS_PER_MINUTE
         tips = sum(rate[m:m + 5])

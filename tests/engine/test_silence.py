@@ -276,7 +276,7 @@ def test_routine_deadlines_are_calendar_days_in_the_site_time_zone() -> None:
     eng.apply(Reading(SITE, "rg1", "rain", parse_iso("2026-03-05T06:00:00Z"), tips_total=0))
     eng.tick(parse_iso("2026-03-05T06:00:00Z"))
     (routine,) = [c for c in eng.clocks(SITE) if c.clock == "routine"]
-    # Started Thursday 00:00 EST (05:00Z), due the next Thursday 00:00 EDT (04:00Z),
-    # not 01:00 EDT as 7 x 24 hours would put it.
+    # Started Thursday 00:00 EST (05:00Z), due at the end of the next Thursday, 23:59:59.999
+    # EDT (03-13 03:59:59.999Z), not an hour later as 8 x 24 hours would put it.
     assert (iso(routine.start or 0), iso(routine.due or 0)) == (
-        "2026-03-05T05:00:00Z", "2026-03-12T04:00:00Z")
+        "2026-03-05T05:00:00Z", "2026-03-13T03:59:59.999Z")

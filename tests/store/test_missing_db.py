@@ -16,6 +16,8 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from datetime import datetime, timedelta
+from datetime import time as dtime
 from pathlib import Path
 from typing import Any
 
@@ -262,9 +264,14 @@ def test_status_judges_clocks_in_the_engines_event_time(tmp_path: Path) -> None:
     assert not listed & closed, f"closed clocks listed as open: {listed & closed}"
     assert not any(c["clock"] == "storm" for c in site["open_clocks"])
     # Only the routine clock the inspection started is open, its hours counted from
-    # the engine's time (due 7 days after the inspection, 5 h of it gone).
+    # the engine's time: due at the end of the local day 7 days after the inspection's,
+    # 5 h after the inspection as the engine sees it.
     (routine,) = site["open_clocks"]
-    assert routine["clock"] == "routine" and routine["hours_left"] == 7 * 24 - 5
+    zone = config.sites[0].zone
+    day = datetime.fromtimestamp(inspected / 1000, zone).date() + timedelta(days=8)
+    due = round(datetime.combine(day, dtime(0), tzinfo=zone).timestamp() * 1000) - 1
+    assert routine["clock"] == "routine"
+    assert routine["hours_left"] == round((due - engine_now) / MS_PER_HOUR, 2)
     assert site["event_time"] == recorded["event_time"]
 
     proc = stormwatch(cfg, ("status",))

@@ -90,11 +90,12 @@ def test_every_duty_outstanding_at_the_end_is_listed(site: Config) -> None:
         ["Corrective action ca-1: re-trench silt fence north (asked by J. Rivera)",
          "2026-05-03 16:00 EDT", "2026-05-07 00:00 EDT", "overdue by 25.0 days",
          "§ 134-9A(1)"],
-        # Due 7 calendar days after the inspection; June 1 00:00 EDT is 21 days 8 h later,
-        # in the fourth week missed.
-        ["Routine inspection (every seven days), clock routine-2026-05-03 16:00 EDT",
-         "2026-05-03 16:00 EDT", "2026-05-10 16:00 EDT",
-         "overdue by 21.3 days; 4 week(s) missed (§ 134-12D: each a separate violation)",
+        # Due at the end of the local day 7 calendar days after the inspection's (May 10
+        # 23:59:59.999 EDT); the period's last instant (June 1 00:00 EDT less 1 ms) is
+        # 21 days later, in the fourth week missed (weeks from May 10, 17, 24 and 31).
+        ["Routine inspection (every 7 calendar days), clock routine-2026-05-03 16:00 EDT",
+         "2026-05-03 16:00 EDT", "2026-05-10 23:59 EDT",
+         "overdue by 21.0 days; 4 week(s) missed (§ 134-12D: each a separate violation)",
          "§ 134-9A(2)"],
         ["Remove sediment from trap trap-1: clean-out demanded and not done; 53% of design "
          "volume at its last reading (2026-05-20 08:00 EDT), clean-out at 50%",

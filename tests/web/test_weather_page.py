@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +43,12 @@ NOW = int(time.time() * 1000) // H * H
 
 def weather_config(tmp_path: Path) -> Config:
     path = write_web_config(tmp_path, more=WEATHER)
+    # Active since two days ago: its gauge is dead, not the site; without active_since a
+    # site never heard from has not begun (no clock: the active period bounds them all).
+    since = (datetime.fromtimestamp(NOW / 1000, timezone.utc) - timedelta(days=2)).date()
     text = path.read_text().replace(
-        "    condition: B\n", "    condition: B\n    location: {lat: 41.05, lon: -73.54}\n")
+        "    condition: B\n", "    condition: B\n    location: {lat: 41.05, lon: -73.54}\n"
+        f"    active_since: {since}\n")
     path.write_text(text)
     return load_config(path, env={})
 

@@ -328,8 +328,7 @@ def _storm_qualified(c: _Ctx, e: StormQualified) -> Content:
     if e.informational:
         return Content(
             f"storm {inches(e.total_in, e.threshold_in)} (informational)",
-            "A storm event reached the inspection threshold. This site does not meet "
-            "Condition A, B or C of § 134-7B(2), so no inspection deadline applies; the "
+            f"A storm event reached the inspection threshold. {_no_deadline(c, e)}; the "
             "storm is recorded in the log book.", facts, INFO)
     if due is None:
         facts.append(Line("Inspection due", "24 hours after the rain stops; you will get the "
@@ -342,6 +341,30 @@ def _storm_qualified(c: _Ctx, e: StormQualified) -> Content:
         f"storm {inches(e.total_in, e.threshold_in)}, inspect by {c.local(due, year=False)}",
         "A storm event qualified: a storm inspection is due within 24 hours.",
         facts, WARNING, [_duty_9a2(), Line("To do", c.record_hint("storm"))])
+
+
+def _no_deadline(c: _Ctx, e: StormQualified) -> str:
+    """Why no inspection deadline applies to an informational storm: the site's
+    condition, or the part of the site's life it fell outside (``outside``)."""
+    site = c.site
+    if e.outside == "before_active_since":
+        since = f" on {site.active_since}" if site is not None else ""
+        why = f"It qualified before the site became active{since}"
+    elif e.outside == "before_start":
+        why = ("It qualified before the site's readings show it active (without "
+               "active_since a site starts at a reading another follows within a routine "
+               "inspection period: a stray row, or a site never heard from, has not "
+               "started); set active_since if the site was active then")
+    elif e.outside == "after_final_stabilization":
+        why = "It qualified after the site's final stabilization"
+    elif e.outside == "paused":
+        why = "It qualified during a pause of the site's inspections agreed with the officer"
+    elif e.outside is not None:
+        why = f"It qualified outside the site's active period ({e.outside})"
+    else:
+        return ("This site does not meet Condition A, B or C of § 134-7B(2), so no "
+                "inspection deadline applies")
+    return why + ", so no inspection deadline applies"
 
 
 def _storm_revealed(c: _Ctx, e: StormQualified, facts: list[Line]) -> Content:
@@ -357,8 +380,7 @@ def _storm_revealed(c: _Ctx, e: StormQualified, facts: list[Line]) -> Content:
         return Content(f"storm {inches(e.total_in, e.threshold_in)} (informational), "
                        "timing unknown",
                        "A storm event reached the inspection threshold, found when a silent "
-                       "gauge reported again. No inspection deadline applies at this site "
-                       "(not Condition A, B or C of § 134-7B(2)).", facts, INFO)
+                       f"gauge reported again. {_no_deadline(c, e)}.", facts, INFO)
     due = ms_of(e.due)
     if early is not None:
         passed = "; that has already passed" if early <= c.now else ""

@@ -17,6 +17,7 @@ from html import escape
 from ...config import SiteConfig
 from ...contract.figures import fill_text
 from ...contract.times import MS_PER_HOUR
+from ...engine.active import cadence_words
 from ...engine.duties import Duty
 from .tables import LocalTime, outcome, table
 
@@ -41,7 +42,7 @@ def owed_section(site: SiteConfig, duties: Sequence[Duty], at_ms: int, to_ms: in
 def _what(site: SiteConfig, d: Duty, local: LocalTime) -> str:
     if d.kind == "inspection":
         kind = ("Storm inspection (within 24 hours of the storm)" if d.clock == "storm"
-                else "Routine inspection (every seven days)")
+                else f"Routine inspection ({cadence_words(site)})")
         return f"{kind}, clock {local.id(d.subject)}"
     if d.kind == "cleanout":
         levels = site.fill_levels(d.subject) or (0.5,)
