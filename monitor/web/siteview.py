@@ -22,6 +22,7 @@ from ..contract.events import (
 )
 from ..contract.localtime import local_text
 from ..contract.times import MS_PER_HOUR, parse_iso
+from ..contract.unmonitored_words import reason_words
 from ..store import Store
 from ..views.report.photos import taken_words
 from ..views.status import build_status
@@ -91,6 +92,10 @@ class SiteView:
 
     def local(self, when: int | str | None) -> str:
         return local_text(when, self.site.zone)
+
+    def why_unknown(self, reason: str) -> str:
+        """Why a pair's contrast cannot be checked, as the alert says it."""
+        return reason_words(reason)
 
     def taken(self, photo: dict[str, Any]) -> str:
         """When a photo was taken, as the report says it (``taken_words``)."""

@@ -173,7 +173,7 @@ def build_report(config: Config, store: Store, site_id: str, from_ms: int, to_ms
                        photo_pixels_of(config)),
         _actions_table(book.events, from_ms, to_ms, now_ms, p.local),
         trap_section(events, p.local),
-        turbidity_section(events, p.local, episodes),
+        turbidity_section(events, p.local, episodes, state),
         plots_section(site, series, p.local, from_ms, to_ms),
         "</body></html>"])
 
