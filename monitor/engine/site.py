@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from ..config import SensorConfig, SiteConfig, TurbidityPair, WeatherConfig
 from ..contract.events import (
@@ -27,7 +27,6 @@ from ..contract.events import (
     GaugeDisagrees,
     SensorRecovered,
     SensorStale,
-    TurbidityUnknown,
 )
 from ..contract.inputs import Inspection, Reading, SiteClosure
 from ..contract.times import minutes_ms
@@ -40,7 +39,7 @@ from .sitestorms import MEAN_GAUGE
 from .timeline import Source, Timeline
 from .traps import TrapFold
 from .turbidity import PairFold
-from .unmonitored import Unknown, open_unknown, runs_by_pair
+from .unmonitored import Run, Unknown, open_unknown, run_of, runs_by_pair
 from .weather import (
     WINDOW_MS,
     GaugeRecord,
@@ -53,6 +52,8 @@ from .weather import (
     reference_start_ms,
 )
 from .window import Window
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -109,7 +110,7 @@ class SiteEngine:
     #: The pairs' unknown runs by id (they outlive the pair timelines' window until
     #: their episode is final), the notices they give (``unmonitored.py``), the *now*
     #: those were worked out at, and when the next one falls due if nothing changes.
-    unknown_runs: dict[str, Fact] = field(default_factory=dict)
+    unknown_runs: dict[str, Run] = field(default_factory=dict)
     notices: dict[str, Fact] = field(default_factory=dict)
     notices_now_ms: int | None = None
     notice_next_ms: int | None = None
@@ -223,7 +224,7 @@ def dump_site(se: SiteEngine) -> dict[str, Any]:
         "weather": se.weather.dump(),
         "weather_ids": sorted(se.weather_ids),
         "weather_dirty": se.weather_dirty,
-        "unknown_runs": [f.to_json() for f in se.unknown_runs.values()],
+        "unknown_runs": [run.to_json() for run in se.unknown_runs.values()],
         "notices_now_ms": se.notices_now_ms,
     }
 
@@ -255,8 +256,8 @@ def load_site(site: SiteConfig, window: Window | None, sd: dict[str, Any]) -> Si
     se.weather_dirty = bool(sd.get("weather_dirty", False))
     se.silence = never_heard(site, se.first_ms, monitoring_start(se), se.clocks_now_ms,
                              frozenset(se.silence_settled))
-    se.unknown_runs = {f.id: f for f in (Fact.from_json(raw)
-                                         for raw in sd.get("unknown_runs", []))}
+    se.unknown_runs = {run.fact_id: run for run in (Run.from_json(raw)
+                                                    for raw in sd.get("unknown_runs", []))}
     se.notices_now_ms = sd.get("notices_now_ms")
     se.notices, se.notice_next_ms = notice_truth(se, se.notices_now_ms)
     se.clocks = clocks.compute(site, list(se.storm_facts.values()), se.inspections,
@@ -305,21 +306,21 @@ def settle_silence(se: SiteEngine, horizon_ms: int) -> list[str]:
 
 def note_unknown_runs(se: SiteEngine, truth: dict[str, Fact], changed: Iterable[str]) -> bool:
     """Mirror a pair timeline's unknown runs into ``unknown_runs``; True if any changed."""
-    return mirror(se.unknown_runs, truth, changed,
-                  lambda fact: isinstance(fact.body, TurbidityUnknown))
+    return mirror(se.unknown_runs, truth, changed, run_of)
 
 
-def mirror(kept: dict[str, Fact], truth: Mapping[str, Fact], changed: Iterable[str],
-           wanted: Callable[[Fact], bool]) -> bool:
-    """Keep in ``kept`` the ``wanted`` facts among the ``changed`` ids of a timeline's
-    ``truth`` as they are now (a changed id gone from the truth, or no longer wanted,
-    leaves ``kept``); True if ``kept`` changed."""
+def mirror(kept: dict[str, T], truth: Mapping[str, Fact], changed: Iterable[str],
+           wanted: Callable[[Fact], T | None]) -> bool:
+    """Keep in ``kept`` what ``wanted`` makes of the facts among the ``changed`` ids of a
+    timeline's ``truth`` as they are now (None: not wanted; a changed id gone from the
+    truth, or no longer wanted, leaves ``kept``); True if ``kept`` changed."""
     dirty = False
     for fid in changed:
         fact = truth.get(fid)
-        if fact is not None and wanted(fact):
-            if kept.get(fid) != fact:
-                kept[fid] = fact
+        value = None if fact is None else wanted(fact)
+        if value is not None:
+            if kept.get(fid) != value:
+                kept[fid] = value
                 dirty = True
         elif kept.pop(fid, None) is not None:
             dirty = True
@@ -368,9 +369,9 @@ def note_storm_facts(se: SiteEngine, truth: dict[str, Fact], changed: Iterable[s
     changed."""
     wanted = _STORM_TYPES | (_STALE_TYPES if se.config.rain.gauges == "all" else frozenset())
     gauges = {g.id for g in se.config.gauges()}
-    return mirror(se.storm_facts, truth, changed, lambda fact: fact.type in wanted and (
+    return mirror(se.storm_facts, truth, changed, lambda fact: fact if fact.type in wanted and (
         fact.type in _STORM_TYPES or (isinstance(fact.body, SensorStale | SensorRecovered)
-                                      and fact.body.sensor in gauges)))
+                                      and fact.body.sensor in gauges)) else None)
 
 
 def note_reference_storms(se: SiteEngine, truth: dict[str, Fact], changed: Iterable[str]

@@ -59,6 +59,7 @@ from __future__ import annotations
 
 from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from ..config import SiteConfig, TurbidityPair
 from ..contract.events import (
@@ -83,6 +84,24 @@ class Run:
     until_ms: int | None
     reason: UnknownReason
     fact_id: str = ""
+    pair: str = ""
+
+    def to_json(self) -> list[object]:
+        return [self.pair, self.since_ms, self.until_ms, self.reason, self.fact_id]
+
+    @classmethod
+    def from_json(cls, data: list[Any]) -> Run:
+        pair, since, until, reason, fact_id = data
+        return cls(since, until, reason, str(fact_id), str(pair))
+
+
+def run_of(fact: Fact) -> Run | None:
+    """The run a ``_turbidity_unknown`` fact stands for (None for any other fact)."""
+    b = fact.body
+    if not isinstance(b, TurbidityUnknown):
+        return None
+    return Run(None if b.since is None else parse_iso(b.since),
+               None if b.until is None else parse_iso(b.until), b.reason, fact.id, b.pair)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,15 +143,11 @@ class Unknown:
     notice_ms: int | None
 
 
-def runs_by_pair(facts: Iterable[Fact]) -> dict[str, list[Run]]:
-    """The runs among ``facts``, by pair, in time order."""
+def runs_by_pair(runs_of_site: Iterable[Run]) -> dict[str, list[Run]]:
+    """The runs by pair, in time order."""
     out: dict[str, list[Run]] = {}
-    for f in facts:
-        b = f.body
-        if isinstance(b, TurbidityUnknown):
-            out.setdefault(b.pair, []).append(Run(
-                None if b.since is None else parse_iso(b.since),
-                None if b.until is None else parse_iso(b.until), b.reason, f.id))
+    for run in runs_of_site:
+        out.setdefault(run.pair, []).append(run)
     for runs in out.values():
         runs.sort(key=lambda r: -(2**62) if r.since_ms is None else r.since_ms)
     return out
