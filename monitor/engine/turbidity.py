@@ -81,12 +81,9 @@ from before the first reading; ``until`` null: still open), made when it begins
 and again, same id, when it ends. ``unmonitored.py`` decides from them what a
 person is told.
 
-Everything that decides this pair's facts lives in this file, and the state is
-a function of the sorted input prefix only (see ``timeline.py``), so late and
-repeated readings cannot change the outcome.
-
-NTU values are integers in milli-NTU and limits in units of 1e-4 NTU, so the
-comparison with the limit is exact (``contrast.py``, the numeric rule).
+The state is a function of the sorted input prefix only (``timeline.py``), so
+late and repeated readings cannot change the outcome. NTU are integers in
+milli-NTU, limits in 1e-4 NTU: compared exactly (``contrast.py``, the rule).
 """
 
 from __future__ import annotations
@@ -355,7 +352,7 @@ class PairFold:
         usable = background if background is not None and background[1] < self.up_max_m \
             else None
         # The silence before this reading, then what this reading leaves unknown.
-        self._check_silence(state, t, out)
+        self._check_silence(state, t, out, next_reading=True)
         state.last_down = t
         self._set_unknown(state, t, "downstream_pegged" if down_m >= self.down_max_m
                           else "background_missing" if usable is None else None, out)
@@ -481,11 +478,14 @@ class PairFold:
         else:
             state.down_pegged = pegged
 
-    def _check_silence(self, state: PairState, now_ms: int, out: list[Fact]) -> None:
+    def _check_silence(self, state: PairState, now_ms: int, out: list[Fact],
+                       next_reading: bool = False) -> None:
         """The downstream probe has been silent since its last evaluated reading plus its
-        ``stale_after_minutes``, if ``now_ms`` is past that and none is pending."""
+        ``stale_after_minutes``, if ``now_ms`` (its ``next_reading``, or an instant with
+        none pending) is past that."""
         last = state.last_down
-        if not state.pending and last is not None and now_ms - last > self.down_stale_ms:
+        if (next_reading or not state.pending) and last is not None \
+                and now_ms - last > self.down_stale_ms:
             self._set_unknown(state, last + self.down_stale_ms, "downstream_stale", out)
 
     def _set_unknown(self, state: PairState, at_ms: int, reason: UnknownReason | None,

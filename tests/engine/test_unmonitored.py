@@ -15,11 +15,14 @@ import json
 import random
 from typing import Any
 
+from monitor.config import SensorConfig, TurbidityPair
 from monitor.contract.inputs import Reading, SiteClosure
 from monitor.contract.times import MS_PER_HOUR, MS_PER_MINUTE, iso
 from monitor.engine.core import Engine
 from monitor.engine.readout import SiteSummary
 from monitor.engine.summary import at_now, site_status, summarize
+from monitor.engine.timeline import Timeline
+from monitor.engine.turbidity import PairFold
 from monitor.views.status import format_status
 
 from ..support.util import SITE, site_config, ts
@@ -287,3 +290,27 @@ def test_an_episode_long_past_leaves_memory_with_its_notices() -> None:
     assert notices(eng) == []
     se = eng.site_engine(SITE)
     assert len(se.unknown_runs) <= 2 and se.notices == {}
+
+
+def test_a_silence_is_a_run_from_last_reading_plus_stale_to_the_next_whatever_the_skew() -> None:
+    # The fold's own record (internal runs): tb-down stale after 5 minutes, paired within
+    # 10. Readings at 0 and from 20 each minute, tb-up each minute throughout: unknown
+    # (downstream_stale) from 0 + 5 = 5 to 20, in any arrival order; before the first
+    # reading, a run from "before it" (null) that ends at the first one.
+    down_probe = SensorConfig(id="tb-down", kind="turbidity", stale_after_minutes=5)
+    pair = TurbidityPair(id="outfall-1", upstream="tb-up", downstream="tb-down")
+    t0 = ts("12:00")
+    items = [Reading(SITE, "tb-up", "turbidity", t0 + m * MS_PER_MINUTE, ntu=10.0)
+             for m in range(40)]
+    items += [Reading(SITE, "tb-down", "turbidity", t0 + m * MS_PER_MINUTE, ntu=11.0)
+              for m in [0, *range(20, 40)]]
+    for order in (items, list(reversed(items))):
+        tl = Timeline(PairFold(SITE, pair, SensorConfig(id="tb-up", kind="turbidity"),
+                               down_probe))
+        for r in order:
+            tl.insert(r)
+        runs = sorted((f.body.to_json()["since"] or "", f.body.to_json()["until"],
+                       f.body.to_json()["reason"]) for f in tl.facts())
+        assert runs == [("", iso(t0), "downstream_stale"),
+                        (iso(t0 + 5 * MS_PER_MINUTE), iso(t0 + 20 * MS_PER_MINUTE),
+                         "downstream_stale")]
