@@ -110,8 +110,11 @@ HELP: dict[str, tuple[str, str, str]] = {
         weeks without a required inspection over the season (§ 134-12D: "each
         week's continued violation shall constitute a separate additional
         violation"); open corrective actions; final stabilization; the last
-        inspection; trap fill; turbidity state; sensor health (and a WARNING
-        for a node whose clock is off); the weather source's state.
+        inspection; trap fill; turbidity state (never ok while the contrast
+        cannot be checked: unknown, then unmonitored once the qualified
+        professional has been told, with why and since when); sensor health
+        (and a WARNING for a node whose clock is off); the weather source's
+        state.
 
         It reads the state the daemon records as it goes (within half a second
         of new input, with every event, and at every tick), so it answers at
@@ -130,7 +133,8 @@ HELP: dict[str, tuple[str, str, str]] = {
 
         --json prints one object. Besides the sites (open_clocks, missed_weeks,
         corrective_actions: id, text, due, overdue, opened_at, inspector;
-        closed_at, last_inspection, traps, turbidity, sensors with readings,
+        closed_at, last_inspection, traps, turbidity (state, the last reading's
+        values, unknown: {reason, since, notice_at} or null), sensors with readings,
         buffered, dropped, clock; event_time; with a weather section, weather:
         source, last_ok, last_error {at, reason}: a source that does not answer
         is UNREACHABLE, never "no storm forecast"), it holds:

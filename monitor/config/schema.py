@@ -320,9 +320,11 @@ def _site_reference_problems(site: Mapping[str, Any]) -> list[Problem]:
                 + _duplicate_ids("traps", traps)
                 + _duplicate_ids("practices", _entries(site.get("practices"))))
     kinds: dict[str, Any] = {}
+    units: dict[str, Any] = {}
     for _, sensor in sensors:
         if isinstance(sensor.get("id"), str):
             kinds.setdefault(sensor["id"], sensor.get("kind"))
+            units.setdefault(sensor["id"], sensor.get("unit", "NTU"))
     wanted = [("turbidity_pairs", pairs, ("upstream", "downstream"), "turbidity"),
               ("traps", traps, ("sensor",), "sediment")]
     for section, entries, fields, kind in wanted:
@@ -331,7 +333,21 @@ def _site_reference_problems(site: Mapping[str, Any]) -> list[Problem]:
                 message = _reference_problem(entry.get(name), kind, kinds)
                 if message:
                     problems.append(((section, i, name), message))
-    return problems
+    return problems + [(("turbidity_pairs", i), message) for i, pair in pairs
+                       if (message := _unit_problem(pair, units))]
+
+
+def _unit_problem(pair: Mapping[str, Any], units: Mapping[str, Any]) -> str | None:
+    """A pair of an NTU and an FNU probe: the two units disagree on the same water (white
+    light against infrared), so their difference is no contrast at all."""
+    up, down = pair.get("upstream"), pair.get("downstream")
+    if not (isinstance(up, str) and isinstance(down, str) and up in units and down in units):
+        return None
+    if units[up] == units[down] or not {units[up], units[down]} <= {"NTU", "FNU"}:
+        return None  # an invalid unit is reported on the sensor itself
+    return (f"upstream {up!r} reads {units[up]} and downstream {down!r} reads "
+            f"{units[down]}: a pair compares like units only (NTU and FNU disagree on the "
+            "same water); use two probes of one unit")
 
 
 def _reference_problem(ref: Any, kind: str, kinds: Mapping[str, Any]) -> str | None:

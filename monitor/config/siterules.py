@@ -33,7 +33,8 @@ _KIND_FIELDS = {"in_per_tip": "rain", "counter_bits": "rain", "max_ntu": "turbid
                 "sensor_height_in": "sediment", "max_step_in": "sediment",
                 "heartbeat_minutes": "rain"}
 #: ... and those of them with a default, refused only when set to another value.
-_KIND_FIELDS_SET = {"reporting": "rain", "debounce_s": "rain", "max_rate_in_per_hour": "rain"}
+_KIND_FIELDS_SET = {"reporting": "rain", "debounce_s": "rain", "max_rate_in_per_hour": "rain",
+                    "unit": "turbidity"}
 
 #: DESIGN § 4 "Sediment traps": the largest change of sediment depth between two
 #: consecutive readings that can be true (unless sustained for ``median_of`` readings).
@@ -55,6 +56,10 @@ class SensorConfig(Model):
     #: logger rebooted near its maximum: a ``counter_reset``, no rain (DESIGN § 3).
     max_rate_in_per_hour: PositiveFloat = 4.0
     max_ntu: PositiveFloat | None = None
+    #: What a turbidity probe reports in: ``NTU`` (a white-light nephelometer, EPA
+    #: 180.1) or ``FNU`` (an infrared one, ISO 7027). The two disagree on the same
+    #: water, so a pair compares like units only; the ``ntu`` field carries either.
+    unit: Literal["NTU", "FNU"] = "NTU"
     sensor_height_in: PositiveFloat | None = None
     #: Sediment: a depth step larger than this between consecutive readings is a
     #: sensor fault (``impossible_step``) unless it is sustained. Default 12 in.
@@ -157,6 +162,9 @@ class TurbidityPair(Model):
     #: ``suspect_hours`` (swapped probes, or a probe in a plume); null: off.
     suspect_delta_ntu: PositiveFloat | None = None
     suspect_hours: PositiveFloat = 6.0
+    #: ``turbidity_unmonitored`` once the contrast has been unknown this long while the
+    #: site is active (background missing, downstream probe stale or pegged).
+    unknown_notice_hours: PositiveFloat = 2.0
 
     @model_validator(mode="after")
     def _rule_fields(self) -> TurbidityPair:

@@ -5,8 +5,8 @@ Each § 5 event type is a frozen dataclass of its own fields (a *body*:
 concludes it, so a misspelt or missing field is a type error where the event
 is made, and consumers read attributes. ``EVENT_TYPES`` maps each type name to
 its class; ``EVENT_FIELDS`` (the fields of each type) is read off the classes.
-How a body becomes JSON is ``body.py``; the weather types (DESIGN § 12) are
-``weather_events.py``.
+How a body becomes JSON is ``body.py``; the turbidity types are
+``turbidity_events.py``, the weather types (DESIGN § 12) ``weather_events.py``.
 
 A ``Fact`` is what the rules conclude (site, event time, stable id and the
 body). An ``Event`` is a fact as published: with the ``revision`` it has
@@ -29,6 +29,14 @@ from .body import CONTRACT as CONTRACT
 from .body import Body as Body
 from .body import contract_field as contract_field
 from .times import iso, parse_iso
+from .turbidity_events import BackgroundMissing as BackgroundMissing
+from .turbidity_events import Pegged as Pegged
+from .turbidity_events import ProbesSuspect as ProbesSuspect
+from .turbidity_events import TurbidityContrast as TurbidityContrast
+from .turbidity_events import TurbidityMonitored as TurbidityMonitored
+from .turbidity_events import TurbidityUnknown as TurbidityUnknown
+from .turbidity_events import TurbidityUnmonitored as TurbidityUnmonitored
+from .turbidity_events import UnknownReason as UnknownReason
 from .weather_events import GaugeDisagrees as GaugeDisagrees
 from .weather_events import StormForecast as StormForecast
 
@@ -311,63 +319,6 @@ class SensorFault(Body):
     last_valid_in: float | None = None
 
 
-# --------------------------------------------------------------------------- turbidity
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TurbidityContrast(Body):
-    """§ 134-8C: the contrast with background was ``exceeded`` long enough, or ``cleared``.
-
-    ``basis`` ``background``: downstream against the upstream probe (``limit_ntu`` is
-    the allowed increase); ``absolute``: no usable background, downstream above the
-    pair's ``absolute_ntu`` (``limit_ntu``), and the upstream fields are null."""
-
-    TYPE: ClassVar[str] = "turbidity_contrast"
-    pair: str
-    state: Literal["exceeded", "cleared"]
-    basis: Literal["background", "absolute"]
-    started_at: str
-    upstream_ntu: float | None
-    downstream_ntu: float
-    delta_ntu: float | None
-    limit_ntu: float
-    upstream_at: str | None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BackgroundMissing(Body):
-    TYPE: ClassVar[str] = "background_missing"
-    sensor: str
-    pair: str
-    downstream_ntu: float
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Pegged(Body):
-    TYPE: ClassVar[str] = "pegged"
-    sensor: str
-    pair: str
-    ntu: float
-    max_ntu: float
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ProbesSuspect(Body):
-    """The upstream (background) probe read more than ``suspect_delta_ntu`` above the
-    downstream one for ``hours`` (at least ``suspect_hours``) from ``since``: swapped
-    probes, or a probe in a plume. The contrast of § 134-8C cannot be trusted then."""
-
-    TYPE: ClassVar[str] = "probes_suspect"
-    pair: str
-    upstream_ntu: float
-    downstream_ntu: float
-    hours: float
-    since: str
-    upstream: str
-    downstream: str
-    suspect_delta_ntu: float
-
-
 # --------------------------------------------------------------------------- sensors
 
 
@@ -412,11 +363,12 @@ EVENT_TYPES: dict[str, type[Body]] = {cls.TYPE: cls for cls in (
     SiteClosed, TrapFill,
     TrapCleanoutRequired, TrapCleaned, TurbidityContrast, SensorStale, SensorRecovered,
     BatteryLow, CounterReset, BackgroundMissing, Pegged, SensorFault, ProbesSuspect,
-    StormForecast, GaugeDisagrees)}
+    TurbidityUnmonitored, TurbidityMonitored, StormForecast, GaugeDisagrees)}
 #: Each event type's fields (DESIGN § 5 and what the rules add), read off the types.
 EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     name: tuple(f.name for f in dataclasses.fields(cls)) for name, cls in EVENT_TYPES.items()}
-_INTERNAL: dict[str, type[Body]] = {GaugeQualified.TYPE: GaugeQualified}
+_INTERNAL: dict[str, type[Body]] = {GaugeQualified.TYPE: GaugeQualified,
+                                    TurbidityUnknown.TYPE: TurbidityUnknown}
 
 #: Tie-break for events at the same instant: causes before consequences.
 TYPE_ORDER = {name: i for i, name in enumerate(EVENT_TYPES)}

@@ -7,7 +7,9 @@ one per rain gauge (plus a virtual ``mean`` gauge for ``gauges: mean``), one
 per sediment trap, one per turbidity pair, and one per sensor for its health. A reading is routed
 to every timeline that uses its sensor. The storm events of the gauges, the
 inspections and *now* feed the site's clocks (``clocks.py``), recomputed
-whenever one of them changes.
+whenever one of them changes; the pairs' unknown runs, the site's first message,
+its closure and *now* feed the notices of unmonitored turbidity
+(``unmonitored.py``), recomputed when one of them changes or a notice falls due.
 
 The engine keeps, for every fact id that may still change, the last version it
 published. After each ``apply``/``tick`` it compares the facts that may have
@@ -57,12 +59,16 @@ from .site import (
     monitoring_start,
     note_reference_storms,
     note_storm_facts,
+    note_unknown_runs,
+    notice_truth,
     prune_stale_spans,
     prune_weather,
+    settle_notices,
     settle_silence,
     weather_facts,
 )
 from .timeline import bucket_of
+from .turbidity import PairFold
 from .window import MemoryWindow, Window
 
 #: Readings this much older than the newest are counted as late (DESIGN § 4).
@@ -78,7 +84,7 @@ COMPACT_EVERY_MS = 6 * MS_PER_HOUR
 #: its last revision number (should it ever hold again, it continues from there).
 RETIRE_AFTER_MS = 7 * MS_PER_DAY
 #: The shape of ``Engine.dump()``; another version is rebuilt from the journal.
-DUMP_VERSION = 5
+DUMP_VERSION = 6
 
 
 @dataclass
@@ -164,8 +170,11 @@ class Engine:
                     out += self._publish(tl.truth, changed)
                     if name.startswith(("gauge:", "health:")):
                         note_storm_facts(se, tl.truth, changed)
+                    elif name.startswith("pair:"):
+                        note_unknown_runs(se, tl.truth, changed)
             out += self._recompute_clocks(se)
             out += self._recompute_silence(se)
+            out += self._recompute_notices(se)
             if se.weather_dirty:
                 out += self._recompute_weather(se)
         return _ordered(out)
@@ -214,8 +223,7 @@ class Engine:
         if self.window is not None:
             self.window.add(reading)
         out: list[Event] = []
-        clocks_dirty = False
-        inserted = False
+        clocks_dirty = notices_dirty = inserted = False
         for tl in targets:
             changed = tl.insert(reading)
             if changed is None:
@@ -226,6 +234,8 @@ class Engine:
             out += self._publish(tl.truth, changed)
             if isinstance(tl.fold, GaugeFold | HealthFold):
                 clocks_dirty = note_storm_facts(se, tl.truth, changed) or clocks_dirty
+            elif isinstance(tl.fold, PairFold):
+                notices_dirty = note_unknown_runs(se, tl.truth, changed) or notices_dirty
         if not inserted and targets:
             # Every timeline knew this message already: a redelivery.
             self.stats.duplicates += 1
@@ -234,24 +244,16 @@ class Engine:
         se.note_reading_for_weather(ts)
         if reading.kind != "status":
             se.readings[reading.sensor] = se.readings.get(reading.sensor, 0) + 1
-        silence_dirty = False
-        if se.first_seen_ms is None or ts < se.first_seen_ms:
-            se.first_seen_ms = ts
-            silence_dirty = True
-        if se.first_run.add(ts):
-            clocks_dirty = clocks_dirty or (site.active_since is None)
-        # A status is a sign of life of the on_tip gauges of its node too (site.py).
-        for sid in se.heard_by.get(reading.sensor, ()) if reading.kind == "status" \
-                else (reading.sensor,):
-            first = se.first_ms.get(sid)
-            if first is None or ts < first:
-                se.first_ms[sid] = ts
-                silence_dirty = True
+        site_first, sensor_first, first_clocks = _note_first_seen(se, reading)
+        clocks_dirty = clocks_dirty or first_clocks
+        notices_dirty = notices_dirty or site_first
+        silence_dirty = site_first or sensor_first
         self._advance_watermark(se, ts)
         if clocks_dirty:
             out += self._recompute_clocks(se)
         if silence_dirty:
             out += self._recompute_silence(se)
+        out += self._notices_if_due(se, notices_dirty)
         out += self._compact_if_due(se)
         return _ordered(out) if len(out) > 1 else out
 
@@ -279,7 +281,7 @@ class Engine:
             se.last_inspection_ms = insp.ts_ms
         self.stats.accepted += 1
         self._advance_watermark(se, insp.ts_ms)
-        return _ordered(self._recompute_clocks(se))
+        return _ordered(self._recompute_clocks(se) + self._notices_if_due(se, False))
 
     def _apply_closure(self, se: SiteEngine, closure: SiteClosure) -> list[Event]:
         # The earliest recorded closure holds (final stabilization happens once).
@@ -289,7 +291,7 @@ class Engine:
         se.closure = closure
         self.stats.accepted += 1
         self._advance_watermark(se, closure.ts_ms)
-        return _ordered(self._recompute_clocks(se))
+        return _ordered(self._recompute_clocks(se) + self._notices_if_due(se, True))
 
     def _apply_weather(self, se: SiteEngine, item: Forecast | ReferenceObservation
                        ) -> list[Event]:
@@ -345,6 +347,19 @@ class Engine:
             out += self._recompute_clocks(se)
         return out
 
+    def _recompute_notices(self, se: SiteEngine) -> list[Event]:
+        old = se.notices
+        se.notices_now_ms = self.now_ms
+        se.notices, se.notice_next_ms = notice_truth(se, self.now_ms)
+        return self._publish(se.notices, set(old) | set(se.notices))
+
+    def _notices_if_due(self, se: SiteEngine, dirty: bool) -> list[Event]:
+        """The notices again when their inputs changed or *now* reached the next one."""
+        now, due = self.now_ms, se.notice_next_ms
+        if dirty or (now is not None and due is not None and now >= due):
+            return self._recompute_notices(se)
+        return []
+
     def _publish(self, truth: dict[str, Fact], changed: Iterable[str]) -> list[Event]:
         out = []
         for fid in changed:
@@ -394,6 +409,7 @@ class Engine:
                                        horizon)
             for _, tl in se.all_timelines():
                 final += tl.compact(horizon)
+            final += settle_notices(se)
             if self.window is not None:
                 self.window.compact(se.config.id, horizon)
             settled = settle(se.config, list(se.storm_facts.values()), se.clocks,
@@ -469,6 +485,27 @@ class Engine:
         for site in config.sites:
             eng.sites[site.id] = load_site(site, window, data["sites"].get(site.id, {}))
         return eng
+
+
+def _note_first_seen(se: SiteEngine, reading: Reading) -> tuple[bool, bool, bool]:
+    """Move the site's and the sensors' first sightings earlier for ``reading``: whether
+    the site's moved, whether a sensor's did (both judge the silence again; the site's
+    the notices too), and whether the clocks must be computed again (the first run of
+    readings of a site without ``active_since`` moved)."""
+    ts = reading.ts_ms
+    site_first = se.first_seen_ms is None or ts < se.first_seen_ms
+    if site_first:
+        se.first_seen_ms = ts
+    clocks_dirty = se.first_run.add(ts) and se.config.active_since is None
+    sensor_first = False
+    # A status is a sign of life of the on_tip gauges of its node too (site.py).
+    for sid in se.heard_by.get(reading.sensor, ()) if reading.kind == "status" \
+            else (reading.sensor,):
+        first = se.first_ms.get(sid)
+        if first is None or ts < first:
+            se.first_ms[sid] = ts
+            sensor_first = True
+    return site_first, sensor_first, clocks_dirty
 
 
 _ordered = in_event_order

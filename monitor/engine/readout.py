@@ -89,9 +89,17 @@ class TrapSummary:
 
 @dataclass(frozen=True, slots=True)
 class PairSummary:
-    """A turbidity pair's entry (``PairFold.summary``): the episode shown (``unknown``
-    while it is ok but the latest downstream reading had no background), its basis
-    and start, and the latest evaluated reading's values."""
+    """A turbidity pair's entry (``PairFold.summary``, ``summary.pair_at``): its state,
+    the basis and start of the episode shown, and the latest evaluated reading's values.
+
+    ``state`` is the episode (``pending``, ``exceeded``, ``clearing``) or ``ok`` while
+    the contrast is known; ``unknown`` while it is not, and ``unmonitored`` once the
+    qualified professional has been told so (``turbidity_unmonitored``); never ``ok``
+    then. ``unknown_reason``, ``unknown_since_ms`` and ``notice_ms`` say why, since
+    when, and when that notice is (or falls) due, None while it is known (``notice_ms``
+    also None when no notice will come in the site's active period).
+    ``stale_after_minutes`` is the downstream probe's: a summary read later than the
+    latest reading by more than that knows no contrast now."""
 
     state: str
     basis: str | None = None
@@ -101,22 +109,35 @@ class PairSummary:
     downstream_ntu: float | None = None
     at_ms: int | None = None
     started_ms: int | None = None
+    unknown_reason: str | None = None
+    unknown_since_ms: int | None = None
+    notice_ms: int | None = None
+    stale_after_minutes: float | None = None
 
     def to_json(self) -> dict[str, Any]:
+        unknown = None if self.unknown_reason is None else {
+            "reason": self.unknown_reason, "since": _iso(self.unknown_since_ms),
+            "notice_at": _iso(self.notice_ms)}
         return {"state": self.state, "basis": self.basis, "delta_ntu": self.delta_ntu,
                 "limit_ntu": self.limit_ntu, "upstream_ntu": self.upstream_ntu,
                 "downstream_ntu": self.downstream_ntu, "at": _iso(self.at_ms),
-                "started_at": _iso(self.started_ms)}
+                "started_at": _iso(self.started_ms), "unknown": unknown,
+                "stale_after_minutes": self.stale_after_minutes}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> PairSummary:
+        unknown = data.get("unknown") or {}
         return cls(data["state"], data.get("basis"), data.get("delta_ntu"),
                    data.get("limit_ntu"), data.get("upstream_ntu"), data.get("downstream_ntu"),
-                   _ms(data.get("at")), _ms(data.get("started_at")))
+                   _ms(data.get("at")), _ms(data.get("started_at")), unknown.get("reason"),
+                   _ms(unknown.get("since")), _ms(unknown.get("notice_at")),
+                   data.get("stale_after_minutes"))
 
 
 #: How bad a pair's state is, least first: the site's worst state is the fleet's headline.
-TURBIDITY_SEVERITY = ("unknown", "ok", "pending", "clearing", "exceeded")
+#: A contrast nobody can check is worse than a known good one, and one the qualified
+#: professional has been told of is worse than an exceedance still pending.
+TURBIDITY_SEVERITY = ("ok", "unknown", "pending", "clearing", "unmonitored", "exceeded")
 
 
 # --------------------------------------------------------------------------- recorded

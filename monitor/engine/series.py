@@ -53,11 +53,12 @@ from typing import Any, Union, cast
 from ..config import SiteConfig
 from ..contract.inputs import Reading
 from ..contract.times import MS_PER_HOUR
+from .contrast import E4_PER_MILLI, E4_PER_NTU, MILLI_PER_NTU, ntu_of
 from .core import Engine
 from .rain import GaugeFold, GaugeState
 from .sitestorms import judged_gauge
 from .traps import TrapFold, TrapState, trap_state
-from .turbidity import E4_PER_MILLI, E4_PER_NTU, MILLI_PER_NTU, PairFold, PairState
+from .turbidity import PairFold, PairState
 
 _DIGITS = 6
 
@@ -240,21 +241,17 @@ class PairSampler:
         if up_m is None or limit_e4 is None:
             shown = "unknown" if episode == "ok" else episode
             if limit_e4 is None:
-                return ContrastSample(self.site, self.pair, t, _ntu(down_m), False, None, None,
+                return ContrastSample(self.site, self.pair, t, ntu_of(down_m), False, None, None,
                                       None, None, None, shown)
             # Without a background the fold's limit is the absolute level.
-            return ContrastSample(self.site, self.pair, t, _ntu(down_m), False, None, None,
+            return ContrastSample(self.site, self.pair, t, ntu_of(down_m), False, None, None,
                                   None, None, down_m * E4_PER_MILLI > limit_e4, shown,
                                   "absolute")
         limit = round(limit_e4 / E4_PER_NTU, 4)
-        return ContrastSample(self.site, self.pair, t, _ntu(down_m), True, _ntu(up_m),
-                              _ntu(down_m - up_m), limit,
+        return ContrastSample(self.site, self.pair, t, ntu_of(down_m), True, ntu_of(up_m),
+                              ntu_of(down_m - up_m), limit,
                               round(up_m / MILLI_PER_NTU + limit, 4),
                               (down_m - up_m) * E4_PER_MILLI > limit_e4, episode, "background")
-
-
-def _ntu(milli: int) -> float:
-    return round(milli / MILLI_PER_NTU, 3)
 
 
 def attach(engine: Engine, sink: Sink) -> None:

@@ -9,21 +9,28 @@ health of the ``on_tip`` gauges of its node (and to the ``mean`` gauge, which
 leaves out the gauges that are stale). The rest keeps what the
 clocks read (``storm_facts``: the gauges' storm events, and with ``gauges:
 all`` when each gauge was stale) and the silence of sensors never heard from
-(``health.never_heard``) in step, and saves and restores a site
+(``health.never_heard``) in step, as it keeps the pairs' unknown runs and the
+notices they give (``unmonitored.py``), and saves and restores a site
 (``dump_site``/``load_site``). The engine (``core.py``) drives all of it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from ..config import SensorConfig, SiteConfig, WeatherConfig
-from ..contract.events import Event, Fact, GaugeDisagrees, SensorRecovered, SensorStale
+from ..config import SensorConfig, SiteConfig, TurbidityPair, WeatherConfig
+from ..contract.events import (
+    Event,
+    Fact,
+    GaugeDisagrees,
+    SensorRecovered,
+    SensorStale,
+)
 from ..contract.inputs import Inspection, Reading, SiteClosure
 from ..contract.times import minutes_ms
-from . import clocks, sitestorms
+from . import clocks, sitestorms, unmonitored
 from .active import FirstRun, local_midnight_ms
 from .clocks import ClockFloor, SiteClocks
 from .health import HealthFold, never_heard
@@ -33,6 +40,7 @@ from .sitestorms import MEAN_GAUGE
 from .timeline import Source, Timeline
 from .traps import TrapFold
 from .turbidity import PairFold
+from .unmonitored import Run, Unknown, open_unknown, run_of, runs_by_pair
 from .weather import (
     WINDOW_MS,
     GaugeRecord,
@@ -45,6 +53,8 @@ from .weather import (
     reference_start_ms,
 )
 from .window import Window
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -100,6 +110,13 @@ class SiteEngine:
     #: The forecast facts of the current set of issues (None: to be worked out), so a
     #: tick after gauge readings recomputes only the comparison with the reference.
     forecast_facts: dict[str, Fact] | None = None
+    #: The pairs' unknown runs by id (they outlive the pair timelines' window until
+    #: their episode is final), the notices they give (``unmonitored.py``), the *now*
+    #: those were worked out at, and when the next one falls due if nothing changes.
+    unknown_runs: dict[str, Run] = field(default_factory=dict)
+    notices: dict[str, Fact] = field(default_factory=dict)
+    notices_now_ms: int | None = None
+    notice_next_ms: int | None = None
 
     def note_reading_for_weather(self, ts_ms: int) -> None:
         """The reference compares the gauges' readings within its windows: the next
@@ -211,6 +228,8 @@ def dump_site(se: SiteEngine) -> dict[str, Any]:
         "weather": se.weather.dump(),
         "weather_ids": sorted(se.weather_ids),
         "weather_dirty": se.weather_dirty,
+        "unknown_runs": [run.to_json() for run in se.unknown_runs.values()],
+        "notices_now_ms": se.notices_now_ms,
     }
 
 
@@ -242,6 +261,10 @@ def load_site(site: SiteConfig, window: Window | None, sd: dict[str, Any]) -> Si
     se.weather_dirty = bool(sd.get("weather_dirty", False))
     se.silence = never_heard(site, se.first_ms, monitoring_start(se), se.clocks_now_ms,
                              frozenset(se.silence_settled))
+    se.unknown_runs = {run.fact_id: run for run in (Run.from_json(raw)
+                                                    for raw in sd.get("unknown_runs", []))}
+    se.notices_now_ms = sd.get("notices_now_ms")
+    se.notices, se.notice_next_ms = notice_truth(se, se.notices_now_ms)
     se.clocks = clocks.compute(site, list(se.storm_facts.values()), se.inspections,
                                se.first_run.start_ms, se.clocks_now_ms, anchor=se.anchor,
                                floors=se.floors, closure=se.closure)
@@ -287,6 +310,61 @@ def settle_silence(se: SiteEngine, horizon_ms: int) -> list[str]:
     return final
 
 
+def note_unknown_runs(se: SiteEngine, truth: dict[str, Fact], changed: Iterable[str]) -> bool:
+    """Mirror a pair timeline's unknown runs into ``unknown_runs``; True if any changed."""
+    return mirror(se.unknown_runs, truth, changed, run_of)
+
+
+def mirror(kept: dict[str, T], truth: Mapping[str, Fact], changed: Iterable[str],
+           wanted: Callable[[Fact], T | None]) -> bool:
+    """Keep in ``kept`` what ``wanted`` makes of the facts among the ``changed`` ids of a
+    timeline's ``truth`` as they are now (None: not wanted; a changed id gone from the
+    truth, or no longer wanted, leaves ``kept``); True if ``kept`` changed."""
+    dirty = False
+    for fid in changed:
+        fact = truth.get(fid)
+        value = None if fact is None else wanted(fact)
+        if value is not None:
+            if kept.get(fid) != value:
+                kept[fid] = value
+                dirty = True
+        elif kept.pop(fid, None) is not None:
+            dirty = True
+    return dirty
+
+
+def notice_truth(se: SiteEngine, now_ms: int | None) -> tuple[dict[str, Fact], int | None]:
+    """The pairs' ``turbidity_unmonitored``/``turbidity_monitored`` facts that hold at
+    ``now_ms``, and when the next one falls due (``unmonitored.notices``)."""
+    return unmonitored.notices(se.config, runs_by_pair(se.unknown_runs.values()),
+                               _heard(se), se.first_seen_ms, _closed_ms(se), now_ms)
+
+
+def pair_unknown(se: SiteEngine, pair: TurbidityPair) -> Unknown | None:
+    """Why the pair's contrast is unknown now, since when, and when its notice is due."""
+    return open_unknown(se.config, pair, runs_by_pair(se.unknown_runs.values()), _heard(se),
+                        se.first_seen_ms, _closed_ms(se))
+
+
+def settle_notices(se: SiteEngine) -> list[str]:
+    """Drop the runs of the episodes that became final (their timeline let them go) and
+    return the ids of their notices, which are final too."""
+    runs, notices = unmonitored.settle(se.config, runs_by_pair(se.unknown_runs.values()),
+                                       _heard(se), se.first_seen_ms,
+                                       {pid: tl.truth for pid, tl in se.pairs.items()})
+    for fid in runs:
+        se.unknown_runs.pop(fid, None)
+    return [fid for fid in notices if se.notices.pop(fid, None) is not None]
+
+
+def _heard(se: SiteEngine) -> dict[str, bool]:
+    return {pid: bool(tl.state.heard) for pid, tl in se.pairs.items()}
+
+
+def _closed_ms(se: SiteEngine) -> int | None:
+    return se.closure.ts_ms if se.closure is not None else None
+
+
 _STORM_TYPES = frozenset({"storm_started", "storm_ended", GAUGE_QUALIFIED})
 _STALE_TYPES = frozenset({"sensor_stale", "sensor_recovered"})
 
@@ -297,19 +375,9 @@ def note_storm_facts(se: SiteEngine, truth: dict[str, Fact], changed: Iterable[s
     changed."""
     wanted = _STORM_TYPES | (_STALE_TYPES if se.config.rain.gauges == "all" else frozenset())
     gauges = {g.id for g in se.config.gauges()}
-    dirty = False
-    for fid in changed:
-        fact = truth.get(fid)
-        if fact is not None and fact.type in wanted and (
-                fact.type in _STORM_TYPES
-                or (isinstance(fact.body, SensorStale | SensorRecovered)
-                    and fact.body.sensor in gauges)):
-            if se.storm_facts.get(fid) != fact:
-                se.storm_facts[fid] = fact
-                dirty = True
-        elif se.storm_facts.pop(fid, None) is not None:
-            dirty = True
-    return dirty
+    return mirror(se.storm_facts, truth, changed, lambda fact: fact if fact.type in wanted and (
+        fact.type in _STORM_TYPES or (isinstance(fact.body, SensorStale | SensorRecovered)
+                                      and fact.body.sensor in gauges)) else None)
 
 
 def note_reference_storms(se: SiteEngine, truth: dict[str, Fact], changed: Iterable[str]

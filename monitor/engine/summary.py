@@ -17,6 +17,7 @@ answers as that JSON (the shape of ``status --json``).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any, cast
 
 from ..contract.times import MS_PER_HOUR
@@ -30,15 +31,17 @@ from .readout import (
     ActionNow,
     ClockSummary,
     OpenClock,
+    PairSummary,
     SensorNow,
     SensorSummary,
     SiteNow,
     SiteSummary,
 )
+from .site import SiteEngine, pair_unknown
 from .traps import TrapFold
 from .turbidity import PairFold
 
-__all__ = ["SUMMARY_VERSION", "at_now", "health_word", "is_overdue", "judged_at",
+__all__ = ["SUMMARY_VERSION", "at_now", "health_word", "is_overdue", "judged_at", "pair_at",
            "site_now", "site_status", "site_summary", "status_at", "summarize"]
 
 
@@ -64,13 +67,46 @@ def summarize(engine: Engine, site_id: str) -> SiteSummary:
     return SiteSummary(
         site.name, site.condition, clocks, se.last_inspection_ms,
         {tid: cast(TrapFold, tl.fold).summary(tl.state) for tid, tl in se.traps.items()},
-        {pid: cast(PairFold, tl.fold).summary(tl.state) for pid, tl in se.pairs.items()},
-        sensors, engine.now_ms,
+        _pairs(se, engine.now_ms), sensors, engine.now_ms,
         # Actions whose inspection is still in memory are those not final yet (settle.py).
         tuple(action_states(record_of(i) for i in se.inspections)),
         se.missed_weeks_settled,
         se.closure.ts_ms if se.closure is not None else None,
         zone.key if (zone := calendar_zone(site)) is not None else None)
+
+
+def _pairs(se: SiteEngine, now_ms: int | None) -> dict[str, PairSummary]:
+    """Each pair's readings (``PairFold.summary``) with why its contrast is unknown
+    (``unmonitored.py``), judged at the engine's *now*."""
+    out = {}
+    for pair in se.config.turbidity_pairs:
+        tl = se.pairs[pair.id]
+        p = cast(PairFold, tl.fold).summary(tl.state)
+        unknown = pair_unknown(se, pair)
+        if unknown is not None:
+            p = replace(p, unknown_reason=unknown.reason, unknown_since_ms=unknown.since_ms,
+                        notice_ms=unknown.notice_ms)
+        out[pair.id] = p if now_ms is None else pair_at(p, now_ms)
+    return out
+
+
+def pair_at(p: PairSummary, now_ms: int) -> PairSummary:
+    """A pair at ``now_ms``: ``unknown`` while its contrast is, ``unmonitored`` once the
+    notice is due (an ``exceeded`` or ``clearing`` episode is still shown as such), and
+    never ``ok`` for a downstream reading older than the probe's ``stale_after_minutes``
+    (a recorded summary read after the daemon last judged it)."""
+    reason, since = p.unknown_reason, p.unknown_since_ms
+    stale_ms = None if p.stale_after_minutes is None else round(p.stale_after_minutes * 60_000)
+    if reason is None and p.at_ms is not None and stale_ms is not None \
+            and now_ms - p.at_ms > stale_ms:
+        reason, since = "downstream_stale", p.at_ms + stale_ms
+    if reason is None:
+        return p
+    if p.state in ("exceeded", "clearing"):
+        state = p.state
+    else:
+        state = "unmonitored" if p.notice_ms is not None and p.notice_ms <= now_ms else "unknown"
+    return replace(p, state=state, unknown_reason=reason, unknown_since_ms=since)
 
 
 def judged_at(summary: SiteSummary | Mapping[str, Any], wall_ms: int) -> int:
@@ -123,7 +159,8 @@ def status_at(summary: SiteSummary, now_ms: int) -> SiteNow:
                                  h.readings, h.buffered, h.dropped)
     return SiteNow(
         summary.name, summary.condition, tuple(open_clocks), summary.last_inspection_ms,
-        summary.traps, summary.turbidity, sensors, missed,
+        summary.traps, {pid: pair_at(p, now_ms) for pid, p in summary.turbidity.items()},
+        sensors, missed,
         tuple(ActionNow(a, is_overdue(a.due_ms, now_ms))
               for a in summary.corrective_actions if a.open_at(now_ms)),
         summary.closed_ms)

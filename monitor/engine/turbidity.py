@@ -67,13 +67,23 @@ pegged one is at least that high) exceeds it by more than
 plume); the run ends at the first aligned reading that does not. A
 downstream reading without any upstream reading neither extends nor ends it.
 
-Everything that decides this pair's facts lives in this file, and the state is
-a function of the sorted input prefix only (see ``timeline.py``), so late and
-repeated readings cannot change the outcome.
+*Unknown runs* (monitor/README.md: turbidity that cannot be checked is said). Each
+instant the contrast is known, or unknown for one reason, worst first:
+``downstream_stale`` (no downstream reading for the probe's
+``stale_after_minutes``, or none yet), ``downstream_pegged`` (at full scale the
+reading can only understate the contrast: how large it is is unknown) or
+``background_missing`` (no usable upstream reading; the absolute rule may still
+judge the level alone, not the contrast with natural conditions). Each
+evaluated downstream reading sets the reason from its own time on; a silence is
+concluded at the first input, or the tail's *now*, past it. A stretch of one
+reason is a *run*, the internal fact ``_turbidity_unknown`` (``since`` null:
+from before the first reading; ``until`` null: still open), made when it begins
+and again, same id, when it ends. ``unmonitored.py`` decides from them what a
+person is told.
 
-NTU values are integers in milli-NTU (as in the fold's key) and limits in
-units of 1e-4 NTU, so the comparison with the limit is exact: 55.1 NTU over a
-background of 50.1 NTU is 5 NTU, not 5.000000000000007.
+The state is a function of the sorted input prefix only (``timeline.py``), so
+late and repeated readings cannot change the outcome. NTU are integers in
+milli-NTU, limits in 1e-4 NTU: compared exactly (``contrast.py``, the rule).
 """
 
 from __future__ import annotations
@@ -90,21 +100,14 @@ from ..contract.events import (
     Pegged,
     ProbesSuspect,
     TurbidityContrast,
+    TurbidityUnknown,
+    UnknownReason,
     make_id,
 )
 from ..contract.inputs import Reading
 from ..contract.times import MS_PER_HOUR, iso, minutes_ms
+from .contrast import E4_PER_MILLI, E4_PER_NTU, allowed_e4, milli, ntu_of
 from .readout import PairSummary
-
-MILLI_PER_NTU = 1000
-#: Limits are kept in 1e-4 NTU: ten per milli-NTU, so 10 % of a milli-NTU reading is whole.
-E4_PER_MILLI = 10
-E4_PER_NTU = MILLI_PER_NTU * E4_PER_MILLI
-
-#: WAC 173-201A-200(1)(e): the background at or below which the fixed 5 NTU applies.
-WA_BACKGROUND_NTU = 50
-WA_DELTA_NTU = 5
-WA_PERCENT = 10
 
 UP, DOWN, OTHER = 0, 1, 2
 
@@ -124,60 +127,6 @@ TRANSITIONS: dict[tuple[Episode, bool], Episode] = {
     ("clearing", False): "clearing",    # -> ok once t - c >= clear
     ("clearing", True): "exceeded",     # relapse: same episode, no new event
 }
-
-
-# --------------------------------------------------------------------------- the rule
-
-
-def limit_ntu(pair: TurbidityPair, upstream_ntu: float) -> float:
-    """The allowed increase over background, in NTU, for a background of ``upstream_ntu``.
-
-    ``delta_ntu``    the pair's fixed ``delta_ntu``.
-    ``wa-173-201a``  Washington WAC 173-201A-200(1)(e), the aquatic-life turbidity
-                     criterion of its most protected classes: 5 NTU over background
-                     when the background is 50 NTU or less, a 10 % increase when it
-                     is more. The two branches meet at 50 NTU.
-
-    A numeric reading of § 134-8C ("substantial visible contrast to natural
-    conditions"), which gives no number itself.
-    """
-    if pair.rule == "delta_ntu":
-        return _delta_ntu(pair)
-    if upstream_ntu <= WA_BACKGROUND_NTU:
-        return float(WA_DELTA_NTU)
-    return upstream_ntu * WA_PERCENT / 100
-
-
-def exceeds(pair: TurbidityPair, upstream_ntu: float, downstream_ntu: float) -> bool:
-    """§ 134-8C contrast: ``downstream − upstream > limit_ntu(upstream)``.
-
-    Compared exactly on readings quantised to milli-NTU, as the fold does.
-    """
-    up_m, down_m = _milli(upstream_ntu), _milli(downstream_ntu)
-    return (down_m - up_m) * E4_PER_MILLI > _limit_e4(pair, up_m)
-
-
-def _limit_e4(pair: TurbidityPair, up_m: int) -> int:
-    if pair.rule == "delta_ntu":
-        return round(_delta_ntu(pair) * E4_PER_NTU)
-    if up_m <= WA_BACKGROUND_NTU * MILLI_PER_NTU:
-        return WA_DELTA_NTU * E4_PER_NTU
-    # 10 % of up_m milli-NTU is up_m tenths of a milli-NTU.
-    return up_m * E4_PER_MILLI * WA_PERCENT // 100
-
-
-def _delta_ntu(pair: TurbidityPair) -> float:
-    if pair.delta_ntu is None:  # the configuration validator rules this out
-        raise ValueError(f"pair {pair.id}: rule delta_ntu needs delta_ntu")
-    return pair.delta_ntu
-
-
-def _milli(ntu: float) -> int:
-    return round(ntu * MILLI_PER_NTU)
-
-
-def _ntu(milli: int) -> float:
-    return round(milli / MILLI_PER_NTU, 3)
 
 
 def _ts(pair: tuple[int, int]) -> int:
@@ -212,6 +161,13 @@ class PairState:
     abs_clearing_since: int | None = None
     #: The run of aligned readings with upstream far above downstream: (since_ms, said).
     suspect: tuple[int, bool] | None = None
+    #: Whether the pair has had an input (the run before its first reading is open).
+    heard: bool = False
+    #: The open unknown run: (since_ms or None from before the first reading, reason,
+    #: its fact's time); None while the contrast is known.
+    unknown: tuple[int | None, UnknownReason, int] | None = None
+    #: The time of the last evaluated downstream reading (silences are measured from it).
+    last_down: int | None = None
 
 
 class PairFold:
@@ -230,12 +186,13 @@ class PairFold:
         # A pending reading is at least newest - skew, and may use an upstream
         # reading down to skew (nearest) or max_age (fallback) before itself.
         self.keep_ms = self.skew_ms + max(self.skew_ms, self.max_age_ms)
-        self.up_max_m = _milli(upstream.max_ntu_value)
-        self.down_max_m = _milli(downstream.max_ntu_value)
-        self.absolute_m = None if pair.absolute_ntu is None else _milli(pair.absolute_ntu)
+        self.up_max_m = milli(upstream.max_ntu_value)
+        self.down_max_m = milli(downstream.max_ntu_value)
+        self.absolute_m = None if pair.absolute_ntu is None else milli(pair.absolute_ntu)
         self.suspect_m = (None if pair.suspect_delta_ntu is None
-                          else _milli(pair.suspect_delta_ntu))
+                          else milli(pair.suspect_delta_ntu))
         self.suspect_ms = round(pair.suspect_hours * MS_PER_HOUR)
+        self.down_stale_ms = minutes_ms(downstream.silent_after_minutes)
 
     # ---------------------------------------------------------------- Fold protocol
 
@@ -246,19 +203,23 @@ class PairFold:
         role = self._role(item)
         if role == OTHER or item.ntu is None:
             return (item.ts_ms, OTHER, 0)
-        return (item.ts_ms, role, _milli(item.ntu))
+        return (item.ts_ms, role, milli(item.ntu))
 
     def step(self, state: PairState, item: Reading, out: list[Fact]) -> None:
         role = self._role(item)
         if role == OTHER or item.ntu is None:
             return
-        ts, ntu_m = item.ts_ms, _milli(item.ntu)
+        ts, ntu_m = item.ts_ms, milli(item.ntu)
+        if not state.heard:
+            state.heard = True
+            self._open_run(state, None, "downstream_stale", ts, out)
         pending = state.pending
         # Every upstream reading up to ts has been folded: a downstream reading
         # more than max_skew older can no longer gain a nearer neighbour.
         while pending and pending[0][0] + self.skew_ms < ts:
             t, down_m = pending.popleft()
             self._evaluate(state, t, down_m, out)
+        self._check_silence(state, ts, out)
         if role == UP:
             self._check_pegged(state, UP, ts, ntu_m, out)
             state.ups.append((ts, ntu_m))
@@ -275,12 +236,14 @@ class PairFold:
         while state.pending:
             t, down_m = state.pending.popleft()
             self._evaluate(state, t, down_m, out)
+        self._check_silence(state, now_ms, out)
 
     def copy(self, state: PairState) -> PairState:
         return PairState(deque(state.ups), deque(state.pending), state.episode, state.started,
                          state.clearing_since, state.missing, state.up_pegged,
                          state.down_pegged, state.last, state.abs_episode, state.abs_started,
-                         state.abs_clearing_since, state.suspect)
+                         state.abs_clearing_since, state.suspect, state.heard, state.unknown,
+                         state.last_down)
 
     def dump(self, state: PairState) -> Any:
         return {
@@ -297,10 +260,13 @@ class PairFold:
             "abs_started": state.abs_started,
             "abs_clearing_since": state.abs_clearing_since,
             "suspect": None if state.suspect is None else list(state.suspect),
+            "heard": state.heard,
+            "unknown": None if state.unknown is None else list(state.unknown),
+            "last_down": state.last_down,
         }
 
     def load(self, data: Any) -> PairState:
-        last, suspect = data["last"], data.get("suspect")
+        last, suspect, unknown = data["last"], data.get("suspect"), data.get("unknown")
         return PairState(
             deque((ts, m) for ts, m in data["ups"]),
             deque((ts, m) for ts, m in data["pending"]),
@@ -310,7 +276,10 @@ class PairFold:
             # A dump from before the absolute episode existed had none open.
             data.get("abs_episode", "ok"), data.get("abs_started"),
             data.get("abs_clearing_since"),
-            None if suspect is None else (suspect[0], suspect[1]))
+            None if suspect is None else (suspect[0], suspect[1]),
+            bool(data.get("heard", False)),
+            None if unknown is None else (unknown[0], unknown[1], unknown[2]),
+            data.get("last_down"))
 
     # ---------------------------------------------------------------- status
 
@@ -327,28 +296,31 @@ class PairFold:
         return "ok", None, None
 
     def summary(self, state: PairState) -> PairSummary:
-        """The pair's entry of ``status --json``.
+        """The pair's entry of ``status --json``, as far as its readings tell.
 
         ``state`` is the episode ``shown``, or ``unknown`` while that is ``ok`` but
-        the latest downstream reading had no background (or none was evaluated
-        yet); ``basis`` is the shown episode's (null when ``ok``). Pending
-        readings count, evaluated provisionally on a copy.
+        the latest downstream reading gives no contrast (no usable background, the
+        probe pegged, or none evaluated yet); ``basis`` is the shown episode's (null
+        when ``ok``). Pending readings count, evaluated provisionally on a copy. Why
+        and since when it is unknown is the site's (``summary.pair_at``).
         """
         scratch = self.copy(state)
         self.advance(scratch, 0, [])
-        last = scratch.last
         shown, basis, started = self.shown(scratch)
-        since = started if shown != "ok" else None
-        if last is None:
-            return PairSummary("unknown" if shown == "ok" else shown, basis, started_ms=since)
-        t, up_m, down_m, limit_e4 = last
-        limit = None if limit_e4 is None else round(limit_e4 / E4_PER_NTU, 3)
-        if up_m is None or limit_e4 is None:
+        stale = self.down_stale_ms / 60_000
+        if scratch.last is None:
             return PairSummary("unknown" if shown == "ok" else shown, basis,
-                               limit_ntu=limit if basis == "absolute" else None,
-                               downstream_ntu=_ntu(down_m), at_ms=t, started_ms=since)
-        return PairSummary(shown, basis, _ntu(down_m - up_m), limit, _ntu(up_m), _ntu(down_m),
-                           t, since)
+                               started_ms=started, stale_after_minutes=stale)
+        t, up_m, down_m, limit_e4 = scratch.last
+        limit = None if limit_e4 is None else round(limit_e4 / E4_PER_NTU, 3)
+        known = up_m is not None and limit_e4 is not None and down_m < self.down_max_m
+        state_word = "unknown" if shown == "ok" and not known else shown
+        if up_m is None or limit_e4 is None:
+            return PairSummary(state_word, basis, limit_ntu=limit if basis == "absolute" else None,
+                               downstream_ntu=ntu_of(down_m), at_ms=t, started_ms=started,
+                               stale_after_minutes=stale)
+        return PairSummary(state_word, basis, ntu_of(down_m - up_m), limit, ntu_of(up_m),
+                           ntu_of(down_m), t, started, stale_after_minutes=stale)
 
     # ---------------------------------------------------------------- internals
 
@@ -379,13 +351,18 @@ class PairFold:
         # No usable background: none at all, or a pegged one (module docstring).
         usable = background if background is not None and background[1] < self.up_max_m \
             else None
+        # The silence before this reading, then what this reading leaves unknown.
+        self._check_silence(state, t, out, next_reading=True)
+        state.last_down = t
+        self._set_unknown(state, t, "downstream_pegged" if down_m >= self.down_max_m
+                          else "background_missing" if usable is None else None, out)
         if usable is None:
             abs_m = self.absolute_m if state.episode in ("ok", "pending") else None
             state.last = (t, None, down_m, None if abs_m is None else abs_m * E4_PER_MILLI)
             if not state.missing and background is None:
                 state.missing = True
                 out.append(self._probe_fact(self.upstream.id, t, BackgroundMissing(
-                    sensor=self.upstream.id, pair=self.pair.id, downstream_ntu=_ntu(down_m))))
+                    sensor=self.upstream.id, pair=self.pair.id, downstream_ntu=ntu_of(down_m))))
             if abs_m is not None:
                 self._absolute_step(state, t, down_m > abs_m, down_m, out)
             return
@@ -394,7 +371,7 @@ class PairFold:
         # very reading, and the absolute one must be closed by then.
         self._end_absolute(state, t, down_m, out)
         up_at, up_m = usable
-        limit_e4 = _limit_e4(self.pair, up_m)
+        limit_e4 = allowed_e4(self.pair, up_m)
         state.last = (t, up_m, down_m, limit_e4)
         exceeding = (down_m - up_m) * E4_PER_MILLI > limit_e4
         self._episode_step(state, t, exceeding, up_at, up_m, down_m, limit_e4, out)
@@ -415,8 +392,8 @@ class PairFold:
         state.suspect = (since, True)
         delta = self.pair.suspect_delta_ntu
         out.append(Fact(self.site, t, make_id("probes_suspect", self.site, self.pair.id, since),
-                        ProbesSuspect(pair=self.pair.id, upstream_ntu=_ntu(up_m),
-                                      downstream_ntu=_ntu(down_m),
+                        ProbesSuspect(pair=self.pair.id, upstream_ntu=ntu_of(up_m),
+                                      downstream_ntu=ntu_of(down_m),
                                       hours=round((t - since) / MS_PER_HOUR, 2),
                                       since=iso(since), upstream=self.upstream.id,
                                       downstream=self.downstream.id,
@@ -465,7 +442,7 @@ class PairFold:
                             started),
                     TurbidityContrast(pair=self.pair.id, state=emit, basis="absolute",
                                       started_at=iso(started), upstream_ntu=None,
-                                      downstream_ntu=_ntu(down_m), delta_ntu=None,
+                                      downstream_ntu=ntu_of(down_m), delta_ntu=None,
                                       limit_ntu=float(absolute_ntu), upstream_at=None))
 
     def _episode_step(self, state: PairState, t: int, exceeding: bool, up_at: int, up_m: int,
@@ -478,9 +455,9 @@ class PairFold:
         out.append(Fact(self.site, t,
                         make_id("turbidity_contrast", self.site, self.pair.id, emit, started),
                         TurbidityContrast(pair=self.pair.id, state=emit, basis="background",
-                                          started_at=iso(started), upstream_ntu=_ntu(up_m),
-                                          downstream_ntu=_ntu(down_m),
-                                          delta_ntu=_ntu(down_m - up_m),
+                                          started_at=iso(started), upstream_ntu=ntu_of(up_m),
+                                          downstream_ntu=ntu_of(down_m),
+                                          delta_ntu=ntu_of(down_m - up_m),
                                           limit_ntu=round(limit_e4 / E4_PER_NTU, 3),
                                           upstream_at=iso(up_at))))
         if state.episode == "ok":
@@ -494,12 +471,50 @@ class PairFold:
         was = state.up_pegged if role == UP else state.down_pegged
         if pegged and not was:
             out.append(self._probe_fact(sensor.id, ts, Pegged(
-                sensor=sensor.id, pair=self.pair.id, ntu=_ntu(ntu_m),
+                sensor=sensor.id, pair=self.pair.id, ntu=ntu_of(ntu_m),
                 max_ntu=sensor.max_ntu_value)))
         if role == UP:
             state.up_pegged = pegged
         else:
             state.down_pegged = pegged
+
+    def _check_silence(self, state: PairState, now_ms: int, out: list[Fact],
+                       next_reading: bool = False) -> None:
+        """The downstream probe has been silent since its last evaluated reading plus its
+        ``stale_after_minutes``, if ``now_ms`` (its ``next_reading``, or an instant with
+        none pending) is past that."""
+        last = state.last_down
+        if (next_reading or not state.pending) and last is not None \
+                and now_ms - last > self.down_stale_ms:
+            self._set_unknown(state, last + self.down_stale_ms, "downstream_stale", out)
+
+    def _set_unknown(self, state: PairState, at_ms: int, reason: UnknownReason | None,
+                     out: list[Fact]) -> None:
+        """From ``at_ms`` on the contrast is unknown for ``reason`` (None: known): the open
+        run ends there unless its reason is the same, and a new one begins."""
+        run = state.unknown
+        if (None if run is None else run[1]) == reason:
+            return
+        if run is not None:
+            out.append(self._run_fact(run, at_ms))
+            state.unknown = None
+        if reason is not None:
+            self._open_run(state, at_ms, reason, at_ms, out)
+
+    def _open_run(self, state: PairState, since_ms: int | None, reason: UnknownReason,
+                  at_ms: int, out: list[Fact]) -> None:
+        state.unknown = (since_ms, reason, at_ms)
+        out.append(self._run_fact(state.unknown, None))
+
+    def _run_fact(self, run: tuple[int | None, UnknownReason, int], until_ms: int | None
+                  ) -> Fact:
+        since, reason, at = run
+        return Fact(self.site, at,
+                    make_id(TurbidityUnknown.TYPE, self.site, self.pair.id,
+                            "start" if since is None else since, reason),
+                    TurbidityUnknown(pair=self.pair.id, reason=reason,
+                                     since=None if since is None else iso(since),
+                                     until=None if until_ms is None else iso(until_ms)))
 
     def _probe_fact(self, sensor: str, ts: int, body: BackgroundMissing | Pegged) -> Fact:
         return Fact(self.site, ts, make_id(body.TYPE, self.site, self.pair.id, sensor, ts), body)

@@ -43,12 +43,15 @@ from ..contract.events import (
     TrapCleanoutRequired,
     TrapFill,
     TurbidityContrast,
+    TurbidityMonitored,
+    TurbidityUnmonitored,
     in_event_order,
 )
 from ..contract.figures import depth_text, fill_text
 from ..contract.inputs import Reading
 from ..contract.localtime import local_text
 from ..contract.rejects import Rejection, RejectReason
+from ..contract.unmonitored_words import reason_words
 from ..engine.core import Engine
 from ..engine.summary import site_now
 from ..sources.csvfile import ENCODING, CsvInputError, RowParser, check_header, not_utf8
@@ -265,7 +268,10 @@ def _trap_lines(site: SiteConfig, mine: list[Event]) -> list[str]:
 
 def _contrast_lines(site: SiteConfig, mine: list[Event]) -> list[str]:
     contrast = [(e.at_ms, e.body) for e in mine if isinstance(e.body, TurbidityContrast)]
-    lines = [f"Turbidity contrast ({len(contrast)} events)"]
+    unchecked = sum(isinstance(e.body, TurbidityUnmonitored) for e in mine)
+    lines = [f"Turbidity contrast ({len(contrast)} events" + (
+        f", not monitored {unchecked} time{'s' if unchecked > 1 else ''})" if unchecked
+        else ")")]
     for at_ms, t in contrast:
         # Without a usable background (basis absolute) there is no upstream value.
         against = (f"no usable background, limit {t.limit_ntu:g} NTU"
@@ -274,4 +280,12 @@ def _contrast_lines(site: SiteConfig, mine: list[Event]) -> list[str]:
         lines.append(f"  {_local(site, at_ms):<22} {t.pair:<10} {t.state:<9} "
                      f"since {_local(site, t.started_at)}  down {t.downstream_ntu:g}"
                      f" NTU, {against}")
+    for e in mine:
+        # § 134-8C could not be checked: said to the qualified professional.
+        u = e.body
+        if isinstance(u, TurbidityUnmonitored | TurbidityMonitored):
+            what = ("NOT MONITORED: contrast unknown since" if isinstance(u, TurbidityUnmonitored)
+                    else "monitored again: contrast was unknown from")
+            lines.append(f"  {_local(site, e.at_ms):<22} {u.pair:<10} {what} "
+                         f"{_local(site, u.since)} ({reason_words(u.reason)})")
     return lines

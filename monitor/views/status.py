@@ -28,7 +28,8 @@ from ..contract.figures import fill_text
 from ..contract.localtime import local_text
 from ..contract.rejects import RejectReason
 from ..contract.times import iso, parse_iso
-from ..engine.readout import SiteNow, SiteSummary
+from ..contract.unmonitored_words import reason_words
+from ..engine.readout import PairSummary, SiteNow, SiteSummary
 from ..engine.summary import judged_at, status_at
 from ..sinks.influx.influx import export_status
 from ..sources.confirm import META_KEY as CONFIRM_META
@@ -373,9 +374,25 @@ def _rule_lines(s: SiteNow, local: Local, levels: Callable[[str], tuple[float, .
         else:
             lines.append(f"  trap {tid}: {fill} of design volume ({t.state})")
     for pid, p in s.turbidity.items():
-        delta = "" if p.delta_ntu is None else f", {p.delta_ntu:+g} NTU over background"
-        lines.append(f"  turbidity {pid}: {p.state}{delta}")
+        # A contrast that is unknown now has no current difference to show.
+        delta = ("" if p.delta_ntu is None or p.unknown_reason is not None
+                 else f", {p.delta_ntu:+g} NTU over background")
+        lines.append(f"  turbidity {pid}: {p.state}{delta}" + _unknown_words(p, local))
     return lines
+
+
+def _unknown_words(p: PairSummary, local: Local) -> str:
+    """Why a pair's contrast cannot be checked, since when, and whether the qualified
+    professional has been told (``turbidity_unmonitored``); "" while it is known."""
+    if p.unknown_reason is None:
+        return ""
+    why = reason_words(p.unknown_reason)
+    told = ("no notice: outside the site's active period" if p.notice_ms is None
+            else f"the qualified professional was told at {local(p.notice_ms)}: a person must "
+            "look" if p.state == "unmonitored"
+            else f"notice to the qualified professional due {local(p.notice_ms)}")
+    return (f"; contrast UNKNOWN since {local(p.unknown_since_ms)} ({why}): § 134-8C is not "
+            f"checked; {told}")
 
 
 def _ingest_lines(status: dict[str, Any]) -> list[str]:

@@ -23,6 +23,7 @@ from ..contract.events import (
 from ..contract.figures import depth_text, fill_text
 from ..contract.localtime import local_text
 from ..contract.times import MS_PER_HOUR, parse_iso
+from ..contract.unmonitored_words import reason_words
 from ..store import Store
 from ..views.logexport import book_lines
 from ..views.report.photos import taken_words
@@ -106,6 +107,10 @@ class SiteView:
     def fill(self, trap_id: str, fraction: float) -> str:
         """A trap's fill in percent, never rounded across its warning or clean-out level."""
         return fill_text(fraction, *self.site.fill_levels(trap_id))
+
+    def why_unknown(self, reason: str) -> str:
+        """Why a pair's contrast cannot be checked, as the alert says it."""
+        return reason_words(reason)
 
     def taken(self, photo: dict[str, Any]) -> str:
         """When a photo was taken, as the report says it (``taken_words``)."""

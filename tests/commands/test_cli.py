@@ -143,6 +143,25 @@ def test_replay_table_and_rejects(tmp_path: Path) -> None:
     assert "unknown_sensor 1" in out.stderr and "negative_value 1" in out.stderr
 
 
+def test_replay_table_says_when_turbidity_could_not_be_checked(tmp_path: Path) -> None:
+    # Issue 28: every 10 minutes for 5 hours from 00:00 UTC, tb-down only until 00:20.
+    # Stale 15 minutes later (00:35 UTC, 20:35 EDT), unknown two hours: said at 22:35 EDT.
+    cfg = write_config(tmp_path, SMALL.format(state=tmp_path))
+    rows = ["ts,site,sensor,tips_total,ntu,inspector"]
+    for i in range(30):
+        t = f"2026-05-01T{i // 6:02d}:{i % 6 * 10:02d}:00Z"
+        rows += [f"{t},branch-meadows,rg1,0,,", f"{t},branch-meadows,tb-up,,8.0,"]
+        if i < 3:
+            rows.append(f"{t},branch-meadows,tb-down,,9.0,")
+    csv_path = tmp_path / "in.csv"
+    csv_path.write_text("\n".join(rows) + "\n")
+    out = stormwatch("replay", "--config", str(cfg), "--input", str(csv_path), "--format",
+                     "table")
+    assert out.returncode == 0, out.stderr
+    assert ("2026-04-30 22:35 EDT   outfall-1  NOT MONITORED: contrast unknown since "
+            "2026-04-30 20:35 EDT (no readings from the downstream probe)") in out.stdout
+
+
 @pytest.mark.parametrize("body, message", [
     ("ts,sensor\n1,rg1\n", "CSV header lacks column(s): site"),
 ])

@@ -13,10 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from pydantic import BaseModel, ValidationError
 
 from monitor.config import Config, SensorConfig, SiteConfig, TrapConfig
 from monitor.config.file import ConfigError, load_config, parse_config
+
+from ..support.daemonkit import cli
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "config" / "example.yaml"
 
@@ -253,6 +256,29 @@ def _edit(path: str, value: Any) -> dict[str, Any]:
 ])
 def test_each_mistake_is_one_line_at_the_field_to_edit(path: str, value: Any, line: str) -> None:
     assert problems(_edit(path, value)) == [line]
+
+
+def test_a_pair_of_an_ntu_and_an_fnu_probe_is_refused(tmp_path: Path) -> None:
+    # Issue 28: white light (NTU) and infrared (FNU) read the same water differently, so
+    # their difference is no contrast; one unit is fine, and unit is a turbidity field.
+    fnu = [{"id": "rg1", "kind": "rain"}, {"id": "tb-up", "kind": "turbidity", "unit": "FNU"},
+           {"id": "tb-down", "kind": "turbidity"}, {"id": "trap1-depth", "kind": "sediment"}]
+    mixed = document(site(sensors=fnu))
+    line = ("sites.branch-meadows.turbidity_pairs.outfall-1: upstream 'tb-up' reads FNU and "
+            "downstream 'tb-down' reads NTU: a pair compares like units only (NTU and FNU "
+            "disagree on the same water); use two probes of one unit")
+    assert problems(mixed) == [line]
+    both = copy.deepcopy(fnu)
+    both[2]["unit"] = "FNU"
+    assert parse_config(document(site(sensors=both)), env={}).sites[0].sensors[2].unit == "FNU"
+    assert problems(_edit("sites.0.sensors.0", {"id": "rg1", "kind": "rain", "unit": "FNU"})) == [
+        "sites.branch-meadows.sensors.rg1.unit: applies to turbidity sensors only, not to a "
+        "rain sensor"]
+    # check-config says so and exits 2.
+    path = tmp_path / "mixed.yaml"
+    path.write_text(yaml.safe_dump(mixed), encoding="utf-8")
+    proc = cli("check-config", str(path))
+    assert (proc.returncode, proc.stdout + proc.stderr) == (2, line + "\n")
 
 
 def test_pair_naming_a_sensor_of_another_site() -> None:

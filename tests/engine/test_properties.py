@@ -53,9 +53,9 @@ SENSORS = [
     {"id": "trap1-depth", "kind": "sediment", "sensor_height_in": 60},
 ]
 #: Issue 18: suspect probes on (a swapped stretch is generated), a re-arm delay short
-#: enough to pass within the span.
+#: enough to pass within the span. Issue 28: the notice of unknown contrast within it.
 PAIRS = [{"id": "outfall-1", "upstream": "tb-up", "downstream": "tb-down",
-          "suspect_delta_ntu": 3, "suspect_hours": 0.5}]
+          "suspect_delta_ntu": 3, "suspect_hours": 0.5, "unknown_notice_hours": 0.75}]
 TRAPS = [{"id": "trap-1", "sensor": "trap1-depth", "shape": "trapezoidal",
           "bottom_length_ft": 20, "bottom_width_ft": 10, "side_slope": 2, "design_depth_ft": 4,
           "rearm_hours": 1}]
@@ -102,6 +102,10 @@ def scenario(seed: int, storm_list: list[tuple[int, int, int]], n_insp: int) -> 
     closed = rng.choice([None, None, START + rng.randrange(SPAN_MIN) * MS_PER_MINUTE])
     if closed is not None:
         items.append(SiteClosure(SITE, closed, closed))
+    # Issue 28: a probe of the pair dead for a while (contrast unknown: background
+    # missing, or the downstream probe stale), sometimes long enough for a notice.
+    up_dead = rng.randrange(SPAN_MIN), rng.choice([0, 30, 90, 150])
+    down_dead = rng.randrange(SPAN_MIN), rng.choice([0, 30, 90, 150])
     for m in range(0, SPAN_MIN, 5):
         t = START + m * MS_PER_MINUTE
         tips = sum(rate[m:m + 5])
@@ -129,8 +133,11 @@ def scenario(seed: int, storm_list: list[tuple[int, int, int]], n_insp: int) -> 
             up, down = down + 5, up
         if rng.random() < 0.03:  # issue 18: the upstream probe pegged (max_ntu 400)
             up = 400.0
-        items.append(Reading(SITE, "tb-up", "turbidity", t, ntu=round(up, 2)))
-        items.append(Reading(SITE, "tb-down", "turbidity", t + 60_000, ntu=round(down, 2)))
+        if not up_dead[0] <= m < sum(up_dead):
+            items.append(Reading(SITE, "tb-up", "turbidity", t, ntu=round(up, 2)))
+        if not down_dead[0] <= m < sum(down_dead):
+            items.append(Reading(SITE, "tb-down", "turbidity", t + 60_000,
+                                 ntu=400.0 if rng.random() < 0.02 else round(down, 2)))
         if m % 10 == 0:
             items.append(_sediment(rng, t, m, cleaned))
     for i in range(n_insp):

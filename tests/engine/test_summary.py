@@ -124,9 +124,11 @@ def test_the_status_site_object_keeps_its_keys() -> None:
                                              "sensor_fault"]
     assert site["traps"]["trap-1"]["sensor_fault"] == {"reason": "above_max_fill",
                                                        "since": iso(ts("09:50"))}
+    # Issue 28: why the contrast is unknown (null while known), and the downstream probe's
+    # staleness, which a recorded summary is judged by later.
     assert list(site["turbidity"]["outfall-1"]) == [
         "state", "basis", "delta_ntu", "limit_ntu", "upstream_ntu", "downstream_ntu", "at",
-        "started_at"]
+        "started_at", "unknown", "stale_after_minutes"]
     assert list(site["sensors"]["tb-up"]) == ["last_seen", "stale", "health", "battery_v",
                                               "kind", "readings", "buffered", "dropped"]
     assert list(site["corrective_actions"][0]) == ["id", "text", "due", "opened_at",

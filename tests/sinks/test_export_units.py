@@ -391,6 +391,14 @@ def test_event_points_carry_the_fields_dashboards_filter_on() -> None:
     assert not {"uncertain_in", "basis", "repeat"} & set(fill.fields)
 
 
+def test_unmonitored_turbidity_points_carry_the_pair_and_the_reason() -> None:
+    # Issue 28: a dashboard lists the times § 134-8C could not be checked, and why.
+    for kind in ("turbidity_unmonitored", "turbidity_monitored"):
+        (point,) = event_points(event(kind, "u", T0, reason="downstream_stale"))
+        assert point.fields["reason"] == "downstream_stale"
+        assert f"type={kind}" in point.series and "pair=outfall-1" in point.series
+
+
 def test_weather_event_points_carry_their_depths() -> None:
     forecast = event_points(event("storm_forecast", "f", T0))[0]
     assert forecast.fields["forecast_in"] == 0.79 and "type=storm_forecast" in forecast.series

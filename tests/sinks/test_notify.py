@@ -58,6 +58,8 @@ DESIGN_5_TYPES = [
     "sensor_fault", "probes_suspect",
     # Issue 22: the weather.
     "storm_forecast", "gauge_disagrees",
+    # Issue 28: turbidity that cannot be checked.
+    "turbidity_unmonitored", "turbidity_monitored",
 ]
 
 SITE_DOC: dict[str, Any] = {
@@ -207,6 +209,8 @@ def test_every_design_5_event_type_has_a_decided_default_route() -> None:
     (ev("battery_low", "a", T0, sensor="rg1"), ["ops"], False),
     (ev("sensor_fault", "a", T0), ["qp", "ops"], False),
     (ev("probes_suspect", "a", T0), ["qp", "ops"], False),
+    (ev("turbidity_unmonitored", "a", T0), ["qp", "ops"], False),
+    (ev("turbidity_monitored", "a", T0), ["qp", "ops"], False),
     (ev("storm_forecast", "a", T0), ["qp"], False),
     (ev("gauge_disagrees", "a", T0), ["qp", "ops"], False),
 ])
@@ -974,6 +978,45 @@ def test_a_storm_the_reference_opened_says_so() -> None:
     assert ("Rain: 0.79 in within 24 hours at the reference station KHPN (threshold 0.50 in), "
             "while gauge rg1 was silent or saw under a quarter of it") in m.text
     assert "a storm inspection is due within 24 hours" in m.text
+
+
+def test_turbidity_unmonitored_says_why_what_is_still_checked_and_what_to_do() -> None:
+    # Issue 28: unknown since 7:15 AM EST, said at 9:15 AM (T0): 2.0 hours.
+    m = render(alert(ev("turbidity_unmonitored", "u", T0, since="2026-11-30T12:15:00Z")))
+    assert m.title == ("Branch Meadows Subdivision: turbidity at outfall-1 not monitored: "
+                       "§ 134-8C cannot be checked")
+    assert m.notify_type == "warning"
+    assert ("For 2.0 hours the turbidity contrast at outfall-1 has been unknown: no usable "
+            "background reading from the upstream probe tb-up (silent, too old, or at its "
+            "full scale). Whether the site causes a visible contrast with natural conditions "
+            "cannot be checked: a person must look at the water.") in m.text
+    # The absolute rule still watches the downstream level: partly monitored, said so.
+    assert ("Still checked: only the downstream level: above 250 NTU it is still alerted "
+            "(absolute limit); an increase over natural conditions below that goes unseen"
+            ) in m.text
+    assert "Unknown since: Mon Nov 30, 2026 7:15 AM EST" in m.text
+    assert '§ 134-8C: "Any land development activity' in m.text
+    assert "To do: get the upstream probe reporting" in m.text
+    silent = render(alert(ev("turbidity_unmonitored", "u", T0, reason="downstream_stale",
+                             absolute_ntu=None)))
+    assert "no readings from the downstream probe tb-down" in silent.text
+    assert "Still checked: nothing of the pair" in silent.text
+    assert "To do: check the downstream probe and its node" in silent.text
+    pegged = render(alert(ev("turbidity_unmonitored", "u", T0, reason="downstream_pegged",
+                             absolute_ntu=None)))
+    assert "the downstream probe tb-down at its full scale" in pegged.text
+    assert "Still checked: a contrast that shows even at full scale is still alerted" in (
+        pegged.text)
+
+
+def test_turbidity_monitored_says_the_duty_is_checked_again() -> None:
+    # Unknown 7:14 AM to 11:40 AM EST (the sample body): 4.4 hours.
+    m = render(alert(ev("turbidity_monitored", "m", T0)))
+    assert m.title == "Branch Meadows Subdivision: turbidity at outfall-1 monitored again"
+    assert m.notify_type == "success"
+    assert ("The turbidity contrast at outfall-1 is known again from Mon Nov 30, 2026 11:40 AM "
+            "EST: § 134-8C is checked again") in m.text
+    assert "It had been unknown since Mon Nov 30, 2026 7:14 AM EST (4.4 hours)" in m.text
 
 
 def test_probes_suspect_says_why_and_quotes_134_8c() -> None:

@@ -37,6 +37,8 @@ from monitor.contract.events import (
     TrapCleanoutRequired,
     TrapFill,
     TurbidityContrast,
+    TurbidityMonitored,
+    TurbidityUnmonitored,
 )
 from monitor.contract.inputs import Inspection, Reading, SiteClosure
 from monitor.contract.times import MS_PER_MINUTE, parse_iso
@@ -178,6 +180,12 @@ SAMPLE_BODIES: dict[str, Body] = {body.TYPE: body for body in (
     ProbesSuspect(pair="outfall-1", upstream_ntu=30.0, downstream_ntu=10.0, hours=6.0,
                   since="2026-11-30T08:00:00Z", upstream="tb-up", downstream="tb-down",
                   suspect_delta_ntu=10.0),
+    TurbidityUnmonitored(pair="outfall-1", reason="background_missing",
+                         since="2026-11-30T12:14:00Z", upstream="tb-up", downstream="tb-down",
+                         absolute_ntu=250.0),
+    TurbidityMonitored(pair="outfall-1", reason="background_missing",
+                       since="2026-11-30T12:14:00Z", upstream="tb-up", downstream="tb-down",
+                       absolute_ntu=250.0, known_at="2026-11-30T16:40:00Z"),
     StormForecast(source="nws", forecast_in=0.79, window_from="2026-11-30T18:00:00Z",
                   window_to="2026-12-01T18:00:00Z", issued_at="2026-11-30T13:00:00Z",
                   probability=80.0, grid="OKX/33,37", threshold_in=0.5),

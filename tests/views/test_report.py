@@ -186,3 +186,45 @@ def test_the_plots_show_what_the_alerts_were_decided_on(tmp_path: Path) -> None:
     late = [s for t, s in contrast.items() if t > START + 125 * MS_PER_MINUTE]
     assert late and all(not s.background and s.delta_ntu is None for s in late)
     assert any(e["type"] == "background_missing" for e in events)
+
+
+def test_the_turbidity_section_says_when_the_contrast_could_not_be_checked(
+        tmp_path: Path) -> None:
+    """Issue 28: the downstream probe silent for 13 hours is a line of the turbidity
+    section (not monitored, then monitored again), and still unknown at the time of
+    the report is a line of its own."""
+    path = _write_config(tmp_path)
+    config = load_config(path, env={})
+    # Every 10 minutes for a day from May 1 12:00 UTC; tb-down silent 13:00 to 02:00.
+    # Its stale_after_minutes is 600 in this configuration: last reading 12:50, stale
+    # 22:50, unknown two hours later at 00:50 UTC May 2 (20:50 EDT May 1), known again
+    # at 02:00 UTC (22:00 EDT). Its last reading, May 2 11:50 UTC, is stale 600 minutes
+    # later, 21:50 UTC (17:50 EDT): long before this report is made.
+    items = []
+    for i in range(24 * 6):
+        t = START + i * 10 * MS_PER_MINUTE
+        items += [Reading(site=SITE, sensor="rg1", kind="rain", ts_ms=t, tips_total=0),
+                  Reading(site=SITE, sensor="tb-up", kind="turbidity", ts_ms=t, ntu=5.0)]
+        if not parse_iso("2026-05-01T13:00:00Z") <= t < parse_iso("2026-05-02T02:00:00Z"):
+            items.append(Reading(site=SITE, sensor="tb-down", kind="turbidity", ts_ms=t,
+                                 ntu=6.0))
+    with open_store(config) as store:
+        host = EngineHost.restore(config, store)
+        store.journal.commit([journal_in(it, topic=None, received_ms=None) for it in items])
+        host.catch_up()
+    out = tmp_path / "report.html"
+    proc = _report(path, "--site", SITE, "--from", "2026-05-01", "--to", "2026-05-03",
+                   "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    html = out.read_text(encoding="utf-8")
+    section = html.split("<h2>Turbidity episodes</h2>", 1)[1].split("<h2>", 1)[0]
+    assert ("<td>2026-05-01 20:50 EDT</td><td>outfall-1</td><td><span class=\"not monitored"
+            "\">not monitored</span></td><td>contrast unknown (no readings from the "
+            "downstream probe); still checked: nothing of the pair</td><td>2026-05-01 18:50 "
+            "EDT</td>") in section
+    assert ("<td>2026-05-01 22:00 EDT</td><td>outfall-1</td><td><span class=\"monitored "
+            "again\">monitored again</span></td><td>contrast unknown 2026-05-01 18:50 EDT to "
+            "2026-05-01 22:00 EDT (no readings from the downstream probe)</td>") in section
+    assert ("At the time of this report the contrast at outfall-1 is unknown since "
+            "2026-05-02 17:50 EDT (no readings from the downstream probe): § 134-8C is not "
+            "being checked.") in section

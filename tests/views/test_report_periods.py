@@ -175,7 +175,8 @@ def test_week_2_does_not_count_the_storm_again_and_counts_the_inspection(
     assert summary["Storm inspections"] == "1 met, 0 late, 0 open (0 overdue)"
     assert summary["Routine inspections"] == "1 met, 0 late, 1 open (0 overdue)"
     (owed,) = _cells(html, "Outstanding at the end of the period")
-    assert owed[0] == "Routine inspection (every 7 calendar days), clock routine-2026-05-11 15:00 EDT"
+    assert owed[0] == ("Routine inspection (every 7 calendar days), "
+                       "clock routine-2026-05-11 15:00 EDT")
     assert owed[2].startswith("2026-05-18 ") and owed[3].startswith("open, ")
     (inspection,) = _cells(html, "Inspections")
     assert inspection[0] == "2026-05-11 15:00 EDT"

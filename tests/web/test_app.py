@@ -153,3 +153,31 @@ def test_the_officer_sees_every_site_and_records_nothing(app_env: dict[str, Any]
     pdf = client.get(f"/sites/{SITE}/report?from=2026-11-01&to=2026-11-30&format=pdf")
     assert pdf.status_code == 200 and pdf.headers["content-type"] == "application/pdf"
     assert pdf.content.startswith(b"%PDF")
+
+
+def test_the_site_page_never_shows_an_unchecked_contrast_as_ok(app_env: dict[str, Any]
+                                                               ) -> None:
+    """Issue 28: the downstream probe stopped at 12:50 UTC May 1 (its stale_after_minutes
+    is 600 here: stale from 22:50 UTC, 18:50 EDT); months later the page says the
+    contrast is unknown and why, not the last reading's "ok"."""
+    from monitor.contract.inputs import Reading
+    from monitor.contract.times import MS_PER_MINUTE, parse_iso
+    from monitor.host.engine import EngineHost
+    from monitor.host.rows import journal_in
+    client, config = app_env["client"], app_env["config"]
+    start = parse_iso("2026-05-01T12:00:00Z")
+    items = []
+    for i in range(12):
+        t = start + i * 10 * MS_PER_MINUTE
+        items += [Reading(SITE, "tb-up", "turbidity", t, ntu=5.0)]
+        if i < 6:
+            items.append(Reading(SITE, "tb-down", "turbidity", t, ntu=6.0))
+    with open_store(config) as store:
+        host = EngineHost.restore(config, store)
+        store.journal.commit([journal_in(it, topic=None, received_ms=None) for it in items])
+        host.catch_up()
+        host.record_status()
+    sign_in(client, app_env["state"], QP)
+    page = client.get(f"/sites/{SITE}").text
+    assert ("Turbidity outfall-1: unknown: contrast unknown since 2026-05-01 18:50 EDT (no "
+            "readings from the downstream probe), § 134-8C not checked</li>") in page

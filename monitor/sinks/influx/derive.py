@@ -45,6 +45,8 @@ from ...contract.events import (
     StormQualified,
     TrapCleanoutRequired,
     TurbidityContrast,
+    TurbidityMonitored,
+    TurbidityUnmonitored,
 )
 from ...contract.inputs import Forecast, ReferenceObservation
 from ...contract.times import MS_PER_HOUR, MS_PER_MINUTE, iso
@@ -194,7 +196,8 @@ def event_points(event: Event, earlier: Iterable[Event] = ()) -> list[Point]:
 def _event_numbers(event: Event) -> dict[str, FieldValue]:
     """The fields of DESIGN § 5 a dashboard filters or sums on, as typed fields of their
     own: rain of unknown timing, the basis of a turbidity finding, a clean-out repeat,
-    the reason of a sensor fault, how long probes have been suspect."""
+    the reason of a sensor fault or of unmonitored turbidity, how long probes have been
+    suspect."""
     body = event.body
     if isinstance(body, StormQualified | StormEnded):
         return {"uncertain_in": float(body.uncertain_in)}
@@ -202,7 +205,7 @@ def _event_numbers(event: Event) -> dict[str, FieldValue]:
         return {"basis": body.basis}
     if isinstance(body, TrapCleanoutRequired):
         return {"repeat": Int(body.repeat)}
-    if isinstance(body, SensorFault):
+    if isinstance(body, SensorFault | TurbidityUnmonitored | TurbidityMonitored):
         return {"reason": body.reason}
     if isinstance(body, ProbesSuspect):
         return {"hours": float(body.hours)}

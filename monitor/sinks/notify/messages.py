@@ -60,10 +60,13 @@ from ...contract.events import (
     TrapCleanoutRequired,
     TrapFill,
     TurbidityContrast,
+    TurbidityMonitored,
+    TurbidityUnmonitored,
 )
 from ...contract.figures import depth_text, fill_text
 from ...contract.localtime import local_datetime
 from ...contract.times import MS_PER_HOUR, parse_iso
+from ...contract.unmonitored_words import still_checked
 
 # The chapter's words, quoted where they apply (seed text of Chapter 134).
 QUOTE_134_9A2: Final = (
@@ -637,6 +640,55 @@ def _probes_suspect(c: _Ctx, e: ProbesSuspect) -> Content:
                           "submerged; look for a muddy inflow above the upstream probe.")])
 
 
+#: Why a pair's contrast is unknown, in a sentence ({up}, {down}: the probes).
+_UNKNOWN_WHY: Final = {
+    "downstream_stale": "no readings from the downstream probe {down}",
+    "downstream_pegged": "the downstream probe {down} at its full scale (fouled, buried in "
+                         "sediment, or in a plume beyond its range)",
+    "background_missing": "no usable background reading from the upstream probe {up} "
+                          "(silent, too old, or at its full scale)",
+}
+_UNKNOWN_TODO: Final = {
+    "downstream_stale": "check the downstream probe and its node (power, cable, radio); until "
+                        "it reports, look at the water below the discharge and record what you "
+                        "see in the log book.",
+    "downstream_pegged": "clean the downstream probe and check that it is submerged and not "
+                         "buried; look at the water below the discharge for a plume and record "
+                         "what you see in the log book.",
+    "background_missing": "get the upstream probe reporting (power, cable, radio, fouling); "
+                          "until it does, compare the water above and below the discharge by "
+                          "eye and record what you see in the log book.",
+}
+
+
+def _turbidity_unmonitored(c: _Ctx, e: TurbidityUnmonitored) -> Content:
+    why = _UNKNOWN_WHY.get(e.reason, e.reason).format(up=e.upstream, down=e.downstream)
+    since = ms_of(e.since)
+    lasted = "For some time" if since is None else f"For {hours(c.at - since)}"
+    return Content(
+        f"turbidity at {e.pair} not monitored: § 134-8C cannot be checked",
+        f"{lasted} the turbidity contrast at {e.pair} has been unknown: "
+        f"{why}. Whether the site causes a visible contrast with natural conditions cannot be "
+        "checked: a person must look at the water.",
+        [Line("Unknown since", c.local(e.since)),
+         Line("Still checked", still_checked(e.reason, e.absolute_ntu)),
+         Line("Probes", f"upstream (background) {e.upstream}, downstream {e.downstream}")],
+        WARNING, [_duty_8c(), Line("To do", _UNKNOWN_TODO.get(e.reason, "check the probes."))])
+
+
+def _turbidity_monitored(c: _Ctx, e: TurbidityMonitored) -> Content:
+    why = _UNKNOWN_WHY.get(e.reason, e.reason).format(up=e.upstream, down=e.downstream)
+    since, known = ms_of(e.since), ms_of(e.known_at)
+    lasted = "" if since is None or known is None else f" ({hours(known - since)})"
+    return Content(
+        f"turbidity at {e.pair} monitored again",
+        f"The turbidity contrast at {e.pair} is known again from {c.local(e.known_at)}: "
+        f"§ 134-8C is checked again, and a turbidity alert follows if the contrast exceeds "
+        f"its limit. It had been unknown since {c.local(e.since)}{lasted}: {why}.",
+        [Line("Unknown", f"{c.local(e.since)} to {c.local(e.known_at)}")], SUCCESS,
+        [_duty_8c()])
+
+
 def _turbidity(c: _Ctx, e: TurbidityContrast) -> Content:
     if e.basis == "absolute":
         # No background reading: the downstream level alone against the pair's
@@ -831,6 +883,10 @@ def _content(c: _Ctx) -> Content:
             return _sensor_fault(c, e)
         case ProbesSuspect() as e:
             return _probes_suspect(c, e)
+        case TurbidityUnmonitored() as e:
+            return _turbidity_unmonitored(c, e)
+        case TurbidityMonitored() as e:
+            return _turbidity_monitored(c, e)
         case StormForecast() as e:
             return _storm_forecast(c, e)
         case GaugeDisagrees() as e:

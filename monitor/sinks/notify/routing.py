@@ -104,6 +104,12 @@ DEFAULT_ROUTES: Final[dict[str, tuple[str, ...]]] = {
     # a site problem. Either way the qualified professional must look, and
     # operations check the probes.
     "probes_suspect": ("qp", "ops"),
+    # § 134-8C cannot be checked (issue 28): the background probe dead, the downstream
+    # one silent or pegged for unknown_notice_hours. Operations fix the probe; the
+    # qualified professional must look at the water meanwhile, and both hear when the
+    # contrast is known again.
+    "turbidity_unmonitored": ("qp", "ops"),
+    "turbidity_monitored": ("qp", "ops"),
     # A storm in the forecast: the qualified professional checks the controls
     # before the rain (§ 134-9A(2) follows the storm); no clock, no officer.
     "storm_forecast": ("qp",),

@@ -171,7 +171,7 @@ def build_report(config: Config, store: Store, site_id: str, from_ms: int, to_ms
                        photo_pixels_of(config)),
         _actions_table(facts, p.local),
         trap_section(facts.events, p.local, site),
-        turbidity_section(facts.events, p.local, episodes),
+        turbidity_section(facts.events, p.local, episodes, state),
         plots_section(site, series, p.local, from_ms, to_ms),
         "</body></html>"])
 

@@ -23,11 +23,15 @@ from ...contract.events import (
     TrapCleanoutRequired,
     TrapFill,
     TurbidityContrast,
+    TurbidityMonitored,
+    TurbidityUnmonitored,
 )
 from ...contract.figures import fill_text
 from ...contract.localtime import local_datetime, local_text
 from ...contract.times import parse_iso
+from ...contract.unmonitored_words import reason_words, still_checked
 from ...engine.episodes import TurbidityEpisode
+from ...engine.readout import SiteNow
 
 #: Local time of an instant (ms or ISO text) as the report prints it.
 Local = Callable[[int | str | None], str]
@@ -112,12 +116,30 @@ def trap_section(events: Iterable[Event], local: Local, site: SiteConfig | None 
 
 
 def turbidity_section(events: Iterable[Event], local: Local,
-                      episodes: Sequence[TurbidityEpisode] = ()) -> str:
+                      episodes: Sequence[TurbidityEpisode] = (), now: SiteNow | None = None
+                      ) -> str:
     """§ 134-8C: the episodes with their peak (``engine/episodes.py``), then each contrast
-    event (against background, or the absolute level while no usable background exists)
-    and suspect probes."""
+    event (against background, or the absolute level while no usable background exists),
+    suspect probes and the times it could not be checked; and the pairs whose contrast
+    is unknown at the time of the report (``now``, the recorded state)."""
     return "<h2>Turbidity episodes</h2>" + (_episode_table(episodes, local) if episodes else
-                                            "") + _turbidity_events(events, local)
+                                            "") + _turbidity_events(events, local) + (
+        _unknown_now(now, local) if now is not None else "")
+
+
+def _unknown_now(now: SiteNow, local: Local) -> str:
+    """One line per pair whose contrast cannot be checked at the time of the report."""
+    lines = []
+    for pid, p in now.turbidity.items():
+        if p.unknown_reason is None:
+            continue
+        told = (f"; the qualified professional was told at {local(p.notice_ms)}"
+                if p.state == "unmonitored" and p.notice_ms is not None else "")
+        lines.append(f"<p class='note'>At the time of this report the contrast at "
+                     f"{escape(pid)} is unknown since {escape(local(p.unknown_since_ms))} "
+                     f"({escape(reason_words(p.unknown_reason))}): § 134-8C is not being "
+                     f"checked{escape(told)}.</p>")
+    return "".join(lines)
 
 
 def _episode_table(episodes: Sequence[TurbidityEpisode], local: Local) -> str:
@@ -157,10 +179,26 @@ def _turbidity_events(events: Iterable[Event], local: Local) -> str:
                          escape(f"upstream above downstream for {t.hours:g} h"),
                          escape(local(t.since)), _ntu(t.upstream_ntu), _ntu(t.downstream_ntu),
                          _ntu(t.downstream_ntu - t.upstream_ntu), _ntu(t.suspect_delta_ntu)])
+        elif isinstance(t, TurbidityUnmonitored | TurbidityMonitored):
+            rows.append(_unmonitored_row(e.at_ms, t, local))
     return ("<h3>Turbidity events</h3>" if rows else "") + table(
         ["Time", "Pair", "State", "Basis", "Episode start", "Upstream NTU", "Downstream NTU",
          "Δ NTU", "Limit (Δ NTU over background, or NTU when absolute)"], rows,
         "No turbidity episodes in the period.")
+
+
+def _unmonitored_row(at_ms: int, t: TurbidityUnmonitored | TurbidityMonitored, local: Local
+                     ) -> list[str]:
+    """§ 134-8C could not be checked (the notice), or can be again: why, and what was
+    still checked meanwhile (the absolute level, when the background was missing)."""
+    if isinstance(t, TurbidityUnmonitored):
+        state, what = "not monitored", (f"contrast unknown ({reason_words(t.reason)}); still "
+                                        f"checked: {still_checked(t.reason, t.absolute_ntu)}")
+    else:
+        state, what = "monitored again", (f"contrast unknown {local(t.since)} to "
+                                          f"{local(t.known_at)} ({reason_words(t.reason)})")
+    return [escape(local(at_ms)), escape(t.pair), outcome(state), escape(what),
+            escape(local(t.since)), "—", "—", "—", _ntu(t.absolute_ntu)]
 
 
 def _ntu(value: float | None) -> str:
