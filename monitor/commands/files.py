@@ -74,8 +74,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     now_ms, zone = _file_times(args)
     show_progress = sys.stderr.isatty() and not args.quiet
 
-    def progress(rows: int) -> None:
-        print(f"\rreplay: {rows:,} rows", end="", file=sys.stderr, flush=True)
+    def progress(where: str) -> None:
+        print(f"\rreplay: {where:<40}", end="", file=sys.stderr, flush=True)
 
     result = replay(config, args.input, progress if show_progress else None, now_ms=now_ms,
                     zone=zone, arrival_order=args.arrival_order)

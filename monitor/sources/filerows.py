@@ -152,11 +152,12 @@ def header_and_rows(source: str | Path | IO[str]) -> tuple[list[str], Iterator[l
 
 
 def read_whole(config: Config, source: str | Path | IO[str], *, now_ms: int | None,
-               zone: NaiveZone = None, progress: Callable[[int], None] | None = None
+               zone: NaiveZone = None, progress: Callable[[str], None] | None = None
                ) -> FileRows:
     """Every row of a replay CSV through the row rules, in event-time order (module
     docstring). ``now_ms``: the wall clock at the time of the run (None: no future
-    bound); ``zone``: how a time without an offset is read."""
+    bound); ``zone``: how a time without an offset is read; ``progress`` is told how
+    far the reading is."""
     header, rows = header_and_rows(source)
     reader = FileReader(config, header, now_ms=now_ms, zone=zone)
     taken: list[Input | None] = []
@@ -166,7 +167,7 @@ def read_whole(config: Config, source: str | Path | IO[str], *, now_ms: int | No
     n = 0
     for n, cells in enumerate(rows, 1):
         if progress is not None and n % 50_000 == 0:
-            progress(n)
+            progress(f"{n:,} rows read")
         parsed = reader.parse(n + 1, cells)
         if parsed is None:
             continue

@@ -88,7 +88,7 @@ class ReplayResult:
 
 
 def replay(config: Config, source: str | Path | IO[str],
-           progress: Callable[[int], None] | None = None,
+           progress: Callable[[str], None] | None = None,
            engine: Engine | None = None, *, now_ms: int | None = None,
            zone: NaiveZone = None, arrival_order: bool = False) -> ReplayResult:
     """Fold every row of a replay CSV into an engine; return it with the reject counts.
@@ -105,7 +105,9 @@ def replay(config: Config, source: str | Path | IO[str],
         whole = read_whole(config, source, now_ms=now_ms, zone=zone, progress=progress)
         result.rows, result.rejects, result.per_tip = whole.rows, whole.rejects, whole.per_tip
         result.taken = len(whole.inputs)
-        for item in whole.inputs:
+        for k, item in enumerate(whole.inputs, 1):
+            if progress is not None and k % 50_000 == 0:
+                progress(f"{k:,} of {result.taken:,} inputs folded")
             # In event time nothing falls behind the engine's horizon: none is too old.
             if not _fold(result, item):
                 result.rejects.add(0, RejectReason.too_old.value, "behind the engine's horizon")
@@ -116,7 +118,7 @@ def replay(config: Config, source: str | Path | IO[str],
 
 
 def _in_arrival_order(config: Config, source: str | Path | IO[str], result: ReplayResult,
-                      progress: Callable[[int], None] | None, now_ms: int | None,
+                      progress: Callable[[str], None] | None, now_ms: int | None,
                       zone: NaiveZone) -> None:
     """Each row as it comes, as a message would (module docstring): lateness is judged
     against the site's newest row taken so far (``admission.SiteNewest``)."""
@@ -127,7 +129,7 @@ def _in_arrival_order(config: Config, source: str | Path | IO[str], result: Repl
     for n, cells in enumerate(rows, 1):
         result.rows = n
         if progress is not None and n % 50_000 == 0:
-            progress(n)
+            progress(f"{n:,} rows")
         parsed = reader.parse(n + 1, cells, newest.by_site)
         item = None if parsed is None else reader.look_back(n + 1, *parsed)
         if item is None:
