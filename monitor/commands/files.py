@@ -11,15 +11,20 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from zoneinfo import ZoneInfo
+import time
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ..config import Config, SiteConfig
 from ..config.file import ConfigError
 from ..config.plausible import NO_GAUGE, storm_duty_unwatched, warnings
 from ..config.web import secret_file_problem
 from ..contract.localtime import local_text
+from ..contract.rejects import RejectReason
 from ..engine.active import cadence_words
-from ..errors import EXIT_OK, EXIT_USAGE, UserError
+from ..errors import EXIT_OK, EXIT_USAGE, CheckFailed, UserError
+from ..sources.filerows import Rejects
+from ..sources.pertip import PerTipRows
+from ..sources.rules import NaiveZone
 from .common import CONFIG_HELP, emit, load, write_file
 from .helptext import command_help
 
@@ -79,54 +84,92 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from ..views.replay import format_table, replay
 
     config = load(args.config)
+    now_ms, zone = _file_times(args)
     show_progress = sys.stderr.isatty() and not args.quiet
 
-    def progress(rows: int) -> None:
-        print(f"\rreplay: {rows:,} rows", end="", file=sys.stderr, flush=True)
+    def progress(where: str) -> None:
+        print(f"\rreplay: {where:<40}", end="", file=sys.stderr, flush=True)
 
-    result = replay(config, args.input, progress if show_progress else None)
+    result = replay(config, args.input, progress if show_progress else None, now_ms=now_ms,
+                    zone=zone, arrival_order=args.arrival_order)
     if show_progress:
         print("", file=sys.stderr)
+    _nothing_taken("replay", args.input, result.rows, result.taken, result.rejects)
     if args.format == "jsonl":
         for event in result.events():
             emit(json.dumps(event.to_json(), separators=(",", ":")) + "\n")
     else:
         emit(format_table(config, result))
-    if result.rejected and not args.quiet:
-        total = sum(result.rejected.values())
-        reasons = ", ".join(f"{k} {v}" for k, v in sorted(result.rejected.items()))
-        print(f"replay: {result.rows} rows, {total} rejected ({reasons})", file=sys.stderr)
-        for line in result.first_rejects[:5]:
-            print(f"  {line}", file=sys.stderr)
-    # Per-tip rows: how many, and the double tips dropped (monitor/pertip.py).
-    for line in result.per_tip.summary() if result.per_tip and not args.quiet else ():
-        print(f"replay: {line}", file=sys.stderr)
+    if not args.quiet:
+        _say_what_was_not_taken("replay", result.rows, result.rejects, result.per_tip)
     return EXIT_OK
 
 
 def cmd_backtest(args: argparse.Namespace) -> int:
-    # pandas costs a second to import: only the command that needs it pays.
-    import pandas as pd
-
-    from ..sources.csvfile import CsvInputError, backtest_csv, event_rows
+    from ..views.backtest import backtest, event_rows
 
     config = load(args.config)
-    try:
-        result = backtest_csv(config, args.input)
-    except CsvInputError as exc:
-        raise UserError(f"--input: {exc}") from None
-    except (ValueError, pd.errors.ParserError) as exc:
-        raise UserError(f"--input: {args.input}: {str(exc).splitlines()[0]}") from None
+    now_ms, zone = _file_times(args)
+    result = backtest(config, args.input, now_ms=now_ms, zone=zone)
+    _nothing_taken("backtest", args.input, result.rows, result.taken, result.rejects)
     rows = event_rows(result.events)
     if args.format == "jsonl":
         for row in rows:
             emit(json.dumps(row, separators=(",", ":")) + "\n")
     else:
         emit(_backtest_table(config, rows))
-    if result.skipped:
-        reasons = ", ".join(f"{k} {v}" for k, v in sorted(result.skipped.items()))
-        print(f"backtest: {result.rows} rows, skipped {reasons}", file=sys.stderr)
+    _say_what_was_not_taken("backtest", result.rows, result.rejects, result.per_tip)
     return EXIT_OK
+
+
+def _file_times(args: argparse.Namespace) -> tuple[int, NaiveZone]:
+    """The wall clock at the time of the run (the rows' future bound: the rules read no
+    clock) and how a time without an offset is read (``--timezone``)."""
+    text = args.timezone
+    if text is None or text == "site":
+        return round(time.time() * 1000), text
+    try:
+        return round(time.time() * 1000), ZoneInfo(text)
+    except (ValueError, ZoneInfoNotFoundError):
+        raise UserError(f"--timezone: {text!r} is neither an IANA time zone (America/New_York;"
+                        " Etc/GMT+5 for a logger on standard time all year) nor 'site'"
+                        ) from None
+
+
+#: What to do about a reason a file's rows were refused for, said once under the counts.
+_HINTS = {
+    RejectReason.no_timezone.value:
+        "no_timezone: times without an offset (or a local time its zone repeats or skips);"
+        " say how to read them: --timezone ZONE (the logger's clock) or --timezone site",
+    RejectReason.future_timestamp.value:
+        "future_timestamp: later than the time of this run plus 5 minutes (a year typed"
+        " wrong? a logger's clock?)",
+}
+
+
+def _say_what_was_not_taken(command: str, rows: int, rejects: Rejects,
+                            per_tip: PerTipRows | None) -> None:
+    """The rejections by reason and the first few, and the per-tip counts, on stderr."""
+    if rejects.counts:
+        print(f"{command}: {rejects.summary(rows)}", file=sys.stderr)
+        for line in rejects.first[:5]:
+            print(f"  {line}", file=sys.stderr)
+        for reason in sorted(rejects.counts.keys() & _HINTS.keys()):
+            print(f"  {_HINTS[reason]}", file=sys.stderr)
+    # Per-tip rows: how many, and the double tips dropped (sources/pertip.py).
+    for line in per_tip.summary() if per_tip else ():
+        print(f"{command}: {line}", file=sys.stderr)
+
+
+def _nothing_taken(command: str, source: str, rows: int, taken: int, rejects: Rejects) -> None:
+    """A file that gave the engine nothing is no answer (exit 1), never an empty one."""
+    if taken:
+        return
+    if rows:
+        _say_what_was_not_taken(command, rows, rejects, None)
+    raise CheckFailed(f"{source}: no row taken: "
+                      + (f"every one of its {rows} rows was refused" if rows
+                         else "it has no rows below its header"))
 
 
 def cmd_acl(args: argparse.Namespace) -> int:
@@ -157,6 +200,10 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("--input", required=True, metavar="FILE.csv",
                    help="CSV with ts,site,sensor,... ('-' = stdin)")
     p.add_argument("--format", choices=("jsonl", "table"), default="jsonl")
+    _add_timezone(p)
+    p.add_argument("--arrival-order", action="store_true",
+                   help="fold the rows in file order under the daemon's lateness rule, as "
+                   "messages arriving (to compare with a daemon); default: in event time")
     p.add_argument("--quiet", action="store_true", help="no progress or reject summary")
     p.set_defaults(func=cmd_replay)
 
@@ -165,12 +212,20 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("--input", required=True, metavar="FILE.csv",
                    help="replay CSV ('-' = stdin)")
     p.add_argument("--format", choices=("jsonl", "table"), default="jsonl")
+    _add_timezone(p)
     p.set_defaults(func=cmd_backtest)
 
     p = sub.add_parser("acl", **command_help("acl"))
     p.add_argument("--config", required=True, metavar="FILE", help=CONFIG_HELP)
     p.add_argument("--out", help="file to write (default: stdout)")
     p.set_defaults(func=cmd_acl)
+
+
+def _add_timezone(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--timezone", metavar="ZONE|site",
+                   help="read times without an offset in this IANA zone (the logger's "
+                   "clock), or each row's site's timezone ('site'); without it they are "
+                   "refused (no_timezone)")
 
 
 def _backtest_table(config: Config, rows: list[dict[str, object]]) -> str:

@@ -49,16 +49,21 @@ HELP: dict[str, tuple[str, str, str]] = {
                           the latest, non-retracted revision of each
           --format table  a summary per site, in the site's local time
 
-        Rows are taken in file order, as if each arrived as a message, by the
-        daemon's own rules: a row older than its site's lateness_days before
-        that site's newest row so far is rejected (too_old); a seq repeated
-        with another body is rejected (seq_conflict); anything else is placed
-        in event time, so shuffled and duplicated rows give the same events
-        as a sorted file. At the end, time advances to the newest row (storms
-        whose dry gap has passed end; silent sensors are stale). Rejected rows
-        are counted by reason on stderr. A per-tip export (a tips column, or
-        rain rows without a counter) is read tip by tip, double tips within
-        the gauge's debounce_s dropped and counted.
+        A file is not a stream: it is read whole, each row by the daemon's own
+        rules, and the rows taken are folded in event time, whatever the file's
+        order. No row is too old (lateness_days bounds a daemon's memory); one
+        later than the clock at the time of the run plus 5 minutes is refused
+        (future_timestamp: a typo'd year is refused alone), as is a seq reused
+        with another body (seq_conflict) and a time without an offset
+        (no_timezone) unless --timezone ZONE (the logger's IANA zone) or
+        --timezone site says how to read it. Rejected rows are counted by
+        reason on stderr; a file of which no row is taken exits 1. A per-tip
+        export (a tips column, or rain rows without a counter) is read tip by
+        tip, double tips within the gauge's debounce_s dropped and counted. At
+        the end, time advances to the newest row (storms whose dry gap has
+        passed end; silent sensors are stale). --arrival-order folds the rows in
+        file order under the daemon's lateness rule instead (too_old against
+        the site's newest row so far), to compare a file with a daemon.
 
         The CSV is UTF-8, with or without a byte-order mark (Excel's "CSV
         UTF-8"); a byte that is not UTF-8 is refused with its offset and line,
@@ -75,14 +80,13 @@ HELP: dict[str, tuple[str, str, str]] = {
 
     "backtest": ("storm events of every gauge in a CSV, computed on whole columns", """
         The storm events (§ 134-9A(2): "any storm event producing 0.5 inch of
-        precipitation or more") of every gauge in a replay CSV, computed on
-        whole columns with pandas: the same storms, ids and qualified_at as
-        `replay`, several times faster on a year of data
-        (tests/engine/test_backtest.py proves them equal). Storms only: no clocks,
-        traps or turbidity. Reads the same CSV as `replay` and refuses what
-        `replay` refuses; like `replay`, it reads the storms at the newest row
-        of the file (an inspection the day after the rain ends the storm).
-        jsonl gives UTC times, the table the site's local time with the zone.""",
+        precipitation or more") of every gauge in a replay CSV, on whole
+        columns with pandas: the same storms (gauge, start, end, totals,
+        qualified_at) as `replay`, whose reading of the file it shares (rows
+        taken and refused, event time, per-tip, --timezone, exit 1 when no row
+        is taken). Storms only. What its column rule cannot take it refuses in
+        one line, exit 2, never as "no storms": a gauge with counter and depth
+        rows, a file without rain. jsonl gives UTC times, the table local.""",
                  EXIT_CODES),
 
     "run": ("the daemon, in the foreground (SIGTERM drains and exits 0)", """

@@ -8,15 +8,21 @@ Theory of operation
 -------------------
 An input passes three gates, in this order:
 
-1. **The payload rules** of ``models.py``: every ``RejectReason`` but
-   ``seq_conflict``. ``mqttparse.parse_message`` (a message) and
-   ``csvio.parse_row`` (a row) both end in ``models.sensor_message`` or
-   ``models.inspection_message``.
+1. **The payload rules** of ``sources/rules.py``: every ``RejectReason`` but
+   ``seq_conflict``. ``parse.parse_message`` (a message) and
+   ``csvfile.parse_row`` (a row) both end in ``rules.sensor_message`` or
+   ``inspectionrules.inspection_message``; a time more than 5 minutes after the
+   wall clock is ``future_timestamp`` in both (a file: the clock at the time of
+   the run), a time without an offset ``no_timezone`` (a file may say how to
+   read it: ``--timezone``).
 2. **Lateness, per site**: ``too_old`` when the input's time is more than its
-   site's ``lateness_days`` before that site's reference (``models.time_window``).
-   The daemon's reference is its wall clock; replay's is the site's newest
-   accepted row (``SiteNewest``), so a file grouped by site, whose second site
-   is older than the first one's newest, loses nothing for it.
+   site's ``lateness_days`` before that site's reference (``rules.time_window``).
+   The daemon's reference is its wall clock. A file read whole has none (the
+   bound exists to keep a live daemon's memory bounded; ``sources/filerows.py``
+   puts its rows in event time instead); read in arrival order (``replay
+   --arrival-order``) the reference is the site's newest accepted row
+   (``SiteNewest``), so a file grouped by site, whose second site is older than
+   the first one's newest, loses nothing for it.
 3. **Identity**. ``identity`` names a body: the first ``IDENT_BYTES`` of the
    SHA-256 of its canonical JSON (``canonical``), without ``entered_ms`` (when
    an inspection reached stormwatch, which a redelivery changes). The same
@@ -27,9 +33,10 @@ An input passes three gates, in this order:
    reading: a repeated ``{"precip_in": 0.30, "seq": 7}`` with a new ``ts`` would
    otherwise count the rain twice. The daemon's journal fills a book per batch
    from one SQL lookup of the batch's keys (``store/journal.py``), with the
-   stored ``identity``; replay keeps one book for the whole file, with the
+   stored ``identity``; a file keeps one book for the whole file, with the
    ``fingerprint`` of each reading (the same verdicts, at a twentieth of the
-   cost: a replay reads millions of rows).
+   cost: a replay reads millions of rows), judged in event time when the file is
+   read whole (the body of the earlier time stands), else in the file's order.
 
 What a book holds: per sensor, each ``seq`` seen and the identity of its
 first body (about 120 bytes a reading: a replay of a site-year of one-minute

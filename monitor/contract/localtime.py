@@ -54,3 +54,22 @@ def local_text(when: int | str | None, zone: ZoneInfo, *, empty: str = "-") -> s
         ms = when
     local = local_datetime(ms, zone)
     return str(when) if local is None else local.strftime(FORMAT)
+
+
+def wall_time_ms(wall: datetime, zone: ZoneInfo) -> int | str:
+    """A local wall time without an offset (a logger's clock) read in ``zone``, as ms;
+    or, when it names no one instant there, why: ``"ambiguous"`` in the hour the
+    clocks go back (01:30 comes twice), ``"skipped"`` in the hour they skip (02:30
+    never comes). Either is a guess nobody should make for a compliance record.
+
+    ``fold`` picks the first or the second reading of a repeated hour; where the
+    two give one offset, the time names one instant. Where they differ, the time
+    is repeated if the first comes back as itself, else skipped."""
+    first, second = wall.replace(tzinfo=zone, fold=0), wall.replace(tzinfo=zone, fold=1)
+    try:
+        if first.utcoffset() != second.utcoffset():
+            back = datetime.fromtimestamp(first.timestamp(), zone).replace(tzinfo=None)
+            return "ambiguous" if back == wall.replace(fold=0) else "skipped"
+        return round(first.timestamp() * 1000)
+    except (OverflowError, OSError, ValueError):
+        return "skipped"  # before year 1 or after 9999 once moved to UTC: no instant

@@ -30,7 +30,12 @@ class RejectReason(str, Enum):
     not_finite = "not_finite"              # NaN or ±Infinity
     negative_value = "negative_value"
     impossible_value = "impossible_value"  # outside the physical range of FIELD_RULES
-    bad_timestamp = "bad_timestamp"        # unparseable, ISO without an offset, out of range
+    bad_timestamp = "bad_timestamp"        # unparseable, out of range
+    #: ISO 8601 without an offset (``2026-05-01T14:00:00``): which instant it names
+    #: depends on a zone nobody gave (a file: ``--timezone`` gives one), or a local
+    #: time a zone cannot place (the hour clocks go back names two instants, the
+    #: hour they skip none).
+    no_timezone = "no_timezone"
     future_timestamp = "future_timestamp"  # > 5 minutes after the reference time
     too_old = "too_old"                    # older than the site's lateness_days
     #: An *inspection* dated > 5 minutes ahead (DESIGN § 3 names it apart: it

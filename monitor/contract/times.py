@@ -38,13 +38,19 @@ def iso(ts_ms: int) -> str:
     return text + "Z"
 
 
+def iso_datetime(text: str) -> datetime:
+    """ISO 8601 text as a ``datetime``, naive when the text has no offset (``Z`` is
+    UTC); ``ValueError`` for text that is no ISO 8601 time."""
+    return datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+
+
 def parse_iso(text: str) -> int:
     """Parse ISO 8601 with an explicit offset into ms; naive times are an error.
 
     Any instant of years 1 to 9999 at its own offset parses, even one whose UTC
     date is year 0 (``0001-01-01T00:00:00+05:00``): what shows it to people is
     ``localtime.local_datetime``, which says when it cannot."""
-    dt = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+    dt = iso_datetime(text)
     if dt.tzinfo is None:
         raise ValueError("timestamp has no UTC offset")
     return round(dt.timestamp() * 1000)

@@ -41,9 +41,9 @@ loop runs over readings, observations or events.
 Deliberate equivalences with the streaming fold (each is checked by the
 property test in ``tests/engine/test_backtest.py``):
 
-* rows are ordered like ``GaugeFold.key``: by timestamp, then by counter value
-  (``tips_total``) or by ``seq`` and depth (``precip_in``); two rows with equal
-  keys are one message delivered twice and count once;
+* rows are ordered like ``GaugeFold.key``: by timestamp, then by ``seq`` and
+  counter value (``tips_total``) or by ``seq`` and depth (``precip_in``); two
+  rows with equal keys are one message delivered twice and count once;
 * a counter decrease is a wrap when it drops from within 2 % of 2^16 or 2^32
   (or 2^``counter_bits``) to below 2 % of it and the rain it implies is at
   most ``max_rate_in_per_hour`` over the time since the gauge's previous row
@@ -108,8 +108,9 @@ def storm_events(readings: pd.DataFrame, rules: RainRules,
     ``readings`` has columns ``ts`` (UTC ``datetime64``, naive taken as UTC, or
     integer milliseconds since the epoch), ``gauge`` and either ``tips_total``
     (cumulative tip counter; needs ``in_per_tip[gauge]`` in inches per tip) or
-    ``precip_in`` (depth in inches since the previous row, with an optional
-    ``seq`` column as in the MQTT contract). Row order does not matter.
+    ``precip_in`` (depth in inches since the previous row), with an optional
+    ``seq`` column as in the MQTT contract (-1 or NaN: none). Row order does
+    not matter.
 
     ``rules`` supplies ``threshold_in``, ``mode`` and ``dry_gap_hours``
     (DESIGN § 4); ``stale_after_minutes``, ``counter_bits`` and

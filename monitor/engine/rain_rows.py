@@ -50,11 +50,12 @@ class Readings:
 
 @dataclass(frozen=True, slots=True)
 class _Keys:
-    """The fold's key of each row: gauge code, time, and ``(k1, k2)``."""
+    """The fold's key of each row: gauge code, time, and ``(k0, k1, k2)``."""
 
     names: npt.NDArray[np.object_]
     gauge: Int64Array
     ts: Int64Array
+    k0: Int64Array  # a counter's seq (-1 when absent), or -1
     k1: Int64Array  # tips_total, or seq (-1 when absent)
     k2: Int64Array  # 0, or the depth in micro-inches
     has_tips: bool
@@ -62,15 +63,16 @@ class _Keys:
     def sorted_unique(self) -> tuple[_Keys, BoolArray]:
         """The rows in key order without the ``Timeline``'s duplicates (neighbours with
         equal keys), and where each gauge's rows begin."""
-        order = np.lexsort((self.k2, self.k1, self.ts, self.gauge))
+        order = np.lexsort((self.k2, self.k1, self.k0, self.ts, self.gauge))
         gauge, ts, k1, k2 = self.gauge[order], self.ts[order], self.k1[order], self.k2[order]
+        k0 = self.k0[order]
         first_of_gauge = np.ones(gauge.size, dtype=np.bool_)
         first_of_gauge[1:] = gauge[1:] != gauge[:-1]
         keep = np.ones(gauge.size, dtype=np.bool_)
-        keep[1:] = (first_of_gauge[1:] | (ts[1:] != ts[:-1]) | (k1[1:] != k1[:-1])
-                    | (k2[1:] != k2[:-1]))
-        return (_Keys(self.names, gauge[keep], ts[keep], k1[keep], k2[keep], self.has_tips),
-                first_of_gauge[keep])
+        keep[1:] = (first_of_gauge[1:] | (ts[1:] != ts[:-1]) | (k0[1:] != k0[:-1])
+                    | (k1[1:] != k1[:-1]) | (k2[1:] != k2[:-1]))
+        return (_Keys(self.names, gauge[keep], ts[keep], k0[keep], k1[keep], k2[keep],
+                      self.has_tips), first_of_gauge[keep])
 
 
 def readings_of(frame: pd.DataFrame, in_per_tip: Mapping[str, float] | None,
@@ -79,11 +81,13 @@ def readings_of(frame: pd.DataFrame, in_per_tip: Mapping[str, float] | None,
              max_rate: Mapping[str, float] | None = None) -> Readings:
     """Sort, de-duplicate and turn the rows into depths, the way the fold sees them.
 
-    Sorting uses ``np.lexsort`` over the fold's key ``(gauge, ts, k1, k2)``,
-    with ``(k1, k2) = (tips_total, 0)`` for counters and ``(seq, micro-inches)``
-    for depths (``seq`` is -1 when absent, as in ``GaugeFold.key``). The order
-    matters beyond sorting time: two counters at one timestamp are applied
-    smallest first, which decides whether the pair reads as a reset.
+    Sorting uses ``np.lexsort`` over the fold's key ``(gauge, ts, k0, k1, k2)``,
+    with ``(k0, k1, k2) = (seq, tips_total, 0)`` for counters and ``(-1, seq,
+    micro-inches)`` for depths (``seq`` is -1 when absent, as in
+    ``GaugeFold.key``). The order matters beyond sorting time: two counters at
+    one timestamp are applied in the order of their ``seq`` (a node rebooted
+    within the second: 100 then 3 is a reset), else smallest first, which
+    decides whether the pair reads as a reset.
     Neighbouring rows with equal keys are the ``Timeline``'s duplicates.
 
     Counter depths: a ``diff`` along the sorted rows, where the first row of a
@@ -114,7 +118,7 @@ def readings_of(frame: pd.DataFrame, in_per_tip: Mapping[str, float] | None,
 
 def _keys(frame: pd.DataFrame) -> _Keys:
     """The fold's key of every row, the columns checked (``ts``, ``gauge``, and exactly
-    one of ``tips_total`` and ``precip_in``, with ``seq`` optional)."""
+    one of ``tips_total`` and ``precip_in``, with ``seq`` optional for either)."""
     missing = {"ts", "gauge"} - set(frame.columns)
     if missing:
         raise ValueError(f"readings lack column(s): {', '.join(sorted(missing))}")
@@ -123,18 +127,19 @@ def _keys(frame: pd.DataFrame) -> _Keys:
         raise ValueError("readings need exactly one of the columns tips_total and precip_in")
     gauge, names = _gauge_codes(frame["gauge"])
     ts = _column_ms(frame["ts"])
+    seq = (_integers(frame["seq"].fillna(-1), "seq") if "seq" in frame.columns
+           else np.full(len(frame), -1, dtype=np.int64))
     if has_tips:
         k1 = _integers(frame["tips_total"], "tips_total")
         if (k1 < 0).any():
             raise ValueError("tips_total must be >= 0")
-        return _Keys(names, gauge, ts, k1, np.zeros_like(k1), True)
+        return _Keys(names, gauge, ts, seq, k1, np.zeros_like(k1), True)
     precip = frame["precip_in"].to_numpy(dtype=np.float64)
     if not np.isfinite(precip).all():
         raise ValueError("precip_in has missing or non-finite values")
-    k1 = (_integers(frame["seq"].fillna(-1), "seq") if "seq" in frame.columns
-          else np.full(len(frame), -1, dtype=np.int64))
     # np.rint rounds half to even on the same float product: Python's round().
-    return _Keys(names, gauge, ts, k1, np.rint(precip * MICRO_PER_IN).astype(np.int64), False)
+    return _Keys(names, gauge, ts, np.full(len(frame), -1, dtype=np.int64), seq,
+                 np.rint(precip * MICRO_PER_IN).astype(np.int64), False)
 
 
 def _counter_depths(keys: _Keys, first_of_gauge: BoolArray,

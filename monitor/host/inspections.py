@@ -37,7 +37,7 @@ from ..engine.actions import action_states, record_of_event, resolvable_at
 from ..engine.active import local_midnight_ms
 from ..errors import UserError
 from ..sources.inspectionrules import inspection_message
-from ..sources.rules import FUTURE_TOLERANCE_MS, site_index
+from ..sources.rules import FUTURE_TOLERANCE_MS, TimeRule, site_index
 from ..store import Store
 from ..store.opening import daemon_lock, open_store
 from .engine import EngineHost
@@ -145,7 +145,7 @@ def build_inspection(config: Config, site_id: str, names: Sequence[str], *, at: 
         payload["location"] = location.to_json()
     if certified is not None:
         payload["certified"] = certified
-    result = inspection_message(site_index(config)[site_id], payload, now_ms, True,
+    result = inspection_message(site_index(config)[site_id], payload, TimeRule.wall(now_ms),
                                 entered_ms=now_ms, via=via)
     if isinstance(result, Rejection):
         detail = result.detail

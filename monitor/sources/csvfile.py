@@ -1,14 +1,15 @@
-"""Replay CSV files (DESIGN § 6): rows into engine inputs, and columns into frames.
+"""Replay CSV files (DESIGN § 6): rows into engine inputs.
 
 The science never parses files (pvlib keeps its readers apart, in ``iotools``):
 this module reads the replay CSV for the two commands that take one.
 
-``parse_row`` and ``RowParser``  a row at a time, for ``stormwatch replay``,
-                                 through the very rules of ``models.py`` (the
-                                 MQTT payload's), so a row is rejected for
-                                 the same reason a message would be;
-``backtest_csv``                 the whole file at once as columns, for the
-                                 vectorised ``stormwatch backtest``;
+``csv_rows``                     the rows of a file, of standard input or of an
+                                 open text, as cells;
+``parse_row`` and ``RowParser``  a row at a time, through the very rules of
+                                 ``rules.py`` (the MQTT payload's), so a row is
+                                 rejected for the same reason a message would
+                                 be (``filerows.py`` reads a file whole with
+                                 them, for ``replay`` and ``backtest``);
 ``check_header``, ``not_utf8``   what both commands refuse in a file, each as
                                  one line (``CsvInputError``).
 
@@ -24,30 +25,30 @@ a few microseconds on a small 2-core machine.
 from __future__ import annotations
 
 import csv
+import io
+import sys
 from collections import Counter
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import IO
+from zoneinfo import ZoneInfo
 
-import numpy as np
-import numpy.typing as npt
-import pandas as pd
-
-from ..config import Config, SiteConfig
+from ..config import Config
 from ..contract.inputs import Inspection, Reading
 from ..contract.rejects import Rejection, RejectReason
-from ..contract.times import iso
-from ..engine.rain_columns import empty_events, storm_events
 from ..errors import UserError
 from .inspectionrules import inspection_message
 from .rules import (
     FIELD_RULES,
+    FUTURE_TOLERANCE_MS,
     INSPECTION,
-    missing_field,
+    REQUIRED,
+    NaiveZone,
+    SiteIndex,
+    TimeRule,
     sensor_message,
     show,
     site_index,
-    time_window,
     timestamp_ms,
 )
 
@@ -107,16 +108,35 @@ def not_utf8(path: str | Path) -> str:
     return "not UTF-8 text; save it as UTF-8 (in Excel: CSV UTF-8)"
 
 
-def read_header(path: str | Path) -> list[str]:
-    """The checked header of a CSV file (``check_header``), or ``CsvInputError``
-    for a file that cannot be read."""
-    try:
-        with open(path, encoding=ENCODING, newline="") as handle:
-            return check_header(next(csv.reader(handle), []))
-    except OSError as exc:
-        raise CsvInputError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    except UnicodeDecodeError:
-        raise CsvInputError(f"{path}: {not_utf8(path)}") from None
+def csv_rows(source: str | Path | IO[str]) -> Iterator[list[str]]:
+    """The rows of a replay CSV (``"-"``: standard input, as UTF-8 whatever the locale
+    says), the header first, as ``csv.reader`` cells. A file that cannot be read or
+    is not UTF-8 is ``CsvInputError``, raised where the reading stops: nothing of the
+    file is to be reported on, whatever rows were read before it."""
+    if not isinstance(source, str | Path):
+        yield from csv.reader(source)
+    elif str(source) == "-":
+        handle = io.TextIOWrapper(sys.stdin.buffer, encoding=ENCODING, newline="")
+        read = 0  # rows yielded, the header first
+        try:
+            for cells in csv.reader(handle):
+                yield cells
+                read += 1
+        except UnicodeDecodeError:
+            # The text layer decodes ahead of the reader: only a lower bound is known.
+            raise CsvInputError(f"standard input: not UTF-8 text (past data row "
+                                f"{max(read - 1, 0)}); save it as UTF-8 (in Excel: CSV UTF-8)"
+                                ) from None
+        finally:
+            handle.detach()  # sys.stdin keeps its buffer
+    else:
+        try:
+            with open(source, encoding=ENCODING, newline="") as handle:
+                yield from csv.reader(handle)
+        except OSError as exc:
+            raise CsvInputError(f"{source}: cannot read ({exc.strerror or exc})") from None
+        except UnicodeDecodeError:
+            raise CsvInputError(f"{source}: {not_utf8(source)}") from None
 
 
 # --------------------------------------------------------------------------- rows
@@ -150,8 +170,8 @@ def _cell_ts(text: str) -> float | str:
         return text
 
 
-def parse_row(config: Config, row: Mapping[str, str], *, ref_ms: int | None,
-              check_future: bool = True) -> Reading | Inspection | Rejection:
+def parse_row(config: Config, row: Mapping[str, str], *, when: TimeRule
+              ) -> Reading | Inspection | Rejection:
     """One replay CSV row (DESIGN § 6) as an engine input, or why it is rejected.
 
     Columns ``ts,site,sensor`` and any payload field names of § 3; empty cells
@@ -160,10 +180,9 @@ def parse_row(config: Config, row: Mapping[str, str], *, ref_ms: int | None,
     ``inspection`` (and not a configured sensor of that id) is an inspection;
     it needs ``inspector`` and, there being no receipt time, ``ts``.
 
-    ``ref_ms`` is the reference time (replay: the newest reading seen); None
-    skips the future and lateness checks. ``check_future=False`` keeps only
-    the lateness check: against the newest reading *seen so far*, a reading
-    more than 5 minutes later is simply the next one after a gap.
+    ``when`` says what its time is judged against (``rules.TimeRule``: a file
+    read whole, the wall clock of the run and no lateness bound) and how a
+    time without an offset is read.
     """
     site_id = (row.get("site") or "").strip()
     sensor_id = (row.get("sensor") or "").strip()
@@ -180,7 +199,7 @@ def parse_row(config: Config, row: Mapping[str, str], *, ref_ms: int | None,
         for key, text in row.items():
             if text and (text := text.strip()):
                 fields[key] = _cell_ts(text) if key in ("ts", "entered_at") else text
-        return inspection_message(site, fields, ref_ms, check_future, via="replay")
+        return inspection_message(site, fields, when, via="replay")
 
     kind = site.kinds.get(sensor_id)
     if kind is None:
@@ -198,8 +217,7 @@ def parse_row(config: Config, row: Mapping[str, str], *, ref_ms: int | None,
             text = text.strip()
             if text:
                 fields["ts"] = _cell_ts(text)
-    return sensor_message(site, sensor_id, kind, fields, ref_ms, check_future,
-                           require_seq=False)
+    return sensor_message(site, sensor_id, kind, fields, when, require_seq=False)
 
 
 class RowParser:
@@ -208,49 +226,67 @@ class RowParser:
     A replay reads millions of rows, nearly all alike: a configured sensor,
     numbers in the columns of its kind, a time. Such a row is checked here
     without the general path's dicts and lookups, with the same rules
-    (``FIELD_RULES``, ``missing_field``, ``timestamp_ms``, the lateness window)
+    (``FIELD_RULES``, ``missing_field``, ``timestamp_ms``, ``time_window``)
     and to the same ``Reading``; a row's time text is parsed once for every
     row that repeats it (all gauges of one minute). Anything else (an
     inspection, an unknown sensor, a cell that is not a plain number, a value a
     rule refuses) goes to ``parse_row`` itself, so every rejection and its
     reason are exactly that function's.
+
+    ``now_ms`` is the wall clock at the time of the run (None: no future
+    bound) and ``zone`` how a time without an offset is read (``TimeRule``).
     """
 
-    def __init__(self, config: Config, header: list[str]) -> None:
+    def __init__(self, config: Config, header: list[str], *, now_ms: int | None = None,
+                 zone: NaiveZone = None) -> None:
         self.config = config
         self.header = header
+        self.now_ms = now_ms
+        self.zone = zone
         self.ts_at = header.index("ts")
         self.site_at = header.index("site")
         self.sensor_at = header.index("sensor")
         self.fields = [(i, FIELD_RULES[name]) for i, name in enumerate(header)
                        if name in FIELD_RULES]
         self.sites = site_index(config)
-        self._ts_text: str | None = None
+        # Each sensor's id as the configuration spells it (one string for all its
+        # rows: a file read whole holds them all) and its kind.
+        self._sensors = {site: {sid: (sid, kind) for sid, kind in index.kinds.items()}
+                         for site, index in self.sites.items()}
+        # The fields one of which makes a row of a kind complete (``missing_field``: a
+        # file's ``precip_in`` needs no ``seq``; none for a status).
+        self._suffices = {kind: frozenset(form[0] for form in forms
+                                          if len(form) == 1 or form[0] == "precip_in")
+                          for kind, forms in REQUIRED.items()}
+        self._ts_key: tuple[str, ZoneInfo | None] | None = None
         self._ts_ms: int | Rejection = 0
+
+    def rule(self, late_ref_ms: int | None) -> TimeRule:
+        return TimeRule(self.now_ms, late_ref_ms, self.zone)
 
     def parse(self, cells: list[str], *, refs: Mapping[str, int]
               ) -> Reading | Inspection | Rejection:
         """One row (the cells of ``csv.reader``) as ``parse_row`` would take it, with
-        the lateness bound against its site's reference in ``refs`` (replay: the
-        site's newest row so far, ``admission.SiteNewest``; no future check: see
-        ``parse_row``)."""
+        the lateness bound against its site's reference in ``refs`` (none for a file
+        read whole; in arrival order, the site's newest row so far,
+        ``admission.SiteNewest``)."""
         fast = self._fast(cells, refs)
         if fast is not None:
             return fast
         row = {name: cell for name, cell in zip(self.header, cells, strict=False) if cell}
-        return parse_row(self.config, row, ref_ms=refs.get((row.get("site") or "").strip()),
-                         check_future=False)
+        return parse_row(self.config, row,
+                         when=self.rule(refs.get((row.get("site") or "").strip())))
 
-    def _fast(self, cells: list[str], refs: Mapping[str, int]) -> Reading | Rejection | None:
+    def _fast(self, cells: list[str], refs: Mapping[str, int]) -> Reading | None:
         if len(cells) != len(self.header):
             return None
         site = self.sites.get(cells[self.site_at])
         if site is None:
             return None
-        sensor = cells[self.sensor_at]
-        kind = site.kinds.get(sensor)
-        if kind is None:
+        known = self._sensors[site.id].get(cells[self.sensor_at])
+        if known is None:
             return None
+        sensor, kind = known
         values: dict[str, int | float] = {}
         for i, rule in self.fields:
             text = cells[i]
@@ -265,158 +301,27 @@ class RowParser:
             if not (rule.low <= value <= rule.high) or value != value:
                 return None
             values[rule.name] = value
-        if missing_field(kind, values) is not None and not (
-                kind == "rain" and "precip_in" in values):
+        needs = self._suffices[kind]
+        if needs and needs.isdisjoint(values):
             return None
-        ts_text = cells[self.ts_at]
-        if ts_text != self._ts_text:
-            if not ts_text or ts_text != ts_text.strip():
-                return None
-            self._ts_text, self._ts_ms = ts_text, timestamp_ms(_cell_ts(ts_text))
-        ts_ms = self._ts_ms
-        if isinstance(ts_ms, Rejection):
+        ts_ms = self._time(cells[self.ts_at], site)
+        if ts_ms is None:
+            return None
+        # Outside the time window (rare): ``parse_row`` says why, as for any refusal.
+        if self.now_ms is not None and ts_ms > self.now_ms + FUTURE_TOLERANCE_MS:
             return None
         ref_ms = refs.get(site.id)
         if ref_ms is not None and ts_ms < ref_ms - site.lateness_ms:
-            return time_window(ts_ms, site.lateness_ms, ref_ms, False)
+            return None
         return Reading(site=site.id, sensor=sensor, kind=kind, ts_ms=ts_ms,
                        **values)  # type: ignore[arg-type]  # keys are FIELD_RULES names
 
-
-# --------------------------------------------------------------------------- whole files
-
-
-@dataclass
-class BacktestResult:
-    """``stormwatch backtest``: the storm events of every configured gauge in a CSV."""
-
-    events: pd.DataFrame
-    rows: int
-    skipped: dict[str, int]
-
-
-def backtest_csv(config: Config, path: str) -> BacktestResult:
-    """Read a replay CSV (DESIGN § 6) at once and find every gauge's storm events.
-
-    Rows of sensors that are not rain gauges of their site are left out
-    (turbidity, sediment and inspections are the engine's business:
-    ``stormwatch replay``). Rows a gauge cannot use are skipped and counted by
-    reason: an unknown site or sensor, a time that does not parse, neither a
-    counter nor a depth, a negative or fractional counter. Each site's
-    ``rain`` rules apply; with ``gauges: mean`` the gauges are still reported
-    one by one. Unlike ``replay``, rows are not checked against the lateness
-    bound: a backtest looks at the record as a whole.
-    """
-    read_header(path)  # pandas would rename a repeated column (tips_total.1) and go on
-    try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding=ENCODING)
-    except UnicodeDecodeError:
-        raise CsvInputError(f"{path}: {not_utf8(path)}") from None
-    rows = _GaugeRows.of(config, frame)
-    out = [events for site in config.sites for events in rows.storm_events(site)]
-    result = (pd.concat(out, ignore_index=True) if out
-              else empty_events().assign(site=pd.Series([], dtype=str)))
-    return BacktestResult(result, len(frame), rows.skipped)
-
-
-@dataclass
-class _GaugeRows:
-    """The rows of a backtest's CSV that rain gauges can use, with their time in ms and
-    their numbers parsed; ``skipped`` counts the others by reason."""
-
-    frame: pd.DataFrame
-    columns: dict[str, pd.Series]
-    skipped: dict[str, int]
-    now_ms: int | None
-
-    @classmethod
-    def of(cls, config: Config, frame: pd.DataFrame) -> _GaugeRows:
-        rows = cls(frame, {}, {}, None)
-        known = {f"{s.id}\x1f{sensor.id}" for s in config.sites for sensor in s.sensors}
-        gauges = {f"{s.id}\x1f{g.id}" for s in config.sites for g in s.gauges()}
-        pair = frame["site"] + "\x1f" + frame["sensor"]
-        rows.keep(pair.isin(known) | (frame["sensor"] == "inspection"), "unknown_sensor")
-        # As replay ends: time advanced to the newest row of the file, of any kind (an
-        # inspection a day after the rain ends the storm in both).
-        every_ms, every_ok = _column_ms(rows.frame["ts"])
-        rows.now_ms = int(every_ms[every_ok].max()) if every_ok.any() else None
-        rows.frame = rows.frame[(rows.frame["site"] + "\x1f" + rows.frame["sensor"]).isin(gauges)]
-        ms, valid = _column_ms(rows.frame["ts"])
-        rows.frame = rows.frame.assign(ts_ms=ms)
-        rows.keep(valid, "bad_timestamp")
-        rows.columns = {c: pd.to_numeric(rows.frame[c].replace("", np.nan), errors="coerce")
-                        for c in ("tips_total", "precip_in", "seq") if c in rows.frame.columns}
-        tips, precip = rows.column("tips_total"), rows.column("precip_in")
-        ok = tips.notna() | (precip.notna() & (precip >= 0))
-        ok &= tips.isna() | ((tips >= 0) & (tips == np.floor(tips)))
-        rows.keep(ok, "bad_value")
-        return rows
-
-    def keep(self, mask: npt.NDArray[np.bool_] | pd.Series, reason: str) -> None:
-        """Keep the rows of ``mask``; count the others as skipped for ``reason``."""
-        bad = int((~np.asarray(mask, dtype=bool)).sum())
-        if bad:
-            self.skipped[reason] = self.skipped.get(reason, 0) + bad
-            self.frame = self.frame[np.asarray(mask, dtype=bool)]
-
-    def column(self, name: str) -> pd.Series:
-        """A parsed number column on the rows kept (all NaN when the CSV has none)."""
-        values = self.columns.get(name)
-        if values is None:
-            return pd.Series(np.nan, index=self.frame.index)
-        return values[self.frame.index]
-
-    def storm_events(self, site: SiteConfig) -> list[pd.DataFrame]:
-        """The storm events of the site's gauges (``rain_columns.storm_events``), one
-        frame per rain form (counters, depths) the site's rows use."""
-        frame, out = self.frame, []
-        mine = frame["site"] == site.id
-        per_tip = {g.id: g.in_per_tip_value for g in site.gauges()}
-        for form in ("tips_total", "precip_in"):
-            values = self.column(form)
-            rows_of = mine & values.notna()
-            if not rows_of.any():
-                continue
-            data = pd.DataFrame({"ts": frame.loc[rows_of, "ts_ms"],
-                                 "gauge": frame.loc[rows_of, "sensor"].astype("category"),
-                                 form: values[rows_of]})
-            if form == "precip_in" and "seq" in self.columns:
-                data["seq"] = self.column("seq")[rows_of]
-            events = storm_events(
-                data, site.rain, per_tip,
-                stale_after_minutes={g.id: g.reveal_after_minutes for g in site.gauges()},
-                counter_bits={g.id: g.counter_bits for g in site.gauges()},
-                max_rate_in_per_hour={g.id: g.max_rate_in_per_hour for g in site.gauges()},
-                now=self.now_ms)
-            events.insert(0, "site", site.id)
-            out.append(events)
-        return out
-
-
-def _column_ms(column: pd.Series) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
-    """A ``ts`` column (ISO 8601 with an offset, or Unix seconds) as ms, and which parsed."""
-    ts = column.str.strip()
-    seconds = pd.to_numeric(ts, errors="coerce")
-    stamps = pd.to_datetime(ts.where(seconds.isna()), utc=True, errors="coerce",
-                            format="ISO8601")
-    stamp_ms = stamps.to_numpy(dtype="datetime64[ms]").astype(np.int64)
-    ms = np.where(seconds.notna(), (seconds.fillna(0) * 1000).round(), stamp_ms)
-    return ms.astype(np.int64), np.asarray(seconds.notna() | stamps.notna(), dtype=bool)
-
-
-def event_rows(events: pd.DataFrame) -> list[dict[str, object]]:
-    """The storm table as JSON-ready rows, times as the engine writes them (``iso``)."""
-    out = []
-    for row in events.itertuples(index=False):
-        rec: dict[str, object] = {}
-        for name, value in zip(events.columns, row, strict=True):
-            if isinstance(value, pd.Timestamp):
-                rec[name] = iso(value.value // 1_000_000)
-            elif value is pd.NaT or (isinstance(value, float) and np.isnan(value)):
-                rec[name] = None
-            elif isinstance(value, np.bool_ | bool):
-                rec[name] = bool(value)
-            else:
-                rec[name] = value.item() if isinstance(value, np.generic) else value
-        out.append(rec)
-    return out
+    def _time(self, ts_text: str, site: SiteIndex) -> int | None:
+        """A plain row's time in ms (the last text's, again), None for the general path."""
+        zone = site.zone if self.zone == "site" else self.zone
+        if (ts_text, zone) != self._ts_key:
+            if not ts_text or ts_text != ts_text.strip():
+                return None
+            self._ts_key, self._ts_ms = (ts_text, zone), timestamp_ms(_cell_ts(ts_text), zone)
+        ts_ms = self._ts_ms
+        return None if isinstance(ts_ms, Rejection) else ts_ms

@@ -29,7 +29,7 @@ from ..contract.inputs import CorrectiveAction, Finding, Inspection, Via
 from ..contract.localtime import local_datetime
 from ..contract.rejects import Rejection, RejectReason
 from .evidence import check_evidence
-from .rules import ID_RE, SiteIndex, show, time_window, timestamp_ms
+from .rules import ID_RE, SiteIndex, TimeRule, show, time_window, timestamp_ms
 
 InspectionKind = Literal["storm", "routine", "other"]
 INSPECTION_KINDS: Final = frozenset({"storm", "routine", "other"})
@@ -172,8 +172,8 @@ def check_ids(name: str, value: object) -> tuple[str, ...] | Rejection:
     return tuple(str(v) for v in values)
 
 
-def inspection_message(site: SiteIndex, fields: Mapping[str, object], ref_ms: int | None,
-                       check_future: bool, entered_ms: int | None = None,
+def inspection_message(site: SiteIndex, fields: Mapping[str, object], when: TimeRule,
+                       entered_ms: int | None = None,
                        via: Via | None = None) -> Inspection | Rejection:
     """An inspection by the qualified professional (§ 134-9A(2); DESIGN § 3 table).
 
@@ -209,7 +209,7 @@ def inspection_message(site: SiteIndex, fields: Mapping[str, object], ref_ms: in
         return evidence
     if site.roster and names[0] not in site.roster:
         kind = "other"
-    times = _times(site, fields, ref_ms, check_future, entered_ms)
+    times = _times(site, fields, when, entered_ms)
     if isinstance(times, Rejection):
         return times
     ts_ms, entered_ms = times
@@ -225,17 +225,17 @@ def inspection_message(site: SiteIndex, fields: Mapping[str, object], ref_ms: in
     return with_action_ids(insp, site.zone)
 
 
-def _times(site: SiteIndex, fields: Mapping[str, object], ref_ms: int | None,
-           check_future: bool, entered_ms: int | None) -> tuple[int, int | None] | Rejection:
+def _times(site: SiteIndex, fields: Mapping[str, object], when: TimeRule,
+           entered_ms: int | None) -> tuple[int, int | None] | Rejection:
     """When the inspection was made (``ts``, required, in the time window) and when it
     was entered (``entered_ms``, else a replay row's ``entered_at``)."""
     if fields.get("ts") is None:
         return Rejection(RejectReason.missing_ts, "ts: required for an inspection (the time it"
                          " was made, with its offset)")
-    ts_ms = timestamp_ms(fields.get("ts"))
+    ts_ms = timestamp_ms(fields.get("ts"), when.zone_of(site))
     if isinstance(ts_ms, Rejection):
         return ts_ms
-    late = time_window(ts_ms, site.lateness_ms, ref_ms, check_future)
+    late = time_window(ts_ms, site.lateness_ms, when)
     if late is not None:
         if late.reason is RejectReason.future_timestamp:
             return Rejection(RejectReason.future, late.detail, late.ts_ms)
@@ -243,7 +243,7 @@ def _times(site: SiteIndex, fields: Mapping[str, object], ref_ms: int | None,
     if entered_ms is None and fields.get("entered_at") is not None:
         # A replay's record of when the inspection was entered (the MQTT path
         # passes its receipt time instead: a payload cannot vouch for it).
-        entered = timestamp_ms(fields["entered_at"])
+        entered = timestamp_ms(fields["entered_at"], when.zone_of(site))
         if isinstance(entered, Rejection):
             return Rejection(entered.reason, "entered_at" + entered.detail.removeprefix("ts"))
         entered_ms = entered

@@ -23,6 +23,7 @@ from .rules import (
     INSPECTION,
     MAX_PAYLOAD_BYTES,
     MessageKind,
+    TimeRule,
     sensor_message,
     show,
     site_index,
@@ -164,6 +165,7 @@ def parse_message(config: Config, topic: str, payload: bytes, *, ref_ms: int,
                              " without the retain flag")
         # Entered when it reached us: an inspection dated well before is backdated.
         entered = received_ms if received_ms is not None else ref_ms
-        return inspection_message(site, data, ref_ms, True, entered_ms=entered, via="mqtt")
+        return inspection_message(site, data, TimeRule.wall(ref_ms), entered_ms=entered,
+                                  via="mqtt")
     kind: MessageKind = "status" if kind_word == "status" else site.kinds[sensor_id]
-    return sensor_message(site, sensor_id, kind, data, ref_ms, True)
+    return sensor_message(site, sensor_id, kind, data, TimeRule.wall(ref_ms))

@@ -5,20 +5,21 @@ Many loggers record rain as one row per bucket tip, not as a counter: a
 that has neither a ``tips_total`` nor a ``precip_in`` column (a row with an
 empty ``tips`` cell is then one tip). Such a row becomes a reading of
 ``precip_in = tips × in_per_tip`` at its own time, checked by the very rules
-of a replay row (``csvio.parse_row``: its time, the lateness bound, its
-battery), so it is rejected for the same reasons. A row with ``tips`` 0 is a
-heartbeat (a logger that also writes a row per quiet interval).
+of a replay row (``csvfile.parse_row``: its time, its battery), so it is
+rejected for the same reasons. A row with ``tips`` 0 is a heartbeat (a logger
+that also writes a row per quiet interval).
 
 Double tips. A bucket that rocks back onto its magnet tips twice within about
 a second; real per-tip records hold 4–14 % such doubles, and counted they
 make storms that did not happen qualify. A tip that follows the previous
 *counted* tip of its gauge within the gauge's ``debounce_s`` [1.0] (``≤``:
 records have one-second resolution, and a double tip is written 1 s after its
-first) is dropped and counted per gauge (``replay`` prints the count on
-stderr). "Previous" is in the file's order, as a logger writes; the node's
-``csv`` driver applies the same rule to the same rows (``sensors/counter.py``,
-``is_double_tip``: the two are tested to agree), and its ``gpio`` driver the
-like with ``min_tip_interval_s``.
+first) is dropped and counted per gauge (``replay`` and ``backtest`` print the
+count on stderr). "Previous" is in event time (``filerows.py`` puts a file's
+rows in that order before ``debounce`` sees them; ``replay --arrival-order``
+in the file's), as a logger writes; the node's ``csv`` driver applies the same
+rule to the same rows (``sensors/counter.py``, ``is_double_tip``: the two are
+tested to agree), and its ``gpio`` driver the like with ``min_tip_interval_s``.
 
 Per-tip rows of a gauge with ``reporting: interval`` are read all the same,
 and named (``interval_gauges``): such a logger is silent while it is dry, and
@@ -28,14 +29,13 @@ read as ``interval`` every dry spell is a silence.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..config import Config
 from ..contract.inputs import Inspection, Reading
 from ..contract.rejects import Rejection, RejectReason
 from .csvfile import parse_row
-from .rules import show
+from .rules import TimeRule, show
 
 #: The column of a per-tip export: tips of that row (1 for a row per tip).
 TIPS = "tips"
@@ -75,41 +75,49 @@ class PerTipRows:
         self._at = {name: i for i, name in enumerate(self.header)}
         #: A file of counters or depths: a rain row is a tip only with a ``tips`` cell.
         self._counters = any(name in self._at for name in RAIN_FORMS)
+        #: ... and without a ``tips`` column no row is one (most files: said at once).
+        self.possible = not (self._counters and TIPS not in self._at)
         self._last: dict[tuple[str, str], int] = {}
 
-    def parse(self, cells: list[str], *, refs: Mapping[str, int]
-              ) -> Reading | Inspection | Rejection | bool:
-        """The reading of a per-tip row; False when the row is none (read it as a plain
-        row), True when it is a double tip (dropped, counted). ``refs``: each site's
-        lateness reference, as ``RowParser.parse`` takes it."""
+    def parse(self, cells: list[str], when: TimeRule
+              ) -> tuple[Reading | Inspection | Rejection, int] | None:
+        """The reading of a per-tip row and its tips; None when the row is none (read it
+        as a plain row). ``when``: what its time is judged against (``parse_row``).
+        The reading still has to pass ``debounce``, in event time."""
         site, sensor = self._cell(cells, "site"), self._cell(cells, "sensor")
         gauge = self._gauges.get((site, sensor))
         if gauge is None:
-            return False
+            return None
         text = self._cell(cells, TIPS)
         if not text and self._counters:
-            return False
+            return None
         try:
             tips = int(text) if text else 1
         except ValueError:
             return Rejection(RejectReason.bad_value,
-                             f"{TIPS}: {show(text)} is not a whole number of tips")
+                             f"{TIPS}: {show(text)} is not a whole number of tips"), 0
         if tips < 0:
-            return Rejection(RejectReason.negative_value, f"{TIPS}: {tips} is negative")
+            return Rejection(RejectReason.negative_value, f"{TIPS}: {tips} is negative"), 0
         row = {name: cells[i] for name, i in self._at.items()
                if i < len(cells) and cells[i] and name != TIPS}
         row["precip_in"] = repr(tips * gauge.in_per_tip)
-        item = _parse_row(self.config, row, refs.get(site))
-        if not isinstance(item, Reading) or tips == 0:
-            return item
-        key = (site, sensor)
+        item = parse_row(self.config, row, when=when)
+        return item, tips if isinstance(item, Reading) else 0
+
+    def debounce(self, item: Reading, tips: int) -> Reading | None:
+        """``item`` (a per-tip row's reading of ``tips`` tips, rows in event time) with a
+        double tip taken out (module docstring); None when it was one tip, and double."""
+        if tips == 0:
+            return item  # a heartbeat
+        key = (item.site, item.sensor)
+        gauge = self._gauges[key]
         self.rows[key] += 1
         if gauge.interval:
             self.interval_gauges.add(key)
         if is_double_tip(self._last.get(key), item.ts_ms, gauge.debounce_s):
             self.debounced[key] += 1
             if tips == 1:
-                return True
+                return None
             item = _with_depth(item, (tips - 1) * gauge.in_per_tip)
         self._last[key] = item.ts_ms
         return item
@@ -128,11 +136,6 @@ class PerTipRows:
     def _cell(self, cells: list[str], name: str) -> str:
         i = self._at.get(name)
         return cells[i].strip() if i is not None and i < len(cells) else ""
-
-
-def _parse_row(config: Config, row: Mapping[str, str], ref_ms: int | None
-               ) -> Reading | Inspection | Rejection:
-    return parse_row(config, row, ref_ms=ref_ms, check_future=False)
 
 
 def _with_depth(item: Reading, precip_in: float) -> Reading:

@@ -30,8 +30,8 @@ Order of checks, so one message always gets the same reason:
 3. the first per-field reason in payload order (``bad_value``, ``not_finite``,
    ``negative_value``, ``impossible_value``);
 4. ``missing_field``;
-5. the timestamp: ``missing_field``, ``bad_timestamp``, ``not_finite``,
-   ``future_timestamp``, ``too_old``.
+5. the timestamp: ``missing_field``, ``bad_timestamp``, ``no_timezone``,
+   ``not_finite``, ``future_timestamp``, ``too_old`` (``TimeRule``: against what).
 
 Deliberate leniencies (a node may add fields, DESIGN § 3): unknown keys are
 ignored; JSON ``null`` and empty CSV cells are absent; integer fields accept a
@@ -52,13 +52,15 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import date, datetime
 from typing import Final, Literal
 from zoneinfo import ZoneInfo
 
 from ..config import ID_PATTERN, Config
 from ..contract.inputs import Reading, SensorKind
+from ..contract.localtime import wall_time_ms
 from ..contract.rejects import Rejection, RejectReason
-from ..contract.times import MS_PER_DAY, MS_PER_MINUTE, parse_iso
+from ..contract.times import MS_PER_DAY, MS_PER_MINUTE, iso_datetime
 
 MessageKind = Literal["rain", "turbidity", "sediment", "status"]
 
@@ -190,18 +192,61 @@ def missing_field(kind: MessageKind, values: Mapping[str, object]) -> Rejection 
     return Rejection(RejectReason.missing_field, f"{wanted}: required for a {kind} message")
 
 
-def timestamp_ms(value: object) -> int | Rejection:
-    """``ts`` of DESIGN § 3 in ms: ISO 8601 with ``Z``/``±hh:mm``, or Unix seconds (number)."""
+#: How a ``ts`` without an offset is read: in a zone, in its site's zone (``"site"``), or
+#: not at all (``None``: refused ``no_timezone``; the daemon, a file without ``--timezone``).
+NaiveZone = ZoneInfo | Literal["site"] | None
+
+
+@dataclass(frozen=True, slots=True)
+class TimeRule:
+    """What an input's ``ts`` is judged against ("A file is not a stream",
+    monitor/README.md): two references and a zone.
+
+    ``now_ms``      a ``ts`` more than ``FUTURE_TOLERANCE_MS`` after it is
+                    ``future_timestamp`` (None: not checked);
+    ``late_ref_ms`` one more than the site's ``lateness_days`` before it is
+                    ``too_old`` (None: not checked);
+    ``zone``        how to read an ISO ``ts`` without an offset (``NaiveZone``).
+
+    The daemon judges both bounds against its wall clock (``wall``). A file is
+    read whole: the future against the wall clock at the time of the run, no
+    lateness bound (it exists to bound a live daemon's memory); read in arrival
+    order (``replay --arrival-order``), the lateness bound against the site's
+    newest row so far.
+    """
+
+    now_ms: int | None
+    late_ref_ms: int | None = None
+    zone: NaiveZone = None
+
+    @classmethod
+    def wall(cls, now_ms: int) -> TimeRule:
+        """The daemon's: both bounds against its wall clock, no naive times."""
+        return cls(now_ms, now_ms)
+
+    def zone_of(self, site: SiteIndex) -> ZoneInfo | None:
+        return site.zone if self.zone == "site" else self.zone
+
+
+def timestamp_ms(value: object, zone: ZoneInfo | None = None) -> int | Rejection:
+    """``ts`` of DESIGN § 3 in ms: ISO 8601 with ``Z``/``±hh:mm``, or Unix seconds (number).
+
+    ISO text without an offset is read in ``zone`` (``localtime.wall_time_ms``);
+    without one, or where the zone cannot place it, it is ``no_timezone``."""
     if value is None:
         return Rejection(RejectReason.missing_field, "ts: required")
     if isinstance(value, str):
         try:
-            ms = parse_iso(value)
+            dt = iso_datetime(value)
+            ms = round(dt.timestamp() * 1000) if dt.tzinfo is not None else \
+                _naive_ms(value, dt, zone)
         except (ValueError, OverflowError):
-            # parse_iso's "no UTC offset" and fromisoformat's messages differ in
-            # shape and echo the input; one short uniform line is easier to count.
+            # fromisoformat's messages differ in shape and echo the input; one
+            # short uniform line is easier to count.
             return Rejection(RejectReason.bad_timestamp,
                              f"ts: not ISO 8601 with an explicit offset: {show(value)}")
+        if isinstance(ms, Rejection):
+            return ms
         if not 0 <= ms <= MAX_TS_MS:
             return Rejection(RejectReason.bad_timestamp, f"ts: {show(value)} is before 1970")
         return ms
@@ -218,15 +263,37 @@ def timestamp_ms(value: object) -> int | Rejection:
     return value * 1000 if isinstance(value, int) else round(value * 1000)
 
 
-def time_window(ts_ms: int, lateness_ms: int, ref_ms: int | None,
-            check_future: bool) -> Rejection | None:
-    """The time window of DESIGN § 3 around the reference time; boundaries are accepted."""
-    if ref_ms is None:
-        return None
-    if check_future and ts_ms > ref_ms + FUTURE_TOLERANCE_MS:
+def _naive_ms(text: str, wall: datetime, zone: ZoneInfo | None) -> int | Rejection:
+    """A ``ts`` without an offset: its instant in ``zone``, or ``no_timezone``. A date
+    alone is no time of day (a daily total is not rain at midnight): ``bad_timestamp``."""
+    try:
+        date.fromisoformat(text.strip())
+    except ValueError:
+        pass
+    else:
+        raise ValueError("a date without a time")
+    if zone is None:
+        return Rejection(RejectReason.no_timezone,
+                         f"ts: {show(text)} has no UTC offset (Z or +hh:mm)")
+    ms = wall_time_ms(wall, zone)
+    if isinstance(ms, str):
+        when, why = (("comes twice", "the hour the clocks go back") if ms == "ambiguous"
+                     else ("never comes", "the hour the clocks skip"))
+        return Rejection(RejectReason.no_timezone,
+                         f"ts: {show(text)} {when} in {zone.key} ({why}): give its offset")
+    return ms
+
+
+def time_window(ts_ms: int, lateness_ms: int, when: TimeRule) -> Rejection | None:
+    """The time window of DESIGN § 3 around ``when``'s references; boundaries are accepted."""
+    if when.now_ms is not None and ts_ms > when.now_ms + FUTURE_TOLERANCE_MS:
+        ahead_ms = ts_ms - when.now_ms
+        ahead = (f"{ahead_ms / 1000:.0f} s" if ahead_ms < MS_PER_DAY
+                 else f"{ahead_ms / MS_PER_DAY:.2f} days")  # a typo'd year, a wrong clock
         return Rejection(RejectReason.future_timestamp,
-                         f"ts: {(ts_ms - ref_ms) / 1000:.0f} s after the reference time", ts_ms)
-    if ts_ms < ref_ms - lateness_ms:
+                         f"ts: {ahead} after the reference time", ts_ms)
+    ref_ms = when.late_ref_ms
+    if ref_ms is not None and ts_ms < ref_ms - lateness_ms:
         return Rejection(RejectReason.too_old,
                          f"ts: {(ref_ms - ts_ms) / MS_PER_DAY:.2f} days before the reference "
                          f"time (lateness_days {lateness_ms / MS_PER_DAY:g})", ts_ms)
@@ -275,8 +342,7 @@ def site_index(config: Config) -> dict[str, SiteIndex]:
 
 
 def sensor_message(site: SiteIndex, sensor: str, kind: MessageKind, fields: Mapping[str, object],
-                    ref_ms: int | None, check_future: bool,
-                    require_seq: bool = True) -> Reading | Rejection:
+                    when: TimeRule, require_seq: bool = True) -> Reading | Rejection:
     """The rules of DESIGN § 3 for a reading (``kind`` = the sensor's) or a status message.
 
     ``require_seq=False`` (replay CSV) accepts ``precip_in`` without ``seq``:
@@ -309,10 +375,10 @@ def sensor_message(site: SiteIndex, sensor: str, kind: MessageKind, fields: Mapp
     missing = missing_field(kind, values)
     if missing is not None and not (not require_seq and kind == "rain" and "precip_in" in values):
         return missing
-    ts_ms = timestamp_ms(fields.get("ts"))
+    ts_ms = timestamp_ms(fields.get("ts"), when.zone_of(site))
     if isinstance(ts_ms, Rejection):
         return ts_ms
-    late = time_window(ts_ms, site.lateness_ms, ref_ms, check_future)
+    late = time_window(ts_ms, site.lateness_ms, when)
     if late is not None:
         return late
     return Reading(site=site.id, sensor=sensor, kind=kind, ts_ms=ts_ms,

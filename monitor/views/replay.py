@@ -1,29 +1,32 @@
 """Replay: recorded readings from CSV through the same engine the daemon runs.
 
-The CSV is read as a stream, row by row, in file order, exactly as if each row
-were a message arriving, under the daemon's ingest rule (``admission.py``):
-rows older than their site's lateness bound *relative to that site's newest
-row so far* are rejected (``too_old``), a ``seq`` repeated with another body
-is a ``seq_conflict`` (DESIGN § 3), everything else is folded in event time.
-At the end one tick at the newest event time lets the remaining time pass
-(storms whose dry gap has elapsed end, silent sensors go stale), and the
-final set of events is what ``--format jsonl`` prints.
+A file is not a stream (monitor/README.md): the file is read whole by the row rules
+(``sources/filerows.py``: every reason a message is refused for, the future
+against the wall clock of the run, no lateness bound), its inputs put in event
+time, and then folded in that order, so a newest-first export gives what the
+ascending one gives and nothing of a file is "too old". At the end one tick
+at the newest event time lets the remaining time pass (storms whose dry gap
+has elapsed end, silent sensors go stale), and the final set of events is what
+``--format jsonl`` prints.
+
+``arrival_order`` (``--arrival-order``) folds the rows as they come instead,
+each as if it arrived as a message, under the daemon's ingest rule
+(``admission.py``): a row older than its site's lateness bound *relative to
+that site's newest row so far* is ``too_old``, a ``seq`` repeated with another
+body after it is a ``seq_conflict``: to compare a file with what a daemon did.
 """
 
 from __future__ import annotations
 
-import csv
-import io
-import sys
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
 from ..config import Config, SiteConfig
 from ..config.plausible import NO_GAUGE, storm_duty_unwatched
-from ..contract.admission import SeqBook, SiteNewest, fingerprint
+from ..contract.admission import SiteNewest
 from ..contract.events import (
     BackgroundMissing,
     BatteryLow,
@@ -48,30 +51,39 @@ from ..contract.events import (
     in_event_order,
 )
 from ..contract.figures import depth_text, fill_text
-from ..contract.inputs import Reading
+from ..contract.inputs import Inspection, Reading
 from ..contract.localtime import local_text
-from ..contract.rejects import Rejection, RejectReason
+from ..contract.rejects import RejectReason
 from ..contract.unmonitored_words import reason_words
 from ..engine.core import Engine
 from ..engine.summary import site_now
-from ..sources.csvfile import ENCODING, CsvInputError, RowParser, check_header, not_utf8
+from ..sources.filerows import FileReader, Rejects, header_and_rows, read_whole
 from ..sources.pertip import PerTipRows
+from ..sources.rules import NaiveZone
 
-
-class ReplayInputError(CsvInputError):
-    """The CSV itself is unusable (missing file, not UTF-8, a bad header)."""
+#: Settled facts are taken from the engine every so many inputs (its memory stays flat).
+DRAIN_EVERY = 4096
 
 
 @dataclass
 class ReplayResult:
     engine: Engine
     rows: int = 0
-    rejected: Counter[str] = field(default_factory=Counter)
-    first_rejects: list[str] = field(default_factory=list)
+    #: Inputs the row rules took (duplicates included): none means the file gave nothing.
+    taken: int = 0
+    rejects: Rejects = field(default_factory=Rejects)
     #: Facts the engine settled (final, out of its memory) during the replay.
     settled: list[Event] = field(default_factory=list)
     #: The rows of a per-tip export, and the double tips dropped (``pertip.py``).
     per_tip: PerTipRows | None = None
+
+    @property
+    def rejected(self) -> Counter[str]:
+        return self.rejects.counts
+
+    @property
+    def first_rejects(self) -> list[str]:
+        return self.rejects.first
 
     def events(self) -> list[Event]:
         """The final set: settled facts and those the engine still holds, in event order."""
@@ -79,92 +91,68 @@ class ReplayResult:
         return in_event_order(self.settled + self.engine.current_events())
 
 
-def _header(reader: Iterator[list[str]]) -> list[str]:
-    try:
-        return check_header(next(reader, []))
-    except CsvInputError as exc:
-        raise ReplayInputError(str(exc)) from None
-
-
 def replay(config: Config, source: str | Path | IO[str],
-           progress: Callable[[int], None] | None = None,
-           engine: Engine | None = None) -> ReplayResult:
-    """Fold every row of a replay CSV into an engine; return it with the reject counts."""
+           progress: Callable[[str], None] | None = None,
+           engine: Engine | None = None, *, now_ms: int | None = None,
+           zone: NaiveZone = None, arrival_order: bool = False) -> ReplayResult:
+    """Fold every row of a replay CSV into an engine; return it with the reject counts.
+
+    ``now_ms`` is the wall clock at the time of the run (the command passes it; None:
+    no future bound), ``zone`` how a time without an offset is read
+    (``--timezone``), ``arrival_order`` the daemon's order and lateness rule
+    (module docstring). An unusable file is ``CsvInputError``."""
     engine = engine or Engine(config)
     result = ReplayResult(engine)
-    if isinstance(source, (str, Path)):
-        if str(source) == "-":
-            _feed_stdin(config, result, progress)
-        else:
-            try:
-                with open(source, encoding=ENCODING, newline="") as handle:
-                    _feed(config, handle, result, progress)
-            except OSError as exc:
-                raise ReplayInputError(f"{source}: cannot read ({exc.strerror})") from None
-            except UnicodeDecodeError:
-                # Raised by the text layer while the reader pulls a line: nothing
-                # of the file is reported on, whatever rows were folded before it.
-                raise ReplayInputError(f"{source}: {not_utf8(source)}") from None
+    if arrival_order:
+        _in_arrival_order(config, source, result, progress, now_ms, zone)
     else:
-        _feed(config, source, result, progress)
+        whole = read_whole(config, source, now_ms=now_ms, zone=zone, progress=progress)
+        result.rows, result.rejects, result.per_tip = whole.rows, whole.rejects, whole.per_tip
+        result.taken = len(whole.inputs)
+        for k, item in enumerate(whole.inputs, 1):
+            if progress is not None and k % 50_000 == 0:
+                progress(f"{k:,} of {result.taken:,} inputs folded")
+            # In event time nothing falls behind the engine's horizon: none is too old.
+            if not _fold(result, item):
+                result.rejects.add(0, RejectReason.too_old.value, "behind the engine's horizon")
+        del whole
     if engine.watermark_ms is not None:
         engine.tick(engine.watermark_ms)
     return result
 
 
-def _feed_stdin(config: Config, result: ReplayResult,
-                progress: Callable[[int], None] | None) -> None:
-    """``--input -``: standard input as UTF-8 whatever the locale says, like a file."""
-    handle = io.TextIOWrapper(sys.stdin.buffer, encoding=ENCODING, newline="")
-    try:
-        _feed(config, handle, result, progress)
-    except UnicodeDecodeError:
-        # The text layer decodes ahead of the reader, so only a lower bound is known.
-        raise ReplayInputError(f"standard input: not UTF-8 text (past data row {result.rows});"
-                               " save it as UTF-8 (in Excel: CSV UTF-8)") from None
-    finally:
-        handle.detach()  # sys.stdin keeps its buffer
-
-
-def _feed(config: Config, handle: IO[str], result: ReplayResult,
-          progress: Callable[[int], None] | None) -> None:
-    engine = result.engine
-    reader = csv.reader(handle)
-    header = _header(reader)
-    rows = RowParser(config, header)
-    tips = result.per_tip = PerTipRows(config, header)
-    newest, seqs = SiteNewest(), SeqBook(earlier="earlier in the file")
-    for cells in reader:
-        result.rows += 1
-        if progress is not None and result.rows % 50_000 == 0:
-            progress(result.rows)
-        # Lateness is judged against the site's newest row seen so far; "future" has
-        # no meaning for a recording, so that check stays with the daemon.
-        item = tips.parse(cells, refs=newest.by_site) or rows.parse(cells, refs=newest.by_site)
-        if item is True:
-            continue  # a double tip, counted
-        if isinstance(item, Rejection):
-            _reject(result, item.reason.value, item.detail)
+def _in_arrival_order(config: Config, source: str | Path | IO[str], result: ReplayResult,
+                      progress: Callable[[str], None] | None, now_ms: int | None,
+                      zone: NaiveZone) -> None:
+    """Each row as it comes, as a message would (module docstring): lateness is judged
+    against the site's newest row taken so far (``admission.SiteNewest``)."""
+    header, rows = header_and_rows(source)
+    reader = FileReader(config, header, now_ms=now_ms, zone=zone, earlier="earlier in the file")
+    result.rejects, result.per_tip = reader.rejects, reader.per_tip
+    newest = SiteNewest()
+    for n, cells in enumerate(rows, 1):
+        result.rows = n
+        if progress is not None and n % 50_000 == 0:
+            progress(f"{n:,} rows")
+        parsed = reader.parse(n + 1, cells, newest.by_site)
+        item = None if parsed is None else reader.look_back(n + 1, *parsed)
+        if item is None:
             continue
-        if isinstance(item, Reading) and item.seq is not None and item.kind != "status":
-            conflict = seqs.judge((item.seq, item.site, item.sensor), fingerprint(item))
-            if conflict is not None:
-                _reject(result, RejectReason.seq_conflict.value, conflict)
-                continue
-        before = engine.stats.too_old
-        engine.apply(item)
-        if engine.stats.too_old != before:
-            _reject(result, RejectReason.too_old.value, "older than the lateness bound")
-        else:
+        if _fold(result, item):
+            result.taken += 1
             newest.saw(item.site, item.ts_ms)
-        if result.rows % 4096 == 0:
-            result.settled += engine.drain_settled()
+        else:
+            reader.rejects.add(n + 1, RejectReason.too_old.value, "older than the lateness bound")
 
 
-def _reject(result: ReplayResult, reason: str, detail: str) -> None:
-    result.rejected[reason] += 1
-    if len(result.first_rejects) < 20:
-        result.first_rejects.append(f"row {result.rows + 1}: {reason}: {detail}")
+def _fold(result: ReplayResult, item: Reading | Inspection) -> bool:
+    """Apply one input; False when the engine refused it as older than its horizon."""
+    engine = result.engine
+    before = engine.stats.too_old
+    engine.apply(item)
+    if (engine.stats.accepted + engine.stats.duplicates) % DRAIN_EVERY == 0:
+        result.settled += engine.drain_settled()
+    return engine.stats.too_old == before
 
 
 # --------------------------------------------------------------------------- table

@@ -56,8 +56,9 @@ def to_csv(inputs: list[Input]) -> str:
     return out.getvalue()
 
 
-def replayed(config: Config, inputs: list[Input]) -> ReplayResult:
-    return replay(config, io.StringIO(to_csv(inputs)))
+def replayed(config: Config, inputs: list[Input], *, arrival_order: bool = False
+             ) -> ReplayResult:
+    return replay(config, io.StringIO(to_csv(inputs)), arrival_order=arrival_order)
 
 
 def of_type(result: ReplayResult, kind: str, site: str | None = None) -> list[dict[str, Any]]:
@@ -94,7 +95,13 @@ def test_replay_dead_letters_a_repeated_seq_with_another_body() -> None:
     assert dict(result.rejected) == {"seq_conflict": 1}
     assert result.first_rejects == [
         "row 62: seq_conflict: seq: 7 of branch-meadows/rg1 already identifies another"
-        " reading (earlier in the file)"]
+        " reading (at an earlier time in the file)"]
+    # In the file's order, as a daemon would meet the rows: the same verdict.
+    arrived = replayed(config, rows, arrival_order=True)
+    assert arrived.first_rejects == [result.first_rejects[0].replace("at an earlier time",
+                                                                     "earlier")]
+    assert _without_revision([e.to_json() for e in arrived.events()]) == _without_revision(
+        [e.to_json() for e in result.events()])
     (q,) = of_type(result, "storm_qualified")
     assert (q["qualified_at"], q["total_in"]) == ("2026-05-01T10:49:00Z", 0.5)
     (end,) = of_type(result, "storm_ended")
@@ -103,7 +110,9 @@ def test_replay_dead_letters_a_repeated_seq_with_another_body() -> None:
     assert result.engine.stats.duplicates == 1  # seq 8 again: a duplicate, not a conflict
 
 
-def test_replay_judges_too_old_per_site_in_a_file_grouped_by_site() -> None:
+def test_replay_in_arrival_order_judges_too_old_per_site_in_a_file_grouped_by_site() -> None:
+    """``--arrival-order``: the daemon's lateness rule, per site (read whole, a file has
+    no lateness bound: ``tests/commands/test_file_not_stream.py``)."""
     config = config_of(gauge_site("alpha"), gauge_site("beta"))
     june = 1_781_049_600_000  # 2026-06-10T00:00:00Z
     may = 1_777_593_600_000  # 2026-05-01T00:00:00Z
@@ -113,7 +122,7 @@ def test_replay_judges_too_old_per_site_in_a_file_grouped_by_site() -> None:
     # beta, written after alpha, 40 days older: a 0.60 in storm from 10:00.
     beta = minutes("beta", may, 24 * 60, tips_from=600, tips=60)
     beta.append(("beta", "rg1", {"ts": may - 10 * 86_400_000, "tips_total": 0}))
-    result = replayed(config, alpha + beta)
+    result = replayed(config, alpha + beta, arrival_order=True)
     assert dict(result.rejected) == {"too_old": 2}
     assert [line.split(": ")[1] for line in result.first_rejects] == ["too_old", "too_old"]
     assert [r.split(":")[0] for r in result.first_rejects] == ["row 602", "row 2043"]
@@ -234,7 +243,8 @@ def test_the_daemon_and_replay_give_the_same_events_and_rejections(
     finally:
         daemon.close()
 
-    result = replayed(config, inputs)
+    # The daemon met the rows as they came: so does ``replay --arrival-order``.
+    result = replayed(config, inputs, arrival_order=True)
     replay_events = [e.to_json() for e in result.events()]
 
     expected_rejects = {"too_old": 1, "seq_conflict": 1, "unknown_sensor": 1, "wrong_kind": 1,

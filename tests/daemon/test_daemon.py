@@ -275,6 +275,8 @@ def _bad_messages(now_s: int) -> list[tuple[str, str, bytes]]:
         ("negative_value", r("tb-up"), j({"ts": now_s, "ntu": -1.0})),
         ("impossible_value", r("trap1-depth"), j({"ts": now_s, "depth_in": 99999})),
         ("bad_timestamp", r("tb-up"), j({"ts": "yesterday", "ntu": 1.0})),
+        # A time without an offset: local to whom? (A file may say: --timezone.)
+        ("no_timezone", r("tb-up"), j({"ts": "2026-05-01T12:00:00", "ntu": 1.0})),
         ("future_timestamp", r("tb-up"), j({"ts": now_s + 3600, "ntu": 1.0})),
         ("too_old", r("tb-up"), j({"ts": now_s - 8 * 86400, "ntu": 1.0})),
         # An inspection dated ahead has its own code (DESIGN § 3).

@@ -96,11 +96,13 @@ def stream(frame: pd.DataFrame, mode: Mode, in_per_tip: Mapping[str, float] | No
 
 
 def _reading(gauge: str, row: Mapping[Any, Any]) -> Reading:
-    if "tips_total" in row:
-        return Reading(SITE, gauge, "rain", int(row["ts"]), tips_total=int(row["tips_total"]))
     seq = row.get("seq")
+    seq = None if seq is None or pd.isna(seq) else int(seq)
+    if "tips_total" in row:
+        return Reading(SITE, gauge, "rain", int(row["ts"]), tips_total=int(row["tips_total"]),
+                       seq=seq)
     return Reading(SITE, gauge, "rain", int(row["ts"]), precip_in=float(row["precip_in"]),
-                   seq=None if seq is None or pd.isna(seq) else int(seq))
+                   seq=seq)
 
 
 def _fold_summary(fold: GaugeFold, tl: Timeline[Any]) -> dict[str, Summary]:
@@ -280,6 +282,18 @@ def test_a_reboot_near_the_maximum_is_a_reset_and_a_plausible_wrap_counts_on() -
         assert [v[2] for v in both(rows, "event_total", {"rg1": 0.01}).values()] == [total]
 
 
+def test_counters_of_one_instant_go_in_the_order_of_their_seq() -> None:
+    # A node rebooted within the second: 100 (seq 5) then 3 (seq 6) at 10:01 is a reset,
+    # 3 tips (0.03 in), not 100 -> 3 -> ... read by value (3 then 100: 97 more tips,
+    # 1.03 in, a storm that never fell).
+    frame = pd.DataFrame({"ts": [at("10:00"), at("10:01"), at("10:01"), at("10:02"),
+                                 at("20:02")],
+                          "gauge": "rg1", "tips_total": [100, 100, 3, 3, 3],
+                          "seq": [4, 5, 6, 7, 8]})
+    assert both(frame, "event_total", {"rg1": 0.01}) == {"rg1-20260501T100100Z": (
+        "2026-05-01T10:01:00Z", "2026-05-01T10:01:00Z", 0.03, 0.03, None, None, None)}
+
+
 def test_a_gap_of_exactly_dry_gap_hours_separates_events() -> None:
     apart = depths([(at("00:00"), 0.3), (at("06:00"), 0.3)])
     assert list(both(apart, "event_total")) == ["rg1-20260501T000000Z", "rg1-20260501T060000Z"]
@@ -401,17 +415,28 @@ def gauge_rows(draw: st.DrawFn, gauge: str, start: int, form: str, in_per_tip: f
     # Some counters start just below 2^16 and wrap like a 16-bit register.
     minute, counter_value, seq = 0, draw(st.one_of(st.integers(0, 50),
                                                    st.integers(65_480, 65_535))), 0
+    # A node's counters carry a seq in the order it sent them (and a redelivered row its
+    # own); a node that reboots within the second sends its reset at the same instant.
+    counter_seq = form == "tips_total" and draw(st.booleans())
+
+    def counter_row(ts: int, value: int) -> None:
+        nonlocal seq
+        rows.append({"ts": ts, "gauge": gauge, "tips_total": value,
+                     **({"seq": seq} if counter_seq else {})})
+        seq += 1
 
     def emit(m: int, tips: int, reset: bool = False, split: bool = False) -> None:
         nonlocal counter_value, seq
         ts = start + m * MIN
         if form == "tips_total":
             if reset:
+                if counter_seq and draw(st.booleans()):
+                    counter_row(ts, counter_value % 65_536)  # the last count before it
                 counter_value = 0
             if split and tips >= 2:
-                rows.append({"ts": ts, "gauge": gauge, "tips_total": (counter_value + 1) % 65_536})
+                counter_row(ts, (counter_value + 1) % 65_536)
             counter_value += tips
-            rows.append({"ts": ts, "gauge": gauge, "tips_total": counter_value % 65_536})
+            counter_row(ts, counter_value % 65_536)
         else:
             depth = tips * in_per_tip
             parts = [depth / 3, depth - depth / 3] if split else [depth]
@@ -465,6 +490,7 @@ def cases(draw: st.DrawFn) -> Case:
     frame = pd.DataFrame(rows)
     if form == "precip_in" and draw(st.booleans()):
         frame = frame.drop(columns="seq")
+
     # The backtest must not depend on row order; the fold gets time order.
     seed = draw(st.integers(0, 2**32 - 1))
     frame = frame.sample(frac=1.0, random_state=seed).reset_index(drop=True)

@@ -6,6 +6,7 @@ import csv
 import io
 import json
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 from hypothesis import given, settings
@@ -27,7 +28,7 @@ from monitor.sources.payloads import (
     StatusPayload,
     TurbidityPayload,
 )
-from monitor.sources.rules import FIELD_RULES, MAX_PAYLOAD_BYTES
+from monitor.sources.rules import FIELD_RULES, MAX_PAYLOAD_BYTES, NaiveZone, TimeRule
 
 SITE = "site-a"
 REF = parse_iso("2026-05-01T12:00:00Z")
@@ -88,8 +89,10 @@ REASON_CASES: list[tuple[RejectReason, str, dict[str, Any] | bytes, str]] = [
      "ntu: must not be negative"),
     (RejectReason.impossible_value, "site-a/trap1-depth/reading",
      {"ts": ISO, "depth_in": 1200.5}, "depth_in"),
-    (RejectReason.bad_timestamp, "site-a/rg1/reading", {"ts": "2026-05-01T11:59:00",
+    (RejectReason.bad_timestamp, "site-a/rg1/reading", {"ts": "2026-05-01T11:59:00 EDT",
                                                         "tips_total": 1}, "ts"),
+    (RejectReason.no_timezone, "site-a/rg1/reading", {"ts": "2026-05-01T11:59:00",
+                                                      "tips_total": 1}, "ts"),
     (RejectReason.future_timestamp, "site-a/rg1/reading", {"ts": REF_S + 301, "tips_total": 1},
      "ts"),
     (RejectReason.too_old, "site-a/rg1/reading", {"ts": REF_S - 8 * 86400, "tips_total": 1},
@@ -231,7 +234,6 @@ def test_both_ts_forms(ts: str | float, ms: int) -> None:
 
 
 @pytest.mark.parametrize("ts", [
-    "2026-05-01T12:00:00",      # no offset: local to whom?
     "2026-05-01",               # a date, no time, no offset
     "yesterday",
     str(REF_S),                 # numbers must be JSON numbers, not strings
@@ -239,11 +241,18 @@ def test_both_ts_forms(ts: str | float, ms: int) -> None:
     [REF_S],
     -1,                         # before 1970
     1e300,                      # beyond year 9999 (and 1e300 * 1000 would overflow)
-], ids=["naive", "date", "word", "numeric-string", "bool", "list", "negative", "huge"])
+], ids=["date", "word", "numeric-string", "bool", "list", "negative", "huge"])
 def test_bad_timestamp(ts: object) -> None:
     result = mqtt("site-a/rg1/reading", {"ts": ts, "tips_total": 1})
     assert reason(result) is RejectReason.bad_timestamp
     assert result.detail.startswith("ts:")
+
+
+def test_a_time_without_an_offset_is_no_timezone() -> None:
+    """Local to whom? The daemon has no ``--timezone``: its own reason, not a bad time."""
+    result = mqtt("site-a/rg1/reading", {"ts": "2026-05-01T12:00:00", "tips_total": 1})
+    assert reason(result) is RejectReason.no_timezone
+    assert result.detail == "ts: '2026-05-01T12:00:00' has no UTC offset (Z or +hh:mm)"
 
 
 @pytest.mark.parametrize("raw", [b"NaN", b"Infinity", b"-Infinity", b"1e999"])
@@ -579,7 +588,8 @@ def test_inspection_ignores_sensor_fields() -> None:
 
 
 def test_row_rain_counter_with_empty_cells() -> None:
-    result = parse_row(CONFIG, row("rg1", tips_total="12", battery_v="3.9"), ref_ms=REF)
+    result = parse_row(CONFIG, row("rg1", tips_total="12", battery_v="3.9"),
+                       when=TimeRule.wall(REF))
     assert result == Reading(site=SITE, sensor="rg1", kind="rain", ts_ms=TS, tips_total=12,
                              battery_v=3.9)
 
@@ -591,7 +601,7 @@ def test_row_rain_counter_with_empty_cells() -> None:
     ({"precip_in": "1e-2", "seq": "4"}, {"precip_in": 0.01, "seq": 4}),
 ])
 def test_row_numbers(cells: dict[str, str], expected: dict[str, Any]) -> None:
-    result = parse_row(CONFIG, row("rg1", **cells), ref_ms=None)
+    result = parse_row(CONFIG, row("rg1", **cells), when=TimeRule(None))
     assert result == Reading(site=SITE, sensor="rg1", kind="rain", ts_ms=TS, **expected)
     assert all(type(getattr(result, k)) is type(v) for k, v in expected.items())
 
@@ -603,7 +613,7 @@ def test_row_numbers(cells: dict[str, str], expected: dict[str, Any]) -> None:
     (f"{REF_S}.5", REF + 500),
 ])
 def test_row_ts_forms(ts: str, ms: int) -> None:
-    result = parse_row(CONFIG, row("tb-up", ts=ts, ntu="2.5"), ref_ms=REF)
+    result = parse_row(CONFIG, row("tb-up", ts=ts, ntu="2.5"), when=TimeRule.wall(REF))
     assert isinstance(result, Reading) and result.ts_ms == ms
 
 
@@ -615,7 +625,7 @@ def test_row_ts_forms(ts: str, ms: int) -> None:
     ({"ntu": "1", "tips_total": "3"}, RejectReason.wrong_kind),
     ({"ntu": "1", "seq": "1.5"}, RejectReason.bad_value),
     ({"ntu": "1", "ts": ""}, RejectReason.missing_field),
-    ({"ntu": "1", "ts": "2026-05-01 11:59"}, RejectReason.bad_timestamp),
+    ({"ntu": "1", "ts": "2026-05-01 11:59"}, RejectReason.no_timezone),
     ({"ntu": "1", "ts": "nan"}, RejectReason.not_finite),
     ({"battery_v": "3.9"}, RejectReason.missing_field),
     ({"ntu": "1", "site": ""}, RejectReason.missing_field),
@@ -626,30 +636,31 @@ def test_row_ts_forms(ts: str, ms: int) -> None:
 def test_row_rejects(cells: dict[str, str], expected: RejectReason) -> None:
     base = row("tb-up")
     base.update(cells)
-    assert reason(parse_row(CONFIG, base, ref_ms=REF)) is expected
+    assert reason(parse_row(CONFIG, base, when=TimeRule.wall(REF))) is expected
 
 
 def test_row_time_window() -> None:
     old = row("rg1", ts=str(REF_S - 8 * 86400), tips_total="1")
     ahead = row("rg1", ts=str(REF_S + 3600), tips_total="1")
-    assert reason(parse_row(CONFIG, old, ref_ms=REF)) is RejectReason.too_old
-    assert reason(parse_row(CONFIG, ahead, ref_ms=REF)) is RejectReason.future_timestamp
-    # No reference yet (the first row of a replay): no window at all.
-    assert isinstance(parse_row(CONFIG, old, ref_ms=None), Reading)
-    assert isinstance(parse_row(CONFIG, ahead, ref_ms=None), Reading)
-    # Against the newest reading seen, a later reading is the next one after a gap.
-    assert isinstance(parse_row(CONFIG, ahead, ref_ms=REF, check_future=False), Reading)
-    assert reason(parse_row(CONFIG, old, ref_ms=REF, check_future=False)) is (
+    assert reason(parse_row(CONFIG, old, when=TimeRule.wall(REF))) is RejectReason.too_old
+    assert reason(parse_row(CONFIG, ahead, when=TimeRule.wall(REF))) is (
+        RejectReason.future_timestamp)
+    # No reference at all: no window.
+    assert isinstance(parse_row(CONFIG, old, when=TimeRule(None)), Reading)
+    assert isinstance(parse_row(CONFIG, ahead, when=TimeRule(None)), Reading)
+    # Only a lateness reference (the newest row so far): a later row is the next one.
+    assert isinstance(parse_row(CONFIG, ahead, when=TimeRule(None, REF)), Reading)
+    assert reason(parse_row(CONFIG, old, when=TimeRule(None, REF))) is (
         RejectReason.too_old)
 
 
 def test_row_inspection() -> None:
     cells = row("inspection", inspector=" J. Rivera ", kind="storm", notes="ok")
-    assert parse_row(CONFIG, cells, ref_ms=REF) == Inspection(
+    assert parse_row(CONFIG, cells, when=TimeRule.wall(REF)) == Inspection(
         site=SITE, inspector="J. Rivera", ts_ms=TS, kind="storm", notes="ok", via="replay")
     # The kind column is empty on reading rows and defaults on inspection rows.
     plain = {"ts": ISO, "site": SITE, "sensor": "inspection", "inspector": "J", "kind": ""}
-    result = parse_row(CONFIG, plain, ref_ms=None)
+    result = parse_row(CONFIG, plain, when=TimeRule(None))
     assert isinstance(result, Inspection) and result.kind == "routine"
 
 
@@ -664,7 +675,7 @@ def test_row_inspection() -> None:
      RejectReason.bad_value),
 ])
 def test_row_inspection_rejects(cells: dict[str, str], expected: RejectReason) -> None:
-    assert reason(parse_row(CONFIG, cells, ref_ms=None)) is expected
+    assert reason(parse_row(CONFIG, cells, when=TimeRule(None))) is expected
 
 
 def test_rows_from_a_csv_file() -> None:
@@ -677,7 +688,8 @@ def test_rows_from_a_csv_file() -> None:
         f"{ISO},{SITE},inspection,,,,,,,,A. Chen,walked the site\n"
         f"{ISO},{SITE},tb-down,,,,,,,,,\n"
     )
-    results = [parse_row(CONFIG, r, ref_ms=REF) for r in csv.DictReader(io.StringIO(text))]
+    results = [parse_row(CONFIG, r, when=TimeRule.wall(REF))
+               for r in csv.DictReader(io.StringIO(text))]
     assert results[:4] == [
         Reading(site=SITE, sensor="rg1", kind="rain", ts_ms=TS, tips_total=100, battery_v=3.9),
         Reading(site=SITE, sensor="tb-up", kind="turbidity", ts_ms=TS, ntu=4.5),
@@ -689,7 +701,7 @@ def test_rows_from_a_csv_file() -> None:
 
 def test_row_extra_columns_ignored() -> None:
     cells = row("tb-up", ntu="2", comment="probe cleaned", rssi="abc")
-    assert isinstance(parse_row(CONFIG, cells, ref_ms=REF), Reading)
+    assert isinstance(parse_row(CONFIG, cells, when=TimeRule.wall(REF)), Reading)
 
 
 # --------------------------------------------------------------------------- one code path
@@ -716,7 +728,7 @@ SAME_CASES: list[tuple[str, dict[str, Any]]] = [
 def test_mqtt_and_csv_agree(sensor: str, fields: dict[str, Any], ts: str | int) -> None:
     by_mqtt = mqtt(f"site-a/{sensor}/reading", {"ts": ts, **fields})
     cells = {k: str(v) for k, v in fields.items()}
-    by_row = parse_row(CONFIG, row(sensor, ts=str(ts), **cells), ref_ms=REF)
+    by_row = parse_row(CONFIG, row(sensor, ts=str(ts), **cells), when=TimeRule.wall(REF))
     if "precip_in" in fields and "seq" not in fields:
         # The one deliberate difference: a replay row needs no seq (recorded series
         # carry a depth per interval and nothing else; a file row is not redelivered).
@@ -809,7 +821,7 @@ def test_any_bytes_give_a_result(payload: bytes) -> None:
        ref=st.none() | st.integers(min_value=0, max_value=2**45))
 def test_any_row_gives_a_result(cells: dict[str, str], sensor: str, ref: int | None) -> None:
     cells = {"site": SITE, "sensor": sensor, **cells}
-    result = parse_row(CONFIG, cells, ref_ms=ref)
+    result = parse_row(CONFIG, cells, when=TimeRule(ref, ref))
     assert isinstance(result, (Reading, Inspection, Rejection))
 
 
@@ -831,17 +843,20 @@ _HEADER = ["ts", "site", "sensor", "tips_total", "precip_in", "seq", "ntu", "tem
        sensor=st.sampled_from(["rg1", "tb-up", "trap1-depth", "inspection", "zz", ""]),
        cells=st.lists(_CELLS, min_size=8, max_size=8),
        inspector=st.sampled_from(["", "J. Rivera"]), kind=st.sampled_from(["", "storm", "x"]),
-       ref=st.sampled_from([None, REF]))
+       ref=st.sampled_from([None, REF]), now=st.sampled_from([None, REF, REF - MS_PER_DAY]),
+       zone=st.sampled_from([None, "site", ZoneInfo("Asia/Tokyo")]))
 def test_row_parser_is_parse_row(ts: str, site: str, sensor: str, cells: list[str],
-                                 inspector: str, kind: str, ref: int | None) -> None:
+                                 inspector: str, kind: str, ref: int | None, now: int | None,
+                                 zone: NaiveZone) -> None:
     """The replay's fast path gives exactly what ``parse_row`` gives: the same input or
-    the same rejection, reason and detail."""
+    the same rejection, reason and detail, whatever the wall clock of the run and the
+    zone of times without an offset."""
     row = [ts, site, sensor, *cells, inspector, kind]
-    parser = RowParser(CONFIG, _HEADER)
+    parser = RowParser(CONFIG, _HEADER, now_ms=now, zone=zone)
     # Every site's reference the same (replay keeps one per site: admission.SiteNewest).
     fast = parser.parse(row, refs={} if ref is None else {s: ref for s in (SITE, "site-b")})
     slow = parse_row(CONFIG, {k: v for k, v in zip(_HEADER, row, strict=True) if v},
-                     ref_ms=ref, check_future=False)
+                     when=TimeRule(now, ref, zone))
     assert fast == slow
 
 
@@ -850,6 +865,6 @@ def test_row_parser_takes_plain_rows_on_its_fast_path() -> None:
     row = [ISO, SITE, "rg1", "12", "", "", "", "", "", "", "3.9", "", ""]
     assert parser._fast(row, {SITE: REF}) == Reading(SITE, "rg1", "rain", TS, tips_total=12,
                                               battery_v=3.9)
-    too_old = parser._fast(["2026-04-20T00:00:00Z", *row[1:]], {SITE: REF})
-    assert isinstance(too_old, Rejection) and too_old.reason is RejectReason.too_old
-    assert parser._fast([ISO, SITE, "rg1", "12.0", *row[4:]], {SITE: REF}) is None  # general path
+    # Outside the window, and a cell that is no plain number: the general path says why.
+    assert parser._fast(["2026-04-20T00:00:00Z", *row[1:]], {SITE: REF}) is None
+    assert parser._fast([ISO, SITE, "rg1", "12.0", *row[4:]], {SITE: REF}) is None
