@@ -83,6 +83,12 @@ def local_midnight_ms(site: SiteConfig, day: date) -> int:
     return _midnight_ms(site.zone, day)
 
 
+def active_start_ms(site: SiteConfig) -> int | None:
+    """The first instant of the site's active period: local midnight of
+    ``active_since``; None for a site without one (its readings show it: ``FirstRun``)."""
+    return local_midnight_ms(site, site.active_since) if site.active_since else None
+
+
 def _midnight_ms(zone: ZoneInfo, day: date) -> int:
     return round(datetime.combine(day, time(0, 0), tzinfo=zone).timestamp() * 1000)
 

@@ -24,7 +24,10 @@ same totals, and 0.49 in can never round up to 0.50 in.
 
 Rain from counters: ``tips_total`` is cumulative; the depth of a message is
 the difference to the previous message in event time. The first counter ever
-seen is the baseline and carries no rain. A drop from within 2 % of 2^16 or
+seen is the baseline and carries no rain, and so is the first at or after the
+start of the site's active period (``active_from_ms``): a stray row from
+before the site began (a logger's earlier deployment) is no baseline for the
+site's own, or the tips between would be a storm that never fell. A drop from within 2 % of 2^16 or
 2^32 (or of 2^``counter_bits`` when the sensor says its width) to a value
 below 2 % of it is the counter *wrapping*: it counts on across the wrap, but
 only when the rain the wrap implies is plausible (``wrap_is_plausible``: at
@@ -159,8 +162,10 @@ class GaugeFold:
 
     def __init__(self, site: str, gauge: str, rules: RainRules, sensors: Sequence[SensorConfig],
                  *, mean: bool = False,
-                 heartbeats: Mapping[str, tuple[str, ...]] | None = None) -> None:
+                 heartbeats: Mapping[str, tuple[str, ...]] | None = None,
+                 active_from_ms: int | None = None) -> None:
         self.site = site
+        self.active_from_ms = active_from_ms
         self.gauge = gauge
         self.rules = rules
         self.mode = rules.mode
@@ -334,7 +339,7 @@ class GaugeFold:
             return round((item.precip_in or 0.0) * MICRO_PER_IN)
         previous = state.last_tips.get(item.sensor)
         state.last_tips[item.sensor] = item.tips_total
-        if previous is None:
+        if previous is None or self._starts_the_period(previous_ms, item.ts_ms):
             return 0
         tips = item.tips_total - previous
         if tips < 0:
@@ -348,6 +353,12 @@ class GaugeFold:
                                 CounterReset(sensor=item.sensor, tips_before=previous,
                                              tips_after=item.tips_total)))
         return tips * self.per_tip[item.sensor]
+
+    def _starts_the_period(self, previous_ms: int | None, ts_ms: int) -> bool:
+        """Whether a counter at ``ts_ms`` is the first of the active period after one
+        from before it (a baseline again: module docstring)."""
+        start = self.active_from_ms
+        return start is not None and previous_ms is not None and previous_ms < start <= ts_ms
 
     def _across_wrap(self, sensor: str, before: int, after: int, gap_ms: int) -> int:
         """Tips across a counter wrap from ``before`` to ``after`` ``gap_ms`` later, or -1

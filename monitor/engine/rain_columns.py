@@ -102,7 +102,8 @@ def storm_events(readings: pd.DataFrame, rules: RainRules,
                  now: pd.Timestamp | datetime | int | None = None,
                  stale_after_minutes: Mapping[str, float] | None = None,
                  counter_bits: Mapping[str, int | None] | None = None,
-                 max_rate_in_per_hour: Mapping[str, float] | None = None) -> pd.DataFrame:
+                 max_rate_in_per_hour: Mapping[str, float] | None = None,
+                 active_from_ms: int | None = None) -> pd.DataFrame:
     """Storm events of every gauge in ``readings`` under § 134-9A(2) and ``rules``.
 
     ``readings`` has columns ``ts`` (UTC ``datetime64``, naive taken as UTC, or
@@ -116,6 +117,8 @@ def storm_events(readings: pd.DataFrame, rules: RainRules,
     (DESIGN § 4); ``stale_after_minutes``, ``counter_bits`` and
     ``max_rate_in_per_hour`` the gauges' own settings (defaults: 15 minutes, a
     wrap looked for at 16 and 32 bits, a wrap's rain at most 4 in per hour).
+    ``active_from_ms`` is the start of the site's active period: the first
+    counter at or after it is a baseline again (``rain.py``).
     ``now`` is the event time at which the backtest is read
     (integer ms or a timestamp; default: the newest ``ts`` in ``readings``):
     an event whose last rain is less than ``dry_gap_hours`` before it is still
@@ -128,7 +131,7 @@ def storm_events(readings: pd.DataFrame, rules: RainRules,
     reports (``round(units / 1e6, 6)``): compare with ``==``, not with a tolerance.
     """
     r = readings_of(readings, in_per_tip, stale_after_minutes or {}, counter_bits or {},
-                    max_rate_in_per_hour)
+                    max_rate_in_per_hour, active_from_ms)
     obs = _observations(r)
     if obs.ts.size == 0:
         return empty_events()

@@ -78,7 +78,8 @@ class _Keys:
 def readings_of(frame: pd.DataFrame, in_per_tip: Mapping[str, float] | None,
              stale_minutes: Mapping[str, float],
              counter_bits: Mapping[str, int | None],
-             max_rate: Mapping[str, float] | None = None) -> Readings:
+             max_rate: Mapping[str, float] | None = None,
+             active_from_ms: int | None = None) -> Readings:
     """Sort, de-duplicate and turn the rows into depths, the way the fold sees them.
 
     Sorting uses ``np.lexsort`` over the fold's key ``(gauge, ts, k0, k1, k2)``,
@@ -95,11 +96,15 @@ def readings_of(frame: pd.DataFrame, in_per_tip: Mapping[str, float] | None,
     a wrap (``_wrapped``, when its rain is within ``_wrap_limits``: the gauge's
     ``max_rate`` in inches per hour) or a reset (the new value counts from
     zero, so the depth is the value). The tips are then scaled by the gauge's
-    ``round(in_per_tip * 1e6)``.
+    ``round(in_per_tip * 1e6)``. A gauge's first row at or after
+    ``active_from_ms`` is a baseline too when a row before it precedes it (a stray
+    row from before the site began is no baseline for the site's own).
     """
     keys, first_of_gauge = _keys(frame).sorted_unique()
     names, gauge, ts = keys.names, keys.gauge, keys.ts
     prev_ts = np.concatenate(([np.int64(0)], ts[:-1]))
+    if active_from_ms is not None:
+        first_of_gauge = first_of_gauge | ((prev_ts < active_from_ms) & (ts >= active_from_ms))
     depth = (_counter_depths(keys, first_of_gauge, in_per_tip, counter_bits,
                              _wrap_limits(names, gauge, ts - prev_ts, max_rate or {}))
              if keys.has_tips else keys.k2)

@@ -31,7 +31,7 @@ from ..contract.events import (
 from ..contract.inputs import Inspection, Reading, SiteClosure
 from ..contract.times import minutes_ms
 from . import clocks, sitestorms, unmonitored
-from .active import FirstRun, local_midnight_ms
+from .active import FirstRun, active_start_ms
 from .clocks import ClockFloor, SiteClocks
 from .health import HealthFold, never_heard
 from .rain import GAUGE_QUALIFIED, GaugeFold
@@ -139,15 +139,17 @@ def folds(site: SiteConfig) -> dict[str, FoldInputs]:
     """Every fold of a site by timeline name (``group:name``), with the sensors whose
     readings it takes and the sensors whose status messages it takes."""
     folds: dict[str, FoldInputs] = {}
-    gauges = site.gauges()
+    gauges, start_ms = site.gauges(), active_start_ms(site)
     for g in gauges:
-        folds[f"gauge:{g.id}"] = (GaugeFold(site.id, g.id, site.rain, [g]), (g.id,), ())
+        folds[f"gauge:{g.id}"] = (GaugeFold(site.id, g.id, site.rain, [g],
+                                            active_from_ms=start_ms), (g.id,), ())
     if site.rain.gauges == "mean" and gauges:
         # Heartbeats only of the on_tip gauges that have them (liveness in the mean).
         beats = {g.id: site.heartbeat_sensors(g) for g in gauges
                  if g.on_tip and g.heartbeat_minutes is not None}
         folds[f"gauge:{MEAN_GAUGE}"] = (GaugeFold(site.id, MEAN_GAUGE, site.rain, gauges,
-                                                  mean=True, heartbeats=beats),
+                                                  mean=True, heartbeats=beats,
+                                                  active_from_ms=start_ms),
                                         tuple(g.id for g in gauges),
                                         tuple(sorted({s for ss in beats.values() for s in ss})))
     for trap in site.traps:
@@ -274,8 +276,7 @@ def load_site(site: SiteConfig, window: Window | None, sd: dict[str, Any]) -> Si
 def monitoring_start(se: SiteEngine) -> int | None:
     """The later of ``active_since`` and the site's first message; ``active_since``
     alone for a site never heard from (an active site that is silent is not fine)."""
-    since = se.config.active_since
-    active = local_midnight_ms(se.config, since) if since is not None else None
+    active = active_start_ms(se.config)
     if active is None or se.first_seen_ms is None:
         return active if active is not None else se.first_seen_ms
     return max(active, se.first_seen_ms)

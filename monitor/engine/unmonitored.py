@@ -71,7 +71,7 @@ from ..contract.events import (
     make_id,
 )
 from ..contract.times import MS_PER_HOUR, iso, minutes_ms, parse_iso
-from .active import ActivePeriod, Span, local_midnight_ms
+from .active import ActivePeriod, Span, active_start_ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,7 +170,7 @@ def monitoring_start_ms(site: SiteConfig, first_seen_ms: int | None) -> int | No
     the site has sent anything."""
     if first_seen_ms is None:
         return None
-    start = local_midnight_ms(site, site.active_since) if site.active_since else None
+    start = active_start_ms(site)
     return first_seen_ms if start is None else max(start, first_seen_ms)
 
 

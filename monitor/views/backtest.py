@@ -30,6 +30,7 @@ import pandas as pd
 from ..config import Config, SiteConfig
 from ..contract.inputs import Inspection, Reading
 from ..contract.times import iso
+from ..engine.active import active_start_ms
 from ..engine.rain_columns import empty_events, storm_events
 from ..sources.csvfile import CsvInputError
 from ..sources.filerows import Rejects, read_whole
@@ -118,7 +119,7 @@ def _storms(site: SiteConfig, form: str, rows: pd.DataFrame, now_ms: int | None
                           stale_after_minutes={g.id: g.reveal_after_minutes for g in gauges},
                           counter_bits={g.id: g.counter_bits for g in gauges},
                           max_rate_in_per_hour={g.id: g.max_rate_in_per_hour for g in gauges},
-                          now=now_ms)
+                          active_from_ms=active_start_ms(site), now=now_ms)
     events.insert(0, "site", site.id)
     return events
 

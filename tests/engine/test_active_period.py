@@ -264,3 +264,54 @@ def test_replay_of_a_storm_before_active_since_is_informational(tmp_path: Path) 
         "2026-05-01T10:50:00Z", None, True, "before_active_since")
     assert [e for e in events if e["type"] in CLOCK_NOTICES
             and e.get("clock") == "storm"] == []
+
+
+# ------------------------------------------------------------- a stray counter row
+
+
+def stray_counter_then_site(stray_total: int | None) -> list[Reading]:
+    """A counter row of 2024 (``stray_total``; None: none), then the site's own from
+    ``active_since`` (May 1, 00:00 EDT = 04:00Z): 1 520 at 14:00Z, 1 547 at 14:10Z,
+    1 571 at 14:20Z, then unchanged every hour to the next day."""
+    start = ts("2026-05-01T14:00:00Z")
+    own = [tips("rg1", start, 1520), tips("rg1", start + 10 * MS_PER_MINUTE, 1547)] + [
+        tips("rg1", start + 20 * MS_PER_MINUTE + h * H, 1571) for h in range(24)]
+    return ([tips("rg1", ts("2024-05-01T14:00:00Z"), stray_total)]
+            if stray_total is not None else []) + own
+
+
+def test_a_stray_counter_before_active_since_is_no_baseline() -> None:
+    # Today the 2024 row of 1 000 is the baseline of 14:00Z: 520 tips revealed after a
+    # two-year silence, a 5.71 in storm (5.20 in of unknown timing) qualifying at 14:00Z.
+    # The first counter of the active period is a baseline again: 27 + 24 = 51 tips,
+    # 0.51 in, qualifying at 14:20Z, as without the stray row.
+    now = ts("2026-05-02T16:00:00Z")
+    eng, _ = run(stray_counter_then_site(1000), now, active_since="2026-05-01")
+    storms = [(e["started_at"], e["total_in"], e["uncertain_in"]) for e in everything(eng)
+              if e["type"] == "storm_ended" and e["gauge"] == "rg1"]
+    assert storms == [("2026-05-01T14:10:00Z", 0.51, 0.0)]
+    assert [q[:3] for q in outside(eng)] == [
+        ("2026-05-01T14:20:00Z", "2026-05-02T14:20:00Z", "storm-rg1-20260501T141000Z")]
+    # Nothing of the site's own changes with the stray row but the sensor's silence
+    # since 2024 (stale then, recovered at 14:00Z): the turbidity pair's monitoring
+    # starts at the site's first own reading, not at active_since's midnight.
+    alone, _ = run(stray_counter_then_site(None), now, active_since="2026-05-01")
+    assert [e for e in everything(eng) if e["at"] >= "2026-05-01"
+            and not (e["type"] == "sensor_recovered" and e["at"] == "2026-05-01T14:00:00Z")
+            ] == everything(alone)
+
+
+def test_replay_and_backtest_of_a_stray_counter_row_find_the_site_storm(tmp_path: Path
+                                                                          ) -> None:
+    rows = ["2024-05-01T14:00:00Z,{s},rg1,1000,", "2026-05-01T14:00:00Z,{s},rg1,1520,",
+            "2026-05-01T14:10:00Z,{s},rg1,1547,", "2026-05-01T14:20:00Z,{s},rg1,1571,",
+            "2026-05-02T14:20:00Z,{s},rg1,1571,"]
+    extra = "    active_since: 2026-05-01\n"
+    events = replay(tmp_path, [r.format(s=SITE) for r in rows], extra=extra)
+    assert [(e["started_at"], e["total_in"]) for e in events
+            if e["type"] == "storm_ended"] == [("2026-05-01T14:10:00Z", 0.51)]
+    proc = cli("backtest", "--config", str(tmp_path / "site.yaml"), "--input",
+               str(tmp_path / "rows.csv"), "--format", "jsonl")
+    assert proc.returncode == 0, proc.stderr
+    assert [(e["started_at"], e["total_in"]) for e in map(json.loads, proc.stdout.splitlines())
+            ] == [("2026-05-01T14:10:00Z", 0.51)]

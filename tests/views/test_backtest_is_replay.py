@@ -232,6 +232,10 @@ def files(draw: st.DrawFn) -> File:
                                "threshold_in": draw(st.sampled_from([0.5, 0.2])),
                                "gauges": draw(st.sampled_from(["any", "all", "mean"]))},
                       "sensors": sensors})
+        # A counter before the site's active period is no baseline for one in it.
+        since = draw(st.sampled_from([None, "2026-05-01", "2026-05-02", "2026-05-03"]))
+        if since is not None:
+            sites[-1]["active_since"] = since
     config = parse_config({"state_dir": "/tmp/stormwatch-test", "sites": sites}, env={})
 
     spelling = draw(st.sampled_from(["z", "offset", "unix", "naive", "naive"]))
