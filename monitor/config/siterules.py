@@ -53,7 +53,7 @@ class SensorConfig(Model):
     counter_bits: int | None = Field(default=None, ge=8, le=62)
     #: A drop near the counter's top is a wrap only when the rain it implies is at most
     #: this rate over the time since the previous reading (at least a minute); else the
-    #: logger rebooted near its maximum: a ``counter_reset``, no rain (DESIGN § 3).
+    #: logger rebooted near its maximum: a ``counter_reset``, no rain (monitor/README.md, Storms).
     max_rate_in_per_hour: PositiveFloat = 4.0
     max_ntu: PositiveFloat | None = None
     #: What a turbidity probe reports in: ``NTU`` (a white-light nephelometer, EPA

@@ -6,7 +6,7 @@ concludes it, so a misspelt or missing field is a type error where the event
 is made, and consumers read attributes. ``EVENT_TYPES`` maps each type name to
 its class; ``EVENT_FIELDS`` (the fields of each type) is read off the classes.
 How a body becomes JSON is ``body.py``; the turbidity types are
-``turbidity_events.py``, the weather types (DESIGN § 12) ``weather_events.py``.
+``turbidity_events.py``, the weather types ``weather_events.py``.
 
 A ``Fact`` is what the rules conclude (site, event time, stable id and the
 body). An ``Event`` is a fact as published: with the ``revision`` it has

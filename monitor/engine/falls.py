@@ -1,4 +1,4 @@
-"""Falls of a trap's fill: a clean-out as it starts, goes on and settles (DESIGN § 4).
+"""Falls of a trap's fill: a clean-out as it starts, goes on and settles.
 
 § 134-9A(1) asks that sediment be removed once half the design capacity is
 taken; the removal itself shows as a *fall* of the smoothed fill, and

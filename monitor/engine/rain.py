@@ -106,7 +106,7 @@ WRAP_FRACTION_DIV = 50  # 2 %
 #: The counter widths a wrap is looked for at when the sensor does not say.
 WRAP_BITS = (16, 32)
 #: The shortest time a wrap's rain is judged over, "at least one reading interval"
-#: (DESIGN § 3). The configuration knows no gauge's interval, so it is the gap since
+#: (monitor/README.md, Storms). The configuration knows no gauge's interval, so it is the gap since
 #: the previous message, and at least a minute: our nodes publish every minute, and
 #: two messages closer than that (a reboot's first message) are one interval apart.
 MIN_WRAP_SPAN_MS = MS_PER_MINUTE
@@ -450,7 +450,7 @@ class GaugeFold:
 def wrap_is_plausible(implied_micro: int, max_rate_in_per_hour: float, gap_ms: int) -> bool:
     """Whether a counter wrap implying ``implied_micro`` micro-inches of rain ``gap_ms``
     after the previous message can be rain: at most ``max_rate_in_per_hour`` over the
-    gap, counted as at least ``MIN_WRAP_SPAN_MS`` (DESIGN § 3). The column-wise twin in
+    gap, counted as at least ``MIN_WRAP_SPAN_MS`` (module docstring). The column-wise twin in
     ``rain_rows._counter_depths`` does these very float operations in this order, so
     both paths decide alike to the last bit."""
     limit = max_rate_in_per_hour * MICRO_PER_IN * max(gap_ms, MIN_WRAP_SPAN_MS) / MS_PER_HOUR

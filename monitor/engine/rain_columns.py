@@ -114,7 +114,7 @@ def storm_events(readings: pd.DataFrame, rules: RainRules,
     not matter.
 
     ``rules`` supplies ``threshold_in``, ``mode`` and ``dry_gap_hours``
-    (DESIGN § 4); ``stale_after_minutes``, ``counter_bits`` and
+    (monitor/README.md, Storms); ``stale_after_minutes``, ``counter_bits`` and
     ``max_rate_in_per_hour`` the gauges' own settings (defaults: 15 minutes, a
     wrap looked for at 16 and 32 bits, a wrap's rain at most 4 in per hour).
     ``active_from_ms`` is the start of the site's active period: the first

@@ -1,4 +1,4 @@
-"""Replay CSV files (DESIGN § 6): rows into engine inputs.
+"""Replay CSV files (config/README.md): rows into engine inputs.
 
 The science never parses files (pvlib keeps its readers apart, in ``iotools``):
 this module reads the replay CSV for the two commands that take one.

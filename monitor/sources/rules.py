@@ -229,7 +229,7 @@ class TimeRule:
 
 
 def timestamp_ms(value: object, zone: ZoneInfo | None = None) -> int | Rejection:
-    """``ts`` of DESIGN § 3 in ms: ISO 8601 with ``Z``/``±hh:mm``, or Unix seconds (number).
+    """``ts`` of the MQTT payloads in ms: ISO 8601 with ``Z``/``±hh:mm``, or Unix seconds (number).
 
     ISO text without an offset is read in ``zone`` (``localtime.wall_time_ms``);
     without one, or where the zone cannot place it, it is ``no_timezone``."""
@@ -285,7 +285,7 @@ def _naive_ms(text: str, wall: datetime, zone: ZoneInfo | None) -> int | Rejecti
 
 
 def time_window(ts_ms: int, lateness_ms: int, when: TimeRule) -> Rejection | None:
-    """The time window of DESIGN § 3 around ``when``'s references; boundaries are accepted."""
+    """The admission time window around ``when``'s references; boundaries are accepted."""
     if when.now_ms is not None and ts_ms > when.now_ms + FUTURE_TOLERANCE_MS:
         ahead_ms = ts_ms - when.now_ms
         ahead = (f"{ahead_ms / 1000:.0f} s" if ahead_ms < MS_PER_DAY
