@@ -1,4 +1,4 @@
-"""A file is not a stream (issue 28, item 1): ``replay`` and ``backtest`` read it whole.
+"""A file is not a stream: ``replay`` and ``backtest`` read it whole.
 
 Through the real command line, with the wall clock fixed by libfaketime (the
 rows' future bound is the clock at the time of the run, which the command
@@ -10,31 +10,25 @@ dry gap, the site in New York (EDT, UTC-4, in May).
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from monitor.contract.times import parse_iso
+
+from ..support.daemonkit import cli, frozen_clock
 from .test_cli import SMALL
 
-ROOT = Path(__file__).resolve().parents[2]
 #: The wall clock of every run (libfaketime): a row dated after 2026-12-01 12:05 is future.
-NOW = "2026-12-01 12:00:00"
+NOW_MS = parse_iso("2026-12-01T12:00:00Z")
 SITE = "branch-meadows"
-
-pytestmark = pytest.mark.skipif(shutil.which("faketime") is None,
-                                reason="faketime not installed (Debian package faketime)")
 
 
 def stormwatch(*args: str) -> subprocess.CompletedProcess[str]:
-    """``stormwatch ARGS`` with the wall clock at ``NOW``."""
-    return subprocess.run(["faketime", NOW, sys.executable, "-m", "monitor.cli", *args],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    """``stormwatch ARGS`` with the wall clock standing at ``NOW_MS``."""
+    return cli(*args, timeout_s=120, env=frozen_clock(NOW_MS))
 
 
 @pytest.fixture
