@@ -9,7 +9,7 @@ so the median of ``median_of`` readings repeats a value for several readings
 while the level is still going down. A fill that stood still for one reading
 was read as the end of the clean-out, the thresholds were judged there, and
 the qualified professional was told to clean out a trap that was being
-cleaned (issue 28). So a fall ends only when it has *settled*.
+cleaned. So a fall ends only when it has *settled*.
 
 Theory of operation (``FallRule.track``, once per smoothed fill, in event order)
 -------------------------------------------------------------------------------

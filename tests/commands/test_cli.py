@@ -144,7 +144,7 @@ def test_replay_table_and_rejects(tmp_path: Path) -> None:
 
 
 def test_replay_table_says_when_turbidity_could_not_be_checked(tmp_path: Path) -> None:
-    # Issue 28: every 10 minutes for 5 hours from 00:00 UTC, tb-down only until 00:20.
+    # Every 10 minutes for 5 hours from 00:00 UTC, tb-down only until 00:20.
     # Stale 15 minutes later (00:35 UTC, 20:35 EDT), unknown two hours: said at 22:35 EDT.
     cfg = write_config(tmp_path, SMALL.format(state=tmp_path))
     rows = ["ts,site,sensor,tips_total,ntu,inspector"]

@@ -1,4 +1,4 @@
-"""Odd signals as a user meets them through ``replay`` and ``backtest`` (issue 28):
+"""Odd signals as a user meets them through ``replay`` and ``backtest``:
 a rain logger that reboots near its counter's maximum, and a trap being cleaned out."""
 
 from __future__ import annotations

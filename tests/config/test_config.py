@@ -259,7 +259,7 @@ def test_each_mistake_is_one_line_at_the_field_to_edit(path: str, value: Any, li
 
 
 def test_a_pair_of_an_ntu_and_an_fnu_probe_is_refused(tmp_path: Path) -> None:
-    # Issue 28: white light (NTU) and infrared (FNU) read the same water differently, so
+    # White light (NTU) and infrared (FNU) read the same water differently, so
     # their difference is no contrast; one unit is fine, and unit is a turbidity field.
     fnu = [{"id": "rg1", "kind": "rain"}, {"id": "tb-up", "kind": "turbidity", "unit": "FNU"},
            {"id": "tb-down", "kind": "turbidity"}, {"id": "trap1-depth", "kind": "sediment"}]

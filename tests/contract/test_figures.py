@@ -1,5 +1,5 @@
-"""Depths and fills are never printed across the threshold they are judged by (issue 28,
-item 9): ``contract/figures.py``, the one function every output prints them with."""
+"""Depths and fills are never printed across the threshold they are judged by:
+``contract/figures.py``, the one function every output prints them with."""
 
 from __future__ import annotations
 

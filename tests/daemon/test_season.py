@@ -163,7 +163,7 @@ def test_a_second_tick_at_the_same_wall_time_is_journaled_too(tmp_path: Path) ->
             host.catch_up()
 
         feed(readings[:40])  # the first 100 minutes
-        # Silent for hours at the tick: stale, and (issue 28) the turbidity contrast
+        # Silent for hours at the tick: stale, and the turbidity contrast
         # unknown long enough to be said; the rest of the readings retract both.
         assert {e.type for e in host.tick()} == {"sensor_stale", "turbidity_unmonitored"}
         feed(readings[40:])

@@ -1,4 +1,4 @@
-"""The site's whole life bounds every clock (issue 28, item 3), worked by hand.
+"""The site's whole life bounds every clock, worked by hand.
 
 A storm that qualifies before ``active_since``, after final stabilization
 (``active_until`` or ``site close``) or in a pause is recorded and alerted as

@@ -396,7 +396,7 @@ class Case:
     threshold_in: float
     dry_gap_hours: float
     now: int | None
-    #: Issue 28: a wrap counts on only when its rain is within the gauge's rate.
+    #: A wrap counts on only when its rain is within the gauge's rate.
     max_rate: dict[str, float]
 
 

@@ -1,4 +1,4 @@
-""""Every seven days" is calendar days (issue 28, item 4), worked by hand.
+""""Every seven days" is calendar days, worked by hand.
 
 The routine clock is due at the end of the local day seven days after the day
 of the last qualifying inspection (``routine_due: end_of_day``, the default):

@@ -142,7 +142,7 @@ def test_routine_clocks_run_only_in_the_active_period() -> None:
     assert notices and all(not pause_from <= e.at_ms < pause_to for e in notices)
     assert all(e.at_ms < MAY1 + 40 * D for e in notices)
     # The storm in the pause still qualified, as informational: the active period bounds
-    # every clock (issue 28; it used to open a storm clock in the shutdown).
+    # every clock (it used to open a storm clock in the shutdown).
     assert [(q.get("clock_id"), q["due"], q["informational"], q["outside"])
             for q in final(eng, "storm_qualified")] == [(None, None, True, "paused")]
     assert [c for c in eng.clocks(SITE) if c.clock == "storm"] == []

@@ -53,7 +53,7 @@ SENSORS = [
     {"id": "trap1-depth", "kind": "sediment", "sensor_height_in": 60},
 ]
 #: Issue 18: suspect probes on (a swapped stretch is generated), a re-arm delay short
-#: enough to pass within the span. Issue 28: the notice of unknown contrast within it.
+#: enough to pass within the span. The notice of unknown contrast within it.
 PAIRS = [{"id": "outfall-1", "upstream": "tb-up", "downstream": "tb-down",
           "suspect_delta_ntu": 3, "suspect_hours": 0.5, "unknown_notice_hours": 0.75}]
 TRAPS = [{"id": "trap-1", "sensor": "trap1-depth", "shape": "trapezoidal",
@@ -62,11 +62,11 @@ TRAPS = [{"id": "trap-1", "sensor": "trap1-depth", "shape": "trapezoidal",
 CONFIGS = {mode: site_config(sensors=SENSORS, rain={"gauges": mode}, turbidity_pairs=PAIRS,
                              traps=TRAPS)
            for mode in ("any", "all", "mean")}
-#: Issue 28: a site whose active period begins inside the span (local midnight of
+#: A site whose active period begins inside the span (local midnight of
 #: 2026-05-01 in New York is 04:00Z), so storms before it are informational.
 CONFIGS["active_since"] = site_config(sensors=SENSORS, turbidity_pairs=PAIRS, traps=TRAPS,
                                       active_since="2026-05-01")
-#: Issue 28: a stray row a routine period and an hour before the span (isolated: not
+#: A stray row a routine period and an hour before the span (isolated: not
 #: the start of a site without active_since), yet within the lateness bound of it.
 STRAY_MS = START - 7 * MS_PER_DAY - MS_PER_HOUR
 CONFIG = CONFIGS["any"]
@@ -92,7 +92,7 @@ def scenario(seed: int, storm_list: list[tuple[int, int, int]], n_insp: int) -> 
     on_tip_total = 0
     node_quiet = rng.randrange(SPAN_MIN)
     reboot = rng.choice([None, rng.randrange(SPAN_MIN)])
-    # Issue 28: a stray row (a qualifying one of rg2, or a status of rg1), and final
+    # A stray row (a qualifying one of rg2, or a status of rg1), and final
     # stabilization recorded within the span (storms after it informational, clocks cut).
     stray = rng.choice([None, "rain", "status"])
     if stray == "rain":
@@ -102,7 +102,7 @@ def scenario(seed: int, storm_list: list[tuple[int, int, int]], n_insp: int) -> 
     closed = rng.choice([None, None, START + rng.randrange(SPAN_MIN) * MS_PER_MINUTE])
     if closed is not None:
         items.append(SiteClosure(SITE, closed, closed))
-    # Issue 28: a probe of the pair dead for a while (contrast unknown: background
+    # A probe of the pair dead for a while (contrast unknown: background
     # missing, or the downstream probe stale), sometimes long enough for a notice.
     up_dead = rng.randrange(SPAN_MIN), rng.choice([0, 30, 90, 150])
     down_dead = rng.randrange(SPAN_MIN), rng.choice([0, 30, 90, 150])
@@ -161,11 +161,11 @@ def scenario(seed: int, storm_list: list[tuple[int, int, int]], n_insp: int) -> 
 def _sediment(rng: random.Random, t: int, m: int, cleaned: int | None) -> Reading:
     """Issue 18: a trap filling up to and about the 50 % line (31.8 in in this trap) with
     noise, perhaps cleaned out, and faulty readings: past the bottom, above the maximum,
-    impossible steps; as depth_in or as distance_in from 60 in up (issue 28: in whole
+    impossible steps; as depth_in or as distance_in from 60 in up (in whole
     centimetres, as a laser range finder reads)."""
     depth = 24 + min(1.0, 2 * m / SPAN_MIN) * 8 + rng.uniform(-1.5, 1.5)
     if cleaned is not None and m >= cleaned:
-        # Issue 28: the excavator takes two hours, in four passes with pauses, down to
+        # The excavator takes two hours, in four passes with pauses, down to
         # 2 in (the fall settles only after it); then the trap refills.
         passes = min(4, (m - cleaned) // 30 + 1) / 4
         depth = depth + (2 - depth) * passes if m < cleaned + 120 else \

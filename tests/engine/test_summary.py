@@ -124,7 +124,7 @@ def test_the_status_site_object_keeps_its_keys() -> None:
                                              "sensor_fault"]
     assert site["traps"]["trap-1"]["sensor_fault"] == {"reason": "above_max_fill",
                                                        "since": iso(ts("09:50"))}
-    # Issue 28: why the contrast is unknown (null while known), and the downstream probe's
+    # Why the contrast is unknown (null while known), and the downstream probe's
     # staleness, which a recorded summary is judged by later.
     assert list(site["turbidity"]["outfall-1"]) == [
         "state", "basis", "delta_ntu", "limit_ntu", "upstream_ntu", "downstream_ntu", "at",

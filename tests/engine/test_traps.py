@@ -268,7 +268,7 @@ def test_trap_cleaned_on_a_drop_of_0_2_within_24h() -> None:
         depth(0, 24.0),           # 0.5
         depth(60, 14.4),          # 0.3: a drop of exactly 0.2 → cleaned
         depth(70, 4.8),           # 0.1: the same fall goes on (issue 18: no second record)
-        # Issue 28: one reading not lower is no end of it; at 130 min the fill has
+        # One reading not lower is no end of it; at 130 min the fill has
         # stayed 0.1 for the hour since 70 min (settle_minutes 60): the record revised.
         *every(10, 80, 140, 4.8),
     ]
@@ -876,8 +876,8 @@ def test_random_noise_about_the_line_is_one_demand() -> None:
 
 def test_one_fall_in_four_steps_is_one_record_revised_to_where_it_settled() -> None:
     # The box (median_of 1), every 10 min: 0.9, 0.7, 0.5, 0.3, 0.1, 0.1, then 0.09 and
-    # 0.1 (noise) until 100 min, and 0.09 once more. Before issue 18: four records (each
-    # further 0.2 from the last one).
+    # 0.1 (noise) until 100 min, and 0.09 once more. Taking each step as a fall would
+    # give four records (each further 0.2 from the last one).
     readings = [depth(10 * i, d) for i, d in
                 enumerate([43.2, 33.6, 24.0, 14.4, 4.8, 4.8, 4.32, 4.8, 4.8, 4.32, 4.8, 4.32])]
     fold = TrapFold(SITE, BOX, BOX_SENSOR)
@@ -890,16 +890,16 @@ def test_one_fall_in_four_steps_is_one_record_revised_to_where_it_settled() -> N
     assert facts[2].fields == {"trap": "box", "fill_before": 0.9, "fill_after": 0.1,
                                "sensor": "box-depth"}
     # Said when the drop first reached 0.2 (0.9 → 0.7), revised once where the fall
-    # settled: at 100 min the fill has been within 0.02 of 0.1 since 40 min (issue 28:
-    # before, the second 0.1 at 50 min already ended it). The noise after it (0.09) is
-    # no revision.
+    # settled: at 100 min the fill has been within 0.02 of 0.1 since 40 min (ending a
+    # fall at the first reading not lower, the second 0.1 at 50 min would have ended
+    # it). The noise after it (0.09) is no revision.
     assert [(i, f.id, f.fields["fill_after"]) for i, f in steps(fold, readings)
             if f.type == "trap_cleaned"] == [(1, cid, 0.7), (10, cid, 0.1)]
 
 
 def test_a_partial_cleanout_is_demanded_again_where_it_settled() -> None:
     # 0.9 → 0.7 (a record) → 0.65 from 20 min on: the fall settles at 0.65 at 80 min,
-    # an hour at it (issue 28: not at the first reading not lower), still above the
+    # an hour at it (not at the first reading not lower), still above the
     # line; the cleaning re-armed both thresholds, so both fire there, afresh.
     readings = [depth(10 * i, d) for i, d in enumerate([43.2, 33.6] + [31.2] * 7)]
     facts = run(TrapFold(SITE, BOX, BOX_SENSOR), readings)
@@ -925,7 +925,7 @@ def test_a_real_looking_cleanout_and_refill() -> None:
     # 13 (0.2708: 0.28 below 0.55, the record); i=52 past the bottom: a fault, no fill;
     # i=53 [20,13,6,1,1.2] 6 (0.125); i=54 1.2 (0.025); the fall has settled at i=58,
     # when the fills since an hour before (i=56) and the last five (i=54..58) are all
-    # 0.025 (issue 28: before, one reading not lower, i=55, ended it; the facts are the
+    # 0.025 (before, one reading not lower, i=55, ended it; the facts are the
     # same, the revision comes 1.5 hours later).
     # The refill: the median of a steady rise is the reading two back; 19.2 in (0.4) at
     # i=175, 24.0 in (0.5) at i=183. The first demand's repeat would have been due at
@@ -1038,7 +1038,7 @@ def test_the_replay_table_counts_a_sensor_fault_among_sensor_health(tmp_path: Pa
     assert "sensor_fault 1" in health[0], health
 
 
-# --------------------------------------------------------------------------- issue 28: settled
+# --------------------------------------------------------------------------- settled
 
 
 #: A laser range finder 60 in (152.4 cm) above the box bottom, reading whole centimetres
@@ -1065,12 +1065,13 @@ def test_a_laser_cleanout_over_hours_demands_nothing_until_it_has_settled() -> N
     # Medians (cm): 62 from i=4 (0:40, fill 90.4 / 121.92 = 0.7415: both thresholds);
     # i=20 (3:20) 86, 66.4 / 121.92 = 0.5446, 0.197 below the 24 h maximum 0.7415; i=21
     # (3:30) 89, 63.4 / 121.92 = 0.52, 0.2215 below: the clean-out record. The median
-    # stays 89 at i=22..24 (3:40-4:00; the bucket's 69 is no median) and before issue 28
-    # that was the end of the fall: at 3:40 trap_fill and trap_cleanout_required at 0.52
-    # while the excavator worked on. Then 90 (0.5118), 95, 100, 104 (4:40, 0.397) and
-    # 105 from i=30 (5:00): 47.4 / 121.92 = 0.3888. At i=34 (5:40) the window reaches
-    # back to 4:40 (0.397): the fill has fallen 0.0082 <= 0.02 in the hour, over 7
-    # readings: settled. At i=33 it reached back to 4:30 (100 cm, 0.4298): 0.041.
+    # stays 89 at i=22..24 (3:40-4:00; the bucket's 69 is no median). Ending a fall at
+    # the first reading not lower would end it there: at 3:40 trap_fill and
+    # trap_cleanout_required at 0.52 while the excavator worked on. Then 90 (0.5118),
+    # 95, 100, 104 (4:40, 0.397) and 105 from i=30 (5:00): 47.4 / 121.92 = 0.3888. At
+    # i=34 (5:40) the window reaches back to 4:40 (0.397): the fill has fallen
+    # 0.0082 <= 0.02 in the hour, over 7 readings: settled. At i=33 it reached back
+    # to 4:30 (100 cm, 0.4298): 0.041.
     cid = make_id("trap_cleaned", SITE, "box", at(210))
     assert [(f.type, f.at_ms, f.fields.get("fill_fraction")) for f in facts] == [
         ("trap_fill", at(40), 0.7415), ("trap_cleanout_required", at(40), 0.7415),
@@ -1087,7 +1088,7 @@ def test_a_laser_cleanout_over_hours_demands_nothing_until_it_has_settled() -> N
     assert run(TrapFold(SITE, BOX5, MOUNTED), shuffled) == facts
     # settle_minutes is what keeps it quiet: with 0, five fills within 0.02 are enough,
     # and at i=25 (4:10: 0.52 x 4, then 0.5118) the fall counts as settled mid-pass.
-    assert_round_trips(fold, readings)  # mid-settle states too (issue 28: the window)
+    assert_round_trips(fold, readings)  # mid-settle states too (the window)
     hasty = run(TrapFold(SITE, BOX5.model_copy(update={"settle_minutes": 0}), MOUNTED), readings)
     assert [(f.type, f.at_ms) for f in hasty][3:] == [
         ("trap_fill", at(250)), ("trap_cleanout_required", at(250))]

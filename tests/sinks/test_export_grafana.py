@@ -213,7 +213,7 @@ def test_the_fleet_table_reads_the_site_summary(dashboard_data: tuple[Influxd, s
     assert row["site"] == SITE
     assert row["open storm clocks"] == 0  # the storm clock was met by the inspection
     assert 0 < row["hours left"] <= 7 * 24  # the routine clock
-    # Issue 28: the probes are stale too, so the contrast is unknown now, never ok (less
+    # The probes are stale too, so the contrast is unknown now, never ok (less
     # than the two hours of unknown_notice_hours: not yet unmonitored).
     assert row["stale sensors"] == 4 and row["turbidity"] == "unknown"
 

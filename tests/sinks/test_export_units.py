@@ -392,7 +392,7 @@ def test_event_points_carry_the_fields_dashboards_filter_on() -> None:
 
 
 def test_unmonitored_turbidity_points_carry_the_pair_and_the_reason() -> None:
-    # Issue 28: a dashboard lists the times § 134-8C could not be checked, and why.
+    # A dashboard lists the times § 134-8C could not be checked, and why.
     for kind in ("turbidity_unmonitored", "turbidity_monitored"):
         (point,) = event_points(event(kind, "u", T0, reason="downstream_stale"))
         assert point.fields["reason"] == "downstream_stale"

@@ -58,7 +58,7 @@ DESIGN_5_TYPES = [
     "sensor_fault", "probes_suspect",
     # Issue 22: the weather.
     "storm_forecast", "gauge_disagrees",
-    # Issue 28: turbidity that cannot be checked.
+    # Turbidity that cannot be checked.
     "turbidity_unmonitored", "turbidity_monitored",
 ]
 
@@ -287,7 +287,7 @@ def test_the_command_a_storm_alert_prints_works_as_printed(tmp_path: Path,
                                                            http: HttpReceiver) -> None:
     """The alert's "To do" records the inspection when typed as printed, from another
     directory: it names the program and the configuration file the daemon runs with, and
-    the site's one qualified professional (issue 28, item 9)."""
+    the site's one qualified professional."""
     path = tmp_path / "stormwatch.yaml"
     path.write_text(json.dumps({
         "state_dir": str(tmp_path / "state"), "sites": [SITE_DOC],
@@ -981,7 +981,7 @@ def test_a_storm_the_reference_opened_says_so() -> None:
 
 
 def test_turbidity_unmonitored_says_why_what_is_still_checked_and_what_to_do() -> None:
-    # Issue 28: unknown since 7:15 AM EST, said at 9:15 AM (T0): 2.0 hours.
+    # Unknown since 7:15 AM EST, said at 9:15 AM (T0): 2.0 hours.
     m = render(alert(ev("turbidity_unmonitored", "u", T0, since="2026-11-30T12:15:00Z")))
     assert m.title == ("Branch Meadows Subdivision: turbidity at outfall-1 not monitored: "
                        "§ 134-8C cannot be checked")

@@ -216,7 +216,7 @@ def test_an_overdue_clock_reaches_qp_and_officer_once(
     pub = Publisher(broker.port)
     pub.send_many(storm_messages(start))
     pub.close()
-    # Issue 28: the site's turbidity probes never report here, so 28 hours on § 134-8C
+    # The site's turbidity probes never report here, so 28 hours on § 134-8C
     # has gone unchecked for most of them (stale 600 minutes after the first message,
     # then two hours): the qualified professional hears that too, the officer does not.
     assert smtp.wait_for(lambda ms: len(ms) >= 3, 60), [m.subject for m in smtp.mails]

@@ -1,4 +1,4 @@
-"""``backtest`` reads what ``replay`` reads and finds the same storms (issue 28, item 2).
+"""``backtest`` reads what ``replay`` reads and finds the same storms.
 
 ``backtest`` read its CSV on its own (pandas): per-tip exports were "skipped
 bad_value", no storms, exit 0, and a time without an offset was taken as UTC

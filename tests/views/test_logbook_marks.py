@@ -1,5 +1,5 @@
 """The log book says which rows a later revision withdrew, and lists an inspection's
-photos (issue 28, item 9): ``stormwatch logbook --format csv|md`` and the field app's
+photos: ``stormwatch logbook --format csv|md`` and the field app's
 site page.
 
 The site has a forecast source. The NWS issue of T0 forecasts two storms (the

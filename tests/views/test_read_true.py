@@ -1,4 +1,4 @@
-"""What a person reads says what is true (issue 28, item 9): a depth or a fill printed
+"""What a person reads says what is true: a depth or a fill printed
 beside its threshold is never rounded across it, and an overdue clock says OVERDUE.
 
 One site (``daemonkit.CONFIG``: the 0.5 in storm threshold; trap-1 a Blue Book trap,

@@ -190,7 +190,7 @@ def test_the_plots_show_what_the_alerts_were_decided_on(tmp_path: Path) -> None:
 
 def test_the_turbidity_section_says_when_the_contrast_could_not_be_checked(
         tmp_path: Path) -> None:
-    """Issue 28: the downstream probe silent for 13 hours is a line of the turbidity
+    """The downstream probe silent for 13 hours is a line of the turbidity
     section (not monitored, then monitored again), and still unknown at the time of
     the report is a line of its own."""
     path = _write_config(tmp_path)

@@ -1,4 +1,4 @@
-"""Two consecutive weekly reports over one month of data (issue 28, item 7).
+"""Two consecutive weekly reports over one month of data.
 
 A report for ``[from, to)`` counts only the events of the period, judges what
 is owed at ``to`` (never at the time it is generated, a month later), counts a

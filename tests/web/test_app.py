@@ -157,7 +157,7 @@ def test_the_officer_sees_every_site_and_records_nothing(app_env: dict[str, Any]
 
 def test_the_site_page_never_shows_an_unchecked_contrast_as_ok(app_env: dict[str, Any]
                                                                ) -> None:
-    """Issue 28: the downstream probe stopped at 12:50 UTC May 1 (its stale_after_minutes
+    """The downstream probe stopped at 12:50 UTC May 1 (its stale_after_minutes
     is 600 here: stale from 22:50 UTC, 18:50 EDT); months later the page says the
     contrast is unknown and why, not the last reading's "ok"."""
     from monitor.contract.inputs import Reading

@@ -142,7 +142,7 @@ def test_a_finding_names_a_practice_of_the_site(env: dict[str, Any]) -> None:
 
 def test_a_resolves_id_that_names_no_open_action_is_422_at_its_place(
         env: dict[str, Any]) -> None:
-    """As `stormwatch inspect --resolved` (issue 28, item 9): an id that names no open
+    """As `stormwatch inspect --resolved`: an id that names no open
     corrective action is refused, naming its place in the list and the ids that are open;
     nothing is recorded, and the same inspection without it is."""
     asked = post(env, QP, {"inspectors": [QP], "kind": "routine",

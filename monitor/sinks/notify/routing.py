@@ -104,7 +104,7 @@ DEFAULT_ROUTES: Final[dict[str, tuple[str, ...]]] = {
     # a site problem. Either way the qualified professional must look, and
     # operations check the probes.
     "probes_suspect": ("qp", "ops"),
-    # § 134-8C cannot be checked (issue 28): the background probe dead, the downstream
+    # § 134-8C cannot be checked: the background probe dead, the downstream
     # one silent or pegged for unknown_notice_hours. Operations fix the probe; the
     # qualified professional must look at the water meanwhile, and both hear when the
     # contrast is known again.
