@@ -48,7 +48,6 @@ from ..contract.events import Event, Fact, in_event_order
 from ..contract.inputs import Forecast, Inspection, Reading, ReferenceObservation, SiteClosure
 from ..contract.times import MS_PER_DAY, MS_PER_HOUR
 from . import clocks
-from .active import active_start_ms
 from .health import HealthFold, never_heard
 from .rain import GaugeFold
 from .settle import settle
@@ -494,7 +493,7 @@ def _note_first_seen(se: SiteEngine, reading: Reading) -> tuple[bool, bool, bool
     sensor's did (both judge the silence again; the site's the notices too), and
     whether the clocks must be computed again (the first run of readings of a site
     without ``active_since`` moved)."""
-    ts, start = reading.ts_ms, active_start_ms(se.config)
+    ts, start = reading.ts_ms, se.active_from_ms
     # A stray row from before the site began does not start its monitoring.
     site_first = (se.first_seen_ms is None or ts < se.first_seen_ms) \
         and (start is None or ts >= start)

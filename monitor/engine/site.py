@@ -75,6 +75,9 @@ class SiteEngine:
     inspection_keys: set[tuple[int, str, str]] = field(default_factory=set)
     last_inspection_ms: int | None = None
     first_seen_ms: int | None = None
+    #: The start of the site's active period (``active_start_ms``), once per site: every
+    #: reading is compared with it.
+    active_from_ms: int | None = None
     #: Where the active period of a site without ``active_since`` begins (``active.py``).
     first_run: FirstRun = field(default_factory=lambda: FirstRun(0))
     #: The newest event time of the site's inputs, and the ``COMPACT_EVERY_MS`` block of
@@ -179,7 +182,8 @@ def source_of(window: Window, site: str, sensors: Sequence[str],
 
 def build_site(site: SiteConfig, window: Window | None,
                 restored: dict[str, Any] | None = None) -> SiteEngine:
-    se = SiteEngine(site, first_run=FirstRun.for_site(site))
+    se = SiteEngine(site, first_run=FirstRun.for_site(site),
+                    active_from_ms=active_start_ms(site))
     groups = {"gauge": se.gauges, "trap": se.traps, "pair": se.pairs, "health": se.health}
     for name, (fold, sensors, status_of) in folds(site).items():
         group, ident = name.split(":", 1)
@@ -276,7 +280,7 @@ def load_site(site: SiteConfig, window: Window | None, sd: dict[str, Any]) -> Si
 def monitoring_start(se: SiteEngine) -> int | None:
     """The later of ``active_since`` and the site's first message; ``active_since``
     alone for a site never heard from (an active site that is silent is not fine)."""
-    active = active_start_ms(se.config)
+    active = se.active_from_ms
     if active is None or se.first_seen_ms is None:
         return active if active is not None else se.first_seen_ms
     return max(active, se.first_seen_ms)
