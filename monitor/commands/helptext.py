@@ -487,7 +487,10 @@ HELP: dict[str, tuple[str, str, str]] = {
         contrast to natural conditions") and fills the sediment trap past 50 %
         (§ 134-9A(1): "whenever their design capacity has been reduced by
         50%"); a simulated qualified professional inspects before the
-        deadline. Each event is printed as it is recorded.
+        deadline. It replays the 30 hours that end as it starts. Each event
+        is printed in event-time order, with the alerts it sent, a few
+        simulated hours after it happened (a storm has ended only after its
+        dry gap, 6 hours).
 
         --speed is simulated seconds per real second, 1 to 3600 (default
         1800: a day in 48 s). Faster, the simulated readings would reach the
@@ -495,9 +498,14 @@ HELP: dict[str, tuple[str, str, str]] = {
         too old (monitor/daemon/demo.py has the arithmetic).
 
         --keep (or --state-dir DIR) keeps the demo's database with a
-        configuration beside it (stormwatch-demo.yaml) and prints the status,
-        logbook and report commands that look at it, ready to run as printed.
-        An unusable --state-dir is refused at once (exit 2).
+        configuration beside it (stormwatch-demo.yaml: the field app's web:
+        on a loopback port, its key and photos in the directory; a qualified
+        professional, J. Rivera, and an officer, M. Chen, as people) and ends
+        with the commands that explore it, ready to run as printed: web (with
+        a sign-in link for J. Rivera, valid 60 minutes), user link (for
+        M. Chen), status, logbook and report. What it kept lies in the past,
+        so these commands and the links work on the wall clock. An unusable
+        --state-dir is refused at once (exit 2).
 
         The field app runs too, on a loopback port: the demo prints a sign-in
         link, and each alert the link to the inspection form. With

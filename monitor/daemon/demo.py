@@ -7,7 +7,11 @@ engine, outbox, log book in a temporary state directory), and a simulated site r
 (``sensors/drivers/sim.py``), so the daemon receives what nodes would send. Time runs
 ``speed`` times faster than the wall clock (the daemon and the node take the same clock
 by injection), so a storm, its 24-hour inspection clock, the reminders and the
-inspection that closes it pass in about a minute.
+inspection that closes it pass in about a minute. The demo replays the ``DEMO_HOURS``
+that end as it starts (``demo_start_s``): what it records lies in the past of the wall
+clock, so the commands and the field app run afterwards on the kept state see a
+finished story (``demokept.py``). Its timeline prints in event-time order, each event
+with the alerts it sent (``demotimeline.py``).
 
 The storm is an SCS type II storm of 0.80 in over two hours, 30 minutes in: it crosses
 0.50 in (§ 134-9A(2)) about an hour after it starts, muddies the outfall's downstream
@@ -17,8 +21,8 @@ two hours before the deadline.
 
 A configuration file is written beside the database (``stormwatch-demo.yaml``: the
 commands in the alerts name it). With ``--keep`` or ``--state-dir`` the state directory
-stays, so that ``status``, ``logbook`` and ``report`` can look at what the demo
-recorded; the demo prints those commands at the end.
+stays, with the field app's ``web:`` and people, and the demo ends with the commands
+that explore it (``demokept.explore``).
 """
 
 from __future__ import annotations
@@ -26,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-import shlex
 import shutil
 import socket
 import sys
@@ -48,28 +51,13 @@ from sensors.config import SimStorm
 
 from ..config import Config, SiteConfig
 from ..config.file import parse_config
-from ..config.invocation import program
-from ..contract.events import (
-    BatteryLow,
-    ClockClosed,
-    Event,
-    InspectionDueSoon,
-    InspectionOverdue,
-    InspectionRecorded,
-    SensorRecovered,
-    SensorStale,
-    StormEnded,
-    StormQualified,
-    StormStarted,
-    TrapCleanoutRequired,
-    TrapFill,
-    TurbidityContrast,
-)
-from ..contract.figures import depth_text, fill_text
+from ..contract.events import InspectionRecorded, StormQualified
 from ..contract.times import parse_iso
 from ..errors import EXIT_OK, UserError
 from ..store.opening import open_store
 from ..store.statedir import state_dir_problem
+from .demokept import QP_NAME, QP_ROSTER, add_people, explore
+from .demotimeline import SCHEME, Timeline, trail_s
 from .demoweb import DemoWeb, wait_for_you, web_settings
 from .loop import Daemon
 
@@ -91,6 +79,8 @@ READ_EVERY_S = 60.0
 TRAP_IN_PER_RUNOFF_IN = 48.0
 #: Real seconds the simulated site may take to deliver its last readings.
 DRAIN_S = 10.0
+#: Real seconds between looks at the journal (at most; a simulated minute when shorter).
+POLL_S = 0.25
 log = logging.getLogger("stormwatch.demo")
 
 #: The range of ``speed`` (simulated seconds per real second), from what the demo
@@ -217,20 +207,26 @@ def stale_after_minutes(speed: float) -> int:
     return max(15, math.ceil(STALE_MARGIN_S * speed / 60.0) + 1)
 
 
+def demo_start_s(now_s: float, speed: float) -> int:
+    """Where the demo's clock starts: ``DEMO_HOURS`` (and the poll's overshoot) before
+    ``now_s``, on a quarter hour, so that it ends before the wall clock."""
+    overshoot_s = POLL_S * speed + 15 * 60
+    return int((now_s - DEMO_HOURS * 3600 - overshoot_s) // 900 * 900)
+
+
 def demo_settings(port: int, state_dir: Path, speed: float = 1800.0,
                   web_port: int | None = None) -> dict[str, object]:
-    """The demo's configuration as the YAML document it would be (with the field app's
-    ``web:`` when ``web_port`` is given; its links last as the demo's clock runs)."""
+    """The demo's configuration as the YAML document it keeps (with the field app's
+    ``web:`` when ``web_port`` is given, on the wall clock's durations)."""
     stale = stale_after_minutes(speed)
-    web = {} if web_port is None else {"web": {
-        **web_settings(state_dir, web_port), "link_hours": 72 * speed, "session_days": speed}}
+    web = {} if web_port is None else {"web": web_settings(state_dir, web_port)}
     return {**web,
         "broker": {"host": "127.0.0.1", "port": port, "client_id": "stormwatch-demo"},
         "state_dir": str(state_dir),
         "notify": {"targets": [{"url": "console://", "tags": ["qp", "officer", "ops"]}]},
         "sites": [{
             "id": SITE, "name": "Demo Meadows Subdivision", "address": "1 Demo Lane",
-            "timezone": ZONE, "condition": "B",
+            "timezone": ZONE, "condition": "B", "qualified_professionals": [QP_ROSTER],
             "sensors": [
                 {"id": "rg1", "kind": "rain", "in_per_tip": 0.01,
                  "stale_after_minutes": stale},
@@ -249,18 +245,27 @@ def demo_settings(port: int, state_dir: Path, speed: float = 1800.0,
 
 def demo_config(port: int, state_dir: Path, speed: float = 1800.0,
                 web_port: int | None = None) -> Config:
-    return parse_config(demo_settings(port, state_dir, speed, web_port), env={})
+    """The configuration the demo runs: the kept one, but its alerts go to the timeline
+    and the field app's links and sessions last as the demo's clock runs."""
+    settings = demo_settings(port, state_dir, speed, web_port)
+    settings["notify"] = {"targets": [{"url": f"{SCHEME}://", "tags": ["qp", "officer", "ops"]}]}
+    web = settings.get("web")
+    if isinstance(web, dict):
+        web.update(link_hours=72 * speed, session_days=speed)
+    return parse_config(settings, env={})
 
 
-def write_demo_config(port: int, state_dir: Path, speed: float = 1800.0) -> Path:
+def write_demo_config(port: int, state_dir: Path, speed: float = 1800.0,
+                      web_port: int | None = None) -> Path:
     """Write the demo's configuration beside its database, for the commands that read it."""
     path = state_dir / CONFIG_NAME
     header = ("# The configuration of a `stormwatch demo` run, written beside its database so\n"
-              "# that status, logbook and report can read what it recorded. The broker was\n"
-              "# the demo's own (gone with it); the demo's clock ran ahead of the wall clock.\n")
+              "# that status, logbook, report, user and web can read what it recorded. The\n"
+              "# broker was the demo's own (gone with it); its clock replayed past hours.\n")
     try:
-        path.write_text(header + yaml.safe_dump(demo_settings(port, state_dir.resolve(), speed),
-                                                sort_keys=False), encoding="utf-8")
+        path.write_text(header + yaml.safe_dump(
+            demo_settings(port, state_dir.resolve(), speed, web_port), sort_keys=False),
+            encoding="utf-8")
     except OSError as exc:
         raise DemoError(f"--state-dir: cannot write {path}: {exc.strerror or exc}") from None
     return path
@@ -291,50 +296,6 @@ def check_demo(speed: float, state_dir: Path | None) -> None:
             raise DemoError(f"--state-dir: {problem}")
 
 
-def describe(event: Event, site: SiteConfig) -> str:
-    """One line of the demo's timeline for an event (depths and fills: ``figures.py``)."""
-    zone, limit, levels = site.zone, site.rain.threshold_in, site.fill_levels
-
-    def local(when: str | int | None) -> str:
-        if when is None:
-            return "-"
-        ms = when if isinstance(when, int) else parse_iso(when)
-        return datetime.fromtimestamp(ms / 1000, tz=zone).strftime("%a %H:%M")
-
-    details = ""
-    match event.body:
-        case StormStarted(gauge=gauge):
-            details = f"rain on {gauge}"
-        case StormQualified(total_in=total, due=due):
-            details = f"{depth_text(total, limit)}: inspect by {local(due)} (§ 134-9A(2))"
-        case StormEnded(total_in=total):
-            details = f"{depth_text(total, limit)} in all"
-        case TurbidityContrast() as e:
-            over = (f"{e.downstream_ntu:g} NTU, no usable background (limit {e.limit_ntu:g})"
-                    if e.delta_ntu is None else f"{e.delta_ntu:+g} NTU (limit +{e.limit_ntu:g})")
-            details = f"{e.pair} {e.state}: {over} (§ 134-8C)"
-        case TrapFill(trap=trap, fill_fraction=fill):
-            details = f"{trap} at {fill_text(fill, *levels(trap))} of design volume"
-        case TrapCleanoutRequired(trap=trap, fill_fraction=fill):
-            details = f"{trap} at {fill_text(fill, *levels(trap))}: clean out (§ 134-9A(1))"
-        case InspectionDueSoon(clock=clock, due=due, hours_left=left):
-            details = f"{clock} inspection due {local(due)}, {left:g} h left"
-        case InspectionOverdue(clock=clock, due=due):
-            details = f"{clock} inspection OVERDUE since {local(due)}"
-        case InspectionRecorded(inspector=inspector):
-            details = f"by {inspector}"
-        case SensorStale(sensor=sensor, last_seen=seen):
-            details = f"{sensor} silent since {local(seen)}"
-        case SensorRecovered(sensor=sensor):
-            details = f"{sensor} reporting again"
-        case BatteryLow(sensor=sensor, battery_v=volts):
-            details = f"{sensor} at {volts} V"
-        case ClockClosed(clock=clock, outcome=outcome):
-            details = f"{clock} clock {outcome}"
-    rev = f" (revision {event.revision})" if event.revision else ""
-    return f"  [{local(event.at_ms)}] {event.type:<24} {details}{rev}"
-
-
 def run_demo(out: IO[str] = sys.stdout, *, speed: float = 1800.0, keep: bool = False,
              state_dir: Path | None = None, inspect_yourself: bool = False) -> int:
     """Run the demo to the end (about a minute at the default speed): 0, or 1 when the
@@ -346,12 +307,13 @@ def run_demo(out: IO[str] = sys.stdout, *, speed: float = 1800.0, keep: bool = F
         logging.getLogger(name).setLevel(logging.ERROR)
     owned = state_dir is None
     state = Path(tempfile.mkdtemp(prefix="stormwatch-demo-")) if state_dir is None else state_dir
-    port = free_port()
-    written = write_demo_config(port, state, speed)  # the alerts' commands name it
+    port, web_port = free_port(), free_port()
+    written = write_demo_config(port, state, speed, web_port)  # the alerts' commands name it
+    add_people(state, SITE)
     broker = EmbeddedBroker(port).start()
-    start_s = (int(time.time()) // 3600 - 2) * 3600  # whole hour, two hours ago
+    start_s = demo_start_s(time.time(), speed)
     clock = DemoClock(start_s, speed)
-    config = demo_config(port, state, speed, web_port=free_port())
+    config = demo_config(port, state, speed, web_port=web_port)
     web = DemoWeb(config, clock)
     daemon = Daemon(config, clock=clock, tick_every_s=0.3, mqtt_protocol=mqtt.MQTTv311,
                     config_path=written)
@@ -365,7 +327,7 @@ def run_demo(out: IO[str] = sys.stdout, *, speed: float = 1800.0, keep: bool = F
     site_rc: list[int] = []
     nodes = threading.Thread(target=lambda: site_rc.append(site.run()), name="demo-site",
                              daemon=True)
-    _introduce(out, plan, start_s, speed, port, state, ZoneInfo(ZONE))
+    _introduce(out, plan, speed, port, state, config.sites[0])
     printed = 0
     try:
         worker.start()
@@ -387,81 +349,78 @@ def run_demo(out: IO[str] = sys.stdout, *, speed: float = 1800.0, keep: bool = F
         if owned and not keep:
             shutil.rmtree(state, ignore_errors=True)
     rc = site_rc[0] if site_rc else 1
+    _done(out, rc, said, printed)
+    if keep or not owned:
+        print(explore(config, written, SITE, (start_s, int(plan.end_s)), ZoneInfo(ZONE)),
+              file=out)
+    return 0 if rc == EXIT_OK else 1
+
+
+def _done(out: IO[str], rc: int, said: list[str], printed: int) -> None:
+    """The last line, after what the simulated site had to say when it failed."""
     if rc != EXIT_OK:
         for line in said:
             if not line.startswith(("at ", "delivering, at ")):
                 print(f"stormwatch demo: simulated site: {line}", file=out)
     print(f"stormwatch demo: done, {printed} events.", file=out)
-    if keep or not owned:
-        print(look_at(written, start_s, ZoneInfo(ZONE)), file=out)
-    return 0 if rc == EXIT_OK else 1
 
 
-def _introduce(out: IO[str], plan: Plan, start_s: int, speed: float, port: int,
-               state: Path, zone: ZoneInfo) -> None:
-    """The demo's first lines: the site, the speed, the broker, the storm to come."""
-    print(f"stormwatch demo: site {SITE}, time x{speed:g}, broker 127.0.0.1:{port}, "
-          f"state in {state}", file=out)
-    storm = [datetime.fromtimestamp(start_s + STORM_AT_S + h * 3600, tz=zone).strftime(f)
-             for h, f in ((0, "%a %H:%M"), (STORM_HOURS, "%H:%M"))]
-    print(f"stormwatch demo: a {STORM_IN:.2f} in storm (SCS type II) {storm[0]}-{storm[1]}; "
-          f"a node (the real runtime, simulated sensors) reads {len(plan.sites[0].sensors)} "
-          "sensors each simulated minute", file=out, flush=True)
+def _introduce(out: IO[str], plan: Plan, speed: float, port: int, state: Path,
+               site: SiteConfig) -> None:
+    """The demo's first lines: the site, the hours it replays, the storm to come, and
+    why the timeline trails the simulation (``demotimeline.py``)."""
+    def local(at_s: float, fmt: str = "%a %H:%M") -> str:
+        return datetime.fromtimestamp(at_s, tz=site.zone).strftime(fmt)
+
+    storm_s = plan.start_s + STORM_AT_S
+    print(f"stormwatch demo: site {SITE} ({site.name}), its node (the real runtime, "
+          f"simulated sensors) reading {len(site.sensors)} sensors each minute; embedded "
+          f"broker 127.0.0.1:{port}, state in {state}", file=out)
+    print(f"stormwatch demo: replays {local(plan.start_s)} to {local(plan.end_s)} "
+          f"({DEMO_HOURS} h) at {speed:g} times real time; a {STORM_IN:.2f} in storm "
+          f"{local(storm_s)}-{local(storm_s + STORM_HOURS * 3600, '%H:%M')}", file=out)
+    trail_h = trail_s(site, STALE_MARGIN_S * speed) / 3600
+    print(f"stormwatch demo: each event prints in time order, with the alerts it sent, "
+          f"{trail_h:.1f} simulated hours after it happened (a storm has ended only "
+          f"after {site.rain.dry_gap_hours:g} dry hours)", file=out, flush=True)
 
 
 def _follow(out: IO[str], clock: DemoClock, plan: Plan, nodes: threading.Thread,
             state: Path, port: int, site: SiteConfig, speed: float,
             inspect_yourself: bool = False) -> int:
-    """Print the timeline as the events come, about once a simulated minute, until the
-    plan ends; the qualified professional inspects two hours before the storm's due
-    (or, ``inspect_yourself``, the clock waits there for you). The events printed."""
-    zone = site.zone
+    """Print the timeline about once a simulated minute until the plan ends; the
+    qualified professional inspects two hours before the storm's due (or,
+    ``inspect_yourself``, the clock waits there for you). The events printed."""
+    timeline = Timeline(out, site)
+    trail_ms = trail_s(site, STALE_MARGIN_S * speed) * 1000
     pub = mqtt.Client(CallbackAPIVersion.VERSION2, protocol=mqtt.MQTTv311)
     pub.connect("127.0.0.1", port)
     pub.loop_start()
     inspected = False
-    printed = 0
-    poll_s = min(60.0 / speed, 0.25)  # about a simulated minute
     while clock() < plan.end_s and nodes.is_alive():
-        time.sleep(poll_s)
+        time.sleep(min(60.0 / speed, POLL_S))  # about a simulated minute
         if not inspected:
             due = _storm_due(state)
             if due is not None and clock() >= due - 2 * 3600 and inspect_yourself:
-                printed = _print_new(state, printed, site, out)
+                _show(timeline, state, clock() * 1000 - trail_ms)
                 inspected = wait_for_you(clock, lambda: _inspected(state), lambda line: print(
                     line, file=out, flush=True), f"the form of {SITE}")
             elif due is not None and clock() >= due - 2 * 3600:
-                ts = datetime.fromtimestamp(clock(), tz=zone).isoformat(timespec="seconds")
+                ts = datetime.fromtimestamp(clock(), tz=site.zone).isoformat(timespec="seconds")
                 pub.publish(f"stormwatch/v1/{SITE}/inspection",
-                            ('{"inspector": "J. Rivera, CPESC", "kind": "storm", '
+                            (f'{{"inspector": "{QP_NAME}", "kind": "storm", '
                              f'"ts": "{ts}", "notes": "silt fence repaired"}}').encode(),
                             qos=1)
                 inspected = True
-        printed = _print_new(state, printed, site, out)
+        _show(timeline, state, clock() * 1000 - trail_ms)
     clock.freeze()
     nodes.join(DRAIN_S + 15)  # the site delivers its last readings, then stops
     time.sleep(1.0)  # they reach the journal, the last alerts their targets
-    printed = _print_new(state, printed, site, out)
+    _show(timeline, state, math.inf)
+    timeline.late_alerts()
     pub.loop_stop()
     pub.disconnect()
-    return printed
-
-
-def look_at(config_path: Path, start_s: int, zone: ZoneInfo) -> str:
-    """Where the demo's state is kept and the commands that show it, which work as
-    printed: they name the running executable (``.venv/bin/stormwatch`` when it is
-    not on PATH) and write the report into the kept directory."""
-    cfg = shlex.quote(str(config_path))
-    report = shlex.quote(str(config_path.parent / "demo-report.html"))
-    first = datetime.fromtimestamp(start_s, tz=zone).date()
-    last = datetime.fromtimestamp(start_s + DEMO_HOURS * 3600, tz=zone).date()
-    me = program()
-    return "\n".join([
-        f"State kept in {config_path.parent}, with its configuration; look at it with:",
-        f"  {me} status --config {cfg}",
-        f"  {me} logbook --config {cfg} --site {SITE} --format md",
-        f"  {me} report --config {cfg} --site {SITE} --from {first} --to {last}"
-        f" --out {report}"])
+    return len(timeline.printed)
 
 
 def _run_daemon(daemon: Daemon, failure: list[BaseException]) -> None:
@@ -502,16 +461,10 @@ def _storm_due(state: Path) -> float | None:
     return None
 
 
-def _print_new(state: Path, printed: int, site: SiteConfig, out: IO[str]) -> int:
-    if not (state / "stormwatch.db").exists():
-        return printed
-    with open_store(_state_only(state), readonly=True) as store:
-        events = store.events.all()
-    for e in events[printed:]:
-        if e.retracted:
-            continue
-        print(describe(e, site), file=out, flush=True)
-    return len(events)
+def _show(timeline: Timeline, state: Path, until_ms: float) -> None:
+    if (state / "stormwatch.db").exists():
+        with open_store(_state_only(state), readonly=True) as store:
+            timeline.show(store.events.all(), until_ms)
 
 
 def _state_only(state: Path) -> Config:

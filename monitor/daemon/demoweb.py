@@ -1,9 +1,9 @@
 """The demo's field app: ``stormwatch web`` in the demo's process, on the demo's clock.
 
 The demo configures ``web:`` (a key in its state directory, loopback only),
-adds its qualified professional as a person of the field app and prints a
-sign-in link, so a newcomer can open the alert's link to the form in a browser
-and record the inspection that closes the storm clock. The app runs under
+has its people (``demokept.py``) and prints a sign-in link, so a newcomer can
+open the alert's link to the form in a browser and record the inspection that
+closes the storm clock. The app runs under
 uvicorn in a thread and takes the demo's clock (``create_app(clock=...)``): the
 inspection is dated in simulated time, like everything the demo records.
 
@@ -22,22 +22,24 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
-from ..store.users import User, Users
+from ..store.users import Users
+from .demokept import QP_NAME
 
-QP_NAME: Final = "J. Rivera"
 #: Real seconds the demo waits for an inspection from the form (``--inspect-yourself``).
 WAIT_FOR_YOU_S: Final = 15 * 60.0
 SIGNIN_MINUTES: Final = 60
 
 
 def web_settings(state_dir: Path, port: int) -> dict[str, Any]:
-    """The demo's ``web:`` section, with its key written into the state directory."""
+    """The demo's ``web:`` section, with its key written into the state directory
+    (0600) and the photos kept there too."""
     key = state_dir / "web.key"
     if not key.exists():
-        key.write_bytes(os.urandom(32))
-        key.chmod(0o600)
+        fd = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # never readable by others
+        with os.fdopen(fd, "wb") as f:
+            f.write(os.urandom(32))
     return {"listen": f"127.0.0.1:{port}", "public_url": f"http://127.0.0.1:{port}",
-            "secret_file": str(key)}
+            "secret_file": str(key), "photos_dir": str(state_dir / "photos")}
 
 
 class DemoWeb:
@@ -59,10 +61,9 @@ class DemoWeb:
         self.thread = threading.Thread(target=self.server.run, name="demo-web", daemon=True)
 
     def start(self) -> str:
-        """Start serving; the sign-in link of the demo's qualified professional."""
+        """Start serving; the sign-in link of the demo's qualified professional (one of
+        the people ``demokept.add_people`` added), valid as the demo's clock runs."""
         with Users.open(Path(self.config.state_dir)) as users:
-            if users.get(QP_NAME) is None:
-                users.add(User(QP_NAME, "qp", None, ()))
             token = users.issue_signin(QP_NAME, round(self._clock() * 1000),
                                        ttl_s=SIGNIN_MINUTES * 60 * 3600)
         self.thread.start()

@@ -292,12 +292,12 @@ def test_demo_keep_prints_commands_that_work(tmp_path: Path) -> None:
     proc = run("demo", "--speed", f"{MAX_SPEED:g}", "--state-dir", str(state))
     assert proc.returncode == 0, proc.stdout + proc.stderr  # the demo says why on stdout
     assert "sensor_stale" not in proc.stdout and "too_old" not in proc.stderr
-    lines = proc.stdout.splitlines()
-    start = lines.index(next(x for x in lines if x.startswith("State kept in "))) + 1
-    commands = [line.strip() for line in lines[start:]]
-    # PROGRAM status|logbook|report --config ...: the word before --config.
+    # "  $ PROGRAM web|user link|status|logbook|report --config ...": the word before
+    # --config; web serves until stopped (tests/daemon/test_demo_kept.py opens it).
+    commands = re.findall(r"^  \$ (.+)$", proc.stdout, re.MULTILINE)
     assert [c.split(" --config ")[0].rsplit(" ", 1)[1] for c in commands] == [
-        "status", "logbook", "report"]
+        "web", "link", "status", "logbook", "report"]
+    commands = commands[1:]
     assert not any(c.startswith("stormwatch ") for c in commands), commands
     for command in commands:
         done = subprocess.run(["/bin/sh", "-c", command], capture_output=True, text=True,

@@ -30,7 +30,9 @@ from monitor.contract.events import Event, Fact, TurbidityContrast
 from monitor.contract.inputs import Reading
 from monitor.contract.times import MS_PER_MINUTE, parse_iso
 from monitor.daemon.demo import SITE as DEMO_SITE
-from monitor.daemon.demo import demo_config, describe, look_at, write_demo_config
+from monitor.daemon.demo import demo_config, write_demo_config
+from monitor.daemon.demokept import add_people, explore
+from monitor.daemon.demotimeline import describe
 from monitor.host.engine import EngineHost
 from monitor.host.rows import journal_in
 from monitor.sources.acl import render_acl
@@ -173,9 +175,11 @@ def test_a_module_run_names_the_program_beside_its_interpreter(
 
 def test_the_demo_prints_commands_that_work_as_printed(
         tmp_path: Path, no_stormwatch_on_path: None) -> None:
-    """Against a state directory with a database (the report test's), the three
-    commands the demo prints run through a shell without ``stormwatch`` on PATH."""
-    cfg = write_demo_config(1883, tmp_path)  # as the demo keeps it: beside its database
+    """Against a state directory with a database (the report test's), the commands
+    the demo prints run through a shell without ``stormwatch`` on PATH (all but
+    ``web``, which serves until stopped: ``tests/daemon/test_demo_kept.py``)."""
+    cfg = write_demo_config(1883, tmp_path, web_port=8765)  # as the demo keeps it
+    add_people(tmp_path, DEMO_SITE)
     config = load_config(cfg, env={})
     site = config.site(DEMO_SITE)
     assert site is not None
@@ -186,10 +190,13 @@ def test_the_demo_prints_commands_that_work_as_printed(
         host = EngineHost.restore(config, store)
         store.journal.commit([journal_in(it, topic=None, received_ms=None) for it in items])
         host.catch_up()
-    text = look_at(cfg, START // 1000, ZoneInfo("America/New_York"))
-    commands = [line.strip() for line in text.splitlines()[1:]]
-    assert [c.split(" --config")[0].rsplit(" ", 1)[1] for c in commands] == [
-        "status", "logbook", "report"]
+    text = explore(config, cfg, DEMO_SITE, (START // 1000, START // 1000 + 7200),
+                   ZoneInfo("America/New_York"))
+    commands = [line.strip()[2:] for line in text.splitlines() if line.startswith("  $ ")]
+    assert " web --config " in commands[0]
+    commands = [c for c in commands if " web --config " not in c]
+    assert [c.split(" --config")[0].split(" ")[-1] for c in commands] == [
+        "link", "status", "logbook", "report"]
     for command in commands:
         assert not command.startswith("stormwatch "), command
         proc = subprocess.run(["/bin/sh", "-c", command], capture_output=True, text=True,

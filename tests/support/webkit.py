@@ -172,7 +172,9 @@ def csrf_of(html: str) -> str:
 class WebProcess:
     """``stormwatch web --config FILE`` as a child process, its log in a file."""
 
-    def __init__(self, config_path: Path, port: int) -> None:
+    def __init__(self, config_path: Path, port: int, argv: list[str] | None = None) -> None:
+        """``argv``: the command as a person would type it (default: this interpreter's
+        ``-m monitor.cli web --config config_path``)."""
         import subprocess
         import sys
 
@@ -181,7 +183,7 @@ class WebProcess:
         self.log_path = config_path.parent / "web.log"
         self._log = self.log_path.open("wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "monitor.cli", "web", "--config", str(config_path)],
+            argv or [sys.executable, "-m", "monitor.cli", "web", "--config", str(config_path)],
             cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT,
             env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
         self._wait_up()

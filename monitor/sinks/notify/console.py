@@ -34,12 +34,17 @@ def console_notify(body: str, title: str, notify_type: str, *args: Any,
     """Print one alert as a block: a rule with its type and title, then the body."""
     host = str((meta or {}).get("host") or "")
     stream = sys.stderr if host == "stderr" else sys.stdout
-    rule = f"==== stormwatch alert [{notify_type}] " + "=" * 24
-    block = f"\n{rule}\n{title}\n\n{body.rstrip()}\n{'=' * len(rule)}\n"
     with _write_lock:  # one block at a time, never interleaved
-        stream.write(block)
+        stream.write(block(title, body, notify_type))
         stream.flush()
     return True
+
+
+def block(title: str, body: str, notify_type: str) -> str:
+    """One alert as the terminal shows it: a rule with its type and title, the body
+    (the demo's timeline prints the same blocks, in event order)."""
+    rule = f"==== stormwatch alert [{notify_type}] " + "=" * 24
+    return f"\n{rule}\n{title}\n\n{body.rstrip()}\n{'=' * len(rule)}\n"
 
 
 _register(on=SCHEME, name="stormwatch console", body_format=apprise.NotifyFormat.TEXT)(
