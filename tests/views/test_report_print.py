@@ -26,12 +26,15 @@ from monitor.host.rows import journal_in
 from monitor.store.opening import open_store
 from monitor.views.report.build import build_report
 from monitor.views.report.pdf import document
+from monitor.views.report.photos import photo_grid
 from monitor.views.report.style import CSS
 
 from ..store.test_missing_db import stormwatch
 from ..support.daemonkit import SITE, write_config
+from ..support.photos import jpeg_with_gps
 from .test_report_month import ACTIVE, _readings
 from .test_report_owed import FROM, TO, _items
+from .test_report_photos import LOCAL, _stored
 
 #: A page filled less than this, other than the last, is nearly empty.
 NEARLY_EMPTY = 1 / 3
@@ -89,6 +92,22 @@ def test_two_plots_a_page_and_no_page_nearly_empty(tmp_path: Path) -> None:
     fills = [round(fill, 2) for fill, _, _ in pages]
     assert all(fill >= NEARLY_EMPTY for fill in fills[:-1]), fills
     assert pages[-1][2].strip() or pages[-1][1], "the last page is blank"
+
+
+def test_a_season_of_photos_flows_from_page_to_page(tmp_path: Path) -> None:
+    """Fourteen photos after most of a page of text: they run on from row to row, their
+    heading with the first row, never a page with the heading alone."""
+    photos = [{"sha256": _stored(tmp_path, jpeg_with_gps(size=(640 + i, 480))),
+               "taken_at": "2026-11-30T14:15:00Z", "lat": 40.7128, "lon": -74.006,
+               "caption": f"photo {i}"} for i in range(14)]
+    html = (f"<!DOCTYPE html><html><head><style>{CSS}</style></head><body><h1>Report</h1>"
+            f"<p>{'words ' * 600}</p><h2>Inspection photos</h2>"
+            f"{photo_grid(photos, tmp_path, LOCAL)}<h2>After</h2></body></html>")
+    pages = _pages(document(html))
+    fills = [round(fill, 2) for fill, _, _ in pages]
+    assert all(fill >= NEARLY_EMPTY for fill in fills[:-1]), fills
+    heading = next(i for i, (_, _, text) in enumerate(pages) if "Inspection photos" in text)
+    assert "photo 0" in pages[heading][2]
 
 
 def test_the_file_holds_its_stylesheet_and_reads_on_a_phone(tmp_path: Path) -> None:
