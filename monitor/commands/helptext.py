@@ -331,8 +331,10 @@ HELP: dict[str, tuple[str, str, str]] = {
 
         --from and --to are dates YYYY-MM-DD, inclusive, in the site's time
         zone, or ISO times with offset. --format pdf (or an --out ending in
-        .pdf) writes the same report as PDF, laid out for paper with page
-        numbers; nothing is fetched from the network for either form.""", """
+        .pdf) writes the same report as PDF, laid out for paper (Letter
+        landscape, two plots a page) with page numbers; nothing is fetched
+        from the network for either form: the HTML file holds its
+        stylesheet, plots and photos.""", """
         Exit 2, and no file written, on a missing or unreadable database, an
         unknown site, bad or reversed dates, or an unwritable file; exit 1, and
         no file, when a log book row cannot be read (it was edited).

@@ -37,7 +37,7 @@ from ..sinks.notify.links import read_secret
 from ..store.idempotency import IdempotencyKeys
 from ..store.uploads import Limits, Uploads
 from ..store.users import Users
-from . import api, pages
+from . import api, pages, reportstyle
 from .auth import RateLimit, Refused
 from .context import HERE, MAX_FORM_PHOTOS, Web, cookies_secure, wall_ms
 from .safetynet import SafetyNet, Tracked
@@ -145,6 +145,7 @@ def create_app(config: Config, *, clock: Callable[[], int] = wall_ms,
                        answer(web, request, status, message))
 
     _handlers(app, web)
+    app.include_router(reportstyle.router)  # before the pages' /static/{name}
     app.include_router(pages.router)
     app.include_router(api.router)
     return app

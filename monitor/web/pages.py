@@ -368,8 +368,12 @@ def report(site_id: str, request: Request, format: str = "html") -> Response:
     from_ms, to_ms = bounds
     if from_ms >= to_ms:  # as `stormwatch report` refuses it: no report of nothing
         raise Refused(422, f"from: {texts.get('from')} is not before to {texts.get('to')}")
+    # The page links the report's stylesheet (the policy blocks inline styles); the PDF
+    # is laid out from the file's form, its stylesheet inlined (nothing is fetched).
+    from ..views.report.style import CSS_PATH
     with reading(web) as store:
-        html = build_report(web.config, store, site_id, from_ms, to_ms, web.now_ms())
+        html = build_report(web.config, store, site_id, from_ms, to_ms, web.now_ms(),
+                            stylesheet=None if format == "pdf" else CSS_PATH)
     if format == "pdf":
         import importlib
         try:  # the PDF renderer (WeasyPrint) is optional on a small install

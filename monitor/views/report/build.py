@@ -55,6 +55,7 @@ from .photos import photos_section
 from .plots import plots_section
 from .rows import revealed_note, sensor_rows
 from .samples import Series, engine_series
+from .style import CSS
 from .tables import LocalTime, outcome, table, trap_section, turbidity_section
 from .weather import weather_section
 
@@ -73,23 +74,6 @@ LAW = [
      "will result in substantial visible contrast to natural conditions in surface waters of "
      "the State of New York."),
 ]
-
-CSS = """
-body{font-family:system-ui,sans-serif;margin:2em;max-width:70em;color:#222}
-table{border-collapse:collapse;margin:.5em 0 1.5em}
-th,td{border:1px solid #bbb;padding:.25em .6em;text-align:left;font-size:.92em}
-th{background:#eee} blockquote{color:#444;border-left:3px solid #bbb;margin-left:0;padding-left:1em}
-.late,.exceeded,.overdue{color:#b00;font-weight:bold} .met{color:#070}
-img{max-width:100%}
-.photos{display:flex;flex-wrap:wrap;gap:1em;margin:.5em 0 1.5em}
-figure{margin:0;width:240px;font-size:.8em;break-inside:avoid}
-figure img.thumb{width:240px;height:auto;border:1px solid #bbb}
-.missing{width:236px;height:120px;border:2px dashed #b00;color:#b00;font-weight:bold;
- display:flex;align-items:center;justify-content:center;text-align:center;padding:2px}
-.nowrap{white-space:nowrap} .note{font-size:.85em;color:#444;max-width:60em}
-.sha{font-family:monospace;font-size:.85em;word-break:break-all;color:#444}
-"""
-
 
 #: How far the events may run ahead of the report's clock before the header says it was
 #: generated before them: a node's clock a few seconds fast is not a demo's clock.
@@ -127,10 +111,13 @@ def _outside(text: str) -> ValueError:
 
 
 def build_report(config: Config, store: Store, site_id: str, from_ms: int, to_ms: int,
-                 now_ms: int, *, photos_dir: Path | None = None) -> str:
+                 now_ms: int, *, photos_dir: Path | None = None,
+                 stylesheet: str | None = None) -> str:
     """The report for ``[from_ms, to_ms)`` as one HTML document, from an open (read-only)
     store; inspection photos are read from ``photos_dir`` (default: where the field app
-    keeps them, ``config.photos_dir_of``)."""
+    keeps them, ``config.photos_dir_of``). Its styles (``style.py``) are inlined, or
+    linked from the address ``stylesheet`` (the field app's: its policy blocks inline
+    styles)."""
     site = config.site(site_id)
     if site is None:
         raise ValueError(f"unknown site {site_id!r}")
@@ -152,8 +139,7 @@ def build_report(config: Config, store: Store, site_id: str, from_ms: int, to_ms
     closed = {e.body.clock_id: e.body for e in book.events if isinstance(e.body, ClockClosed)}
     title = f"Stormwater compliance report — {site.name or site.id}"
     return "".join([
-        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{escape(title)}</title>"
-        f"<style>{CSS}</style></head><body><h1>{escape(title)}</h1>",
+        _head(title, stylesheet), f"<body><h1>{escape(title)}</h1>",
         _header(p, store, book, judged),
         "<h2>The law</h2>" + "".join(
             f"<blockquote><strong>{escape(ref)}</strong> {escape(text)}</blockquote>"
@@ -174,6 +160,16 @@ def build_report(config: Config, store: Store, site_id: str, from_ms: int, to_ms
         turbidity_section(facts.events, p.local, episodes, state),
         plots_section(site, series, p.local, from_ms, to_ms),
         "</body></html>"])
+
+
+def _head(title: str, stylesheet: str | None) -> str:
+    """The document's head: its title, a viewport (a phone lays it out at its own width,
+    not a desktop's shrunk), and the stylesheet inlined or linked."""
+    style = f"<style>{CSS}</style>" if stylesheet is None else \
+        f"<link rel='stylesheet' href='{escape(stylesheet)}'>"
+    return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+            "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+            f"<title>{escape(title)}</title>{style}</head>")
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,28 +1,19 @@
 """The compliance report as PDF: WeasyPrint, from the very HTML of ``build_report``.
 
-One document, two forms: the PDF is the HTML laid out for paper (its ``@page``
-rules: US Letter, landscape for the wide tables, the page number and count at
-the foot), so the two cannot say different things. Nothing is fetched: the
-report inlines its plots and photo thumbnails as ``data:`` URIs, and the URL
-fetcher refuses anything else (a network font or image would make the PDF
-depend on what a server answers that day, and leak that the report was
-made); fonts come from the machine (fontconfig).
+One document, two forms: the PDF is the HTML laid out for paper by the report's
+own stylesheet (``style.py``: its ``@page`` and ``@media print`` rules, US
+Letter landscape for the wide tables, two plots a page, the page number and
+count at the foot), so the two cannot say different things, and a browser
+printing the report gets the same pages. Nothing is fetched: the report
+inlines its stylesheet, plots and photo thumbnails (``data:`` URIs), and the
+URL fetcher refuses anything else (a network font or image would make the PDF
+depend on what a server answers that day, and leak that the report was made);
+fonts come from the machine (fontconfig).
 """
 
 from __future__ import annotations
 
 from typing import Any
-
-#: Print layout, added to the report's own styles.
-PAGE_CSS = """
-@page{size:letter landscape;margin:1.4cm 1.2cm 1.6cm;
- @bottom-left{content:string(title);font-size:8pt;color:#555}
- @bottom-right{content:"page " counter(page) " of " counter(pages);font-size:8pt;color:#555}}
-h1{string-set:title content()}
-body{margin:0;max-width:none;font-size:9.5pt}
-h2{break-after:avoid} tr,figure,img{break-inside:avoid}
-th,td{font-size:8.5pt}
-"""
 
 
 def no_network() -> Any:
@@ -35,11 +26,9 @@ def no_network() -> Any:
 
 def document(html: str) -> Any:
     """The laid-out WeasyPrint document of the report (pages, text), nothing fetched."""
-    from weasyprint import CSS, HTML
+    from weasyprint import HTML
 
-    fetcher = no_network()
-    return HTML(string=html, url_fetcher=fetcher).render(
-        stylesheets=[CSS(string=PAGE_CSS, url_fetcher=fetcher)])
+    return HTML(string=html, url_fetcher=no_network()).render()
 
 
 def render_pdf(html: str) -> bytes:

@@ -4,7 +4,12 @@ Each plot draws engine samples (``samples.py``) and asks the engine what to
 draw of them (``engine/series.py``): the rain plot shows the gauges the
 site's storms are judged on (the ``mean`` gauge under ``gauges: mean``), so
 a plot never shows a storm the alerts did not see, nor hides one they did.
-Each image has an alternative text saying what it shows.
+Each image has an alternative text saying what it shows, and is a block
+``<figure>`` of its own captioned with the same words: the images were once
+inline, one after another, so on paper they were the lines of one anonymous
+paragraph, which the widows and orphans rule (two lines) would not break after
+its first line; the section's heading was left alone on a page and each plot
+took a page of its own.
 """
 
 from __future__ import annotations
@@ -30,6 +35,11 @@ from ...engine.sitestorms import MEAN_GAUGE
 from .samples import Series
 from .tables import LocalTime
 
+#: A plot's size and resolution: wide and low, so that two, each with its caption,
+#: share a printed page at a legible size (``style.py``), and sharp on paper.
+PLOT_INCHES = (10.0, 3.4)
+PLOT_DPI = 150
+
 
 def plots_section(site: SiteConfig, series: Series, local: LocalTime, from_ms: int,
                   to_ms: int) -> str:
@@ -48,14 +58,18 @@ def plots_section(site: SiteConfig, series: Series, local: LocalTime, from_ms: i
     return "".join(parts)
 
 
-def _png(fig: Any, alt: str = "plot") -> str:
+def _figure(fig: Any, words: str, axis: str) -> str:
+    """The plot as an inline PNG in a ``<figure>`` captioned with what it shows (its
+    alternative text too, with the time axis): printed, the two are never split."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+    fig.savefig(buf, format="png", dpi=PLOT_DPI, bbox_inches="tight")
     import matplotlib.pyplot as plt
 
     plt.close(fig)
     data = base64.b64encode(buf.getvalue()).decode("ascii")
-    return f'<img alt="{escape(alt)}" src="data:image/png;base64,{data}">'
+    return (f'<figure class="plot"><img alt="{escape(f"{words}; time axis: {axis}")}" '
+            f'src="data:image/png;base64,{data}"><figcaption>{escape(words)}.</figcaption>'
+            "</figure>")
 
 
 def time_axis_words(local: LocalTime, from_ms: int, to_ms: int) -> str:
@@ -70,7 +84,7 @@ def _axes(title: str, local: LocalTime, axis: str) -> tuple[Any, Any]:
     import matplotlib.dates as mdates
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(10, 3.6))
+    fig, ax = plt.subplots(figsize=PLOT_INCHES)
     ax.set_title(title)
     # Few enough ticks that two-line labels (date, time) never run into each other.
     locator = mdates.AutoDateLocator(tz=local.zone, minticks=3, maxticks=7)  # type: ignore[no-untyped-call]
@@ -105,7 +119,7 @@ def _rain_plot(site: SiteConfig, storms: dict[str, list[StormSample]], local: Lo
                label=f"{site.rain.threshold_in:g} in (§ 134-9A(2))")
     ax.set_ylabel("inches")
     ax.legend(loc="best")
-    return _png(fig, f"{_rain_words(site, judged)}; time axis: {axis}")
+    return _figure(fig, _rain_words(site, judged), axis)
 
 
 #: The bars of each gauge, side by side when a site's storms are judged on several.
@@ -144,8 +158,8 @@ def _trap_plot(site: SiteConfig, traps: dict[str, list[TrapSample]],
                label=f"{trap0.cleanout_fraction:.0%} clean-out (§ 134-9A(1))")
     ax.set_ylabel("% full")
     ax.legend(loc="best")
-    return _png(fig, f"Sediment trap fill of design volume after the median, against the "
-                f"clean-out level; time axis: {axis}")
+    return _figure(fig, "Sediment trap fill of design volume after the median, against the "
+                   "clean-out level", axis)
 
 
 def _turbidity_plot(site: SiteConfig, contrast: dict[str, list[ContrastSample]],
@@ -170,5 +184,4 @@ def _turbidity_plot(site: SiteConfig, contrast: dict[str, list[ContrastSample]],
     ax.axhline(0, color="#888", linewidth=0.8)
     ax.set_ylabel("NTU")
     ax.legend(loc="best")
-    return _png(fig, f"Turbidity downstream minus upstream and the allowed increase; time "
-                f"axis: {axis}")
+    return _figure(fig, "Turbidity downstream minus upstream and the allowed increase", axis)
