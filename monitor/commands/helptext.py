@@ -215,6 +215,9 @@ HELP: dict[str, tuple[str, str, str]] = {
               at) beside the local ones (recorded_local, at_local). A row a later
               revision withdrew is marked RETRACTED (the CSV's last column,
               retracted); an inspection lists its photos (caption, SHA-256).
+              md says each row as a sentence ("Sediment trap trap-1 is 50%
+              full — clean it out, § 134-9A(1)"), its hashes in the last
+              column; csv keeps its columns, the details by field name.
 
           logbook verify [--anchor SEQ:HASH]
               recomputes the chain and compares the events table (which status

@@ -6,7 +6,11 @@ Every row is shown, in the order the chain holds them, its details in words
 (``SUMMARY_FIELDS``; times in the site's zone, an inspection's findings,
 corrective actions and photos one phrase each). What the rows alone do not say
 is said beside them: a row whose fact a later revision withdrew would read as a
-fact, so it is marked (``withdrawals``). The CSV keeps the recorded UTC times in
+fact, so it is marked (``withdrawals``). People read each row as a sentence
+(``contract/sentences.py``: "Sediment trap trap-1 is 50% full — clean it out,
+§ 134-9A(1)"): the Markdown export and the site page; the hashes and ids stay
+beside it, out of the way. The CSV, for programs, keeps its columns: its
+``details`` are the fields by name. The CSV keeps the recorded UTC times in
 its ``recorded_at`` and ``at`` columns for programs, beside the local
 ``recorded_local`` and ``at_local``; columns are only ever added at the end.
 """
@@ -20,10 +24,13 @@ from dataclasses import dataclass
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from ..config import Config
+from ..config import Config, SiteConfig
+from ..contract.clocknames import spoken
+from ..contract.events import Event
 from ..contract.localtime import local_text
+from ..contract.sentences import sentence
 from ..store import LogbookRow, Store
-from ..store.events import RECORD_TYPES
+from ..store.events import ARCHIVED, RECORD_TYPES
 
 SUMMARY_FIELDS = ("inspector", "credentials", "kind", "inspected_at", "entered_at", "backdated",
                   "notes", "findings", "corrective_actions", "resolves", "photos", "closes",
@@ -95,31 +102,57 @@ def withdrawals(rows: Sequence[LogbookRow]) -> dict[int, str]:
     return marks
 
 
+def row_words(body: dict[str, Any], site: SiteConfig | None, zone: ZoneInfo) -> str:
+    """A log book row as one sentence (``contract/sentences.py``); an archive record
+    says which readings went to which file; a row no version reads any more, its kind
+    and time (never its raw fields)."""
+    if body.get("type") == ARCHIVED:
+        return (f"Readings from {spoken(body.get('from'), zone)} to "
+                f"{spoken(body.get('to'), zone)} archived to {body.get('file')} "
+                f"({body.get('rows')} rows, sealed by its SHA-256)")
+    try:
+        return sentence(Event.from_json(body), site)
+    except (KeyError, TypeError, ValueError):
+        kind = str(body.get("type", "entry")).replace("_", " ").capitalize()
+        return f"{kind} at {spoken(body.get('at'), zone)}"
+
+
+def photo_hashes(body: dict[str, Any]) -> list[str]:
+    """The SHA-256 of each photo of an inspection row: what the chain seals of it."""
+    photos = body.get("photos") or []
+    return [str(p["sha256"]) for p in photos if isinstance(p, dict) and "sha256" in p]
+
+
 @dataclass(frozen=True, slots=True)
 class BookLine:
     """One log book row as people read it: the row, its event time in the site's zone,
-    its details in words, and its withdrawal mark (``withdrawals``; "" for none)."""
+    its details by field (the CSV's), its withdrawal mark (``withdrawals``; "" for
+    none) and the sentence a person reads (``row_words``)."""
 
     row: LogbookRow
     at_local: str
     details: str
     mark: str
+    words: str = ""
 
 
-def book_lines(config: Config, store: Store, site: str) -> list[BookLine]:
-    """The site's log book rows in order, each with what a reader must see of it."""
+def book_lines(config: Config, store: Store, site: str, last: int | None = None
+               ) -> list[BookLine]:
+    """The site's log book rows in order (only the ``last`` ones when given: the
+    withdrawal marks still read the whole book), each with what a reader must see of it."""
     rows = store.events.logbook(site)
     cfg = config.site(site)
     zone = cfg.zone if cfg is not None else ZoneInfo("UTC")
     marks = withdrawals(rows)
+    shown = rows if last is None else rows[-last:] if last > 0 else []
     return [BookLine(r, local_text(r.body.get("at"), zone, empty=""), _summary(r.body, zone),
-                     marks.get(r.seq, "")) for r in rows]
+                     marks.get(r.seq, ""), row_words(r.body, cfg, zone)) for r in shown]
 
 
 def export_logbook(config: Config, store: Store, site: str, fmt: str) -> str:
-    """The site's log book as CSV (``fmt`` "csv") or a Markdown table ("md"); a row a
-    later revision withdrew says so (``withdrawals``), and an inspection lists its
-    photos by caption and SHA-256."""
+    """The site's log book as CSV (``fmt`` "csv") or a Markdown table ("md", each row a
+    sentence with its hash, and an inspection's photos by SHA-256, in the last
+    column); a row a later revision withdrew says so (``withdrawals``)."""
     lines = book_lines(config, store, site)
     cfg = config.site(site)
     zone = cfg.zone if cfg is not None else ZoneInfo("UTC")
@@ -129,14 +162,16 @@ def export_logbook(config: Config, store: Store, site: str, fmt: str) -> str:
                "Kept under Chapter 134, § 134-9A(2). Each entry is chained to the previous "
                "one by SHA-256; `stormwatch logbook verify` checks the chain. Times are "
                f"local to the site ({zone.key}).", "",
-               "| # | recorded | event | at | details | hash |",
-               "|---|---|---|---|---|---|"]
+               "| # | at | entry | recorded | hash |",
+               "|---|---|---|---|---|"]
         for line in lines:
             r = line.row
-            details = ((f"**{line.mark}** " if line.mark else "") + line.details
-                       ).replace("|", "\\|")
-            out.append(f"| {r.seq} | {local_text(r.recorded_at, zone)} | {r.type} | "
-                       f"{line.at_local} | {details} | `{r.hash[:12]}` |")
+            words = ((f"**{line.mark}** " if line.mark else "") + line.words
+                     ).replace("|", "\\|")
+            seals = "<br>".join([f"`{r.hash[:12]}`"] + [
+                f"photo `{h}`" for h in photo_hashes(r.body)])
+            out.append(f"| {r.seq} | {line.at_local} | {words} | "
+                       f"{local_text(r.recorded_at, zone)} | {seals} |")
         return "\n".join(out) + "\n"
     buf = io.StringIO()
     writer = csv.writer(buf)

@@ -20,8 +20,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
-from ..config import Config, photo_pixels_of
-from ..contract.inputs import Photo
+from ..config import Config, SiteConfig, photo_pixels_of
+from ..contract.clocknames import clock_name, deadline, spoken
+from ..contract.inputs import Inspection, Photo
 from ..contract.localtime import local_text
 from ..contract.rejects import Rejection
 from ..contract.times import iso
@@ -32,6 +33,7 @@ from ..host.inspections import (
     InspectError,
     NoSuchAction,
     NotOnRoster,
+    Outcome,
     build_inspection,
     commit_inspection,
 )
@@ -220,14 +222,26 @@ def record(config: Config, photos_dir: Path, user: User, site_id: str,
         raise _refused(exc) from None
     site = config.site(site_id)
     assert site is not None
-    rec = outcome.recorded
+    return _answer(site, insp, outcome)
+
+
+def _answer(site: SiteConfig, insp: Inspection, outcome: Outcome) -> dict[str, Any]:
+    """The 201 answer: what was recorded, the clocks it closed and the actions it asked
+    for; ``name``, ``due_words`` and ``actions`` say them as the pages do
+    (``contract/clocknames.py``), beside the ids and ISO times programs read."""
     return {
-        "site": site_id,
+        "site": site.id,
         "inspection": insp.to_json() | {"inspected_at": iso(insp.ts_ms)},
-        "confirmed": rec is not None,
+        "confirmed": outcome.recorded is not None,
         "closed": [{"clock_id": c.clock_id, "clock": c.clock, "outcome": c.outcome,
-                    "due": c.due, "due_local": local_text(c.due, site.zone)}
+                    "due": c.due, "due_local": local_text(c.due, site.zone),
+                    "name": clock_name(c.clock_id, site.zone, c.clock),
+                    "due_words": spoken(c.due, site.zone)}
                    for c in outcome.closed],
         "corrective_actions": [a.id for a in insp.corrective_actions],
+        "actions": [{"id": a.id, "text": a.text,
+                     "due": iso(a.due_ms) if a.due_ms is not None else None,
+                     "due_words": deadline(a.due_ms, site.zone)}
+                    for a in insp.corrective_actions],
         "resolves": list(insp.resolves),
     }

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import Config, SiteConfig
+from ..contract.clocknames import clock_name, due_words, spoken
 from ..contract.events import (
     Event,
     GaugeDisagrees,
@@ -25,7 +26,7 @@ from ..contract.localtime import local_text
 from ..contract.times import MS_PER_HOUR, parse_iso
 from ..contract.unmonitored_words import reason_words
 from ..store import Store
-from ..views.logexport import book_lines
+from ..views.logexport import BookLine, book_lines, photo_hashes
 from ..views.report.photos import taken_words
 from ..views.status import build_status
 
@@ -49,8 +50,8 @@ class SiteView:
     status: dict[str, Any]
     storms: dict[str, StormQualified] = field(default_factory=dict)
     last: InspectionRecorded | None = None
-    #: The latest log book rows, newest first: (event time, type, withdrawal mark, details).
-    logbook: tuple[tuple[str, str, str, str], ...] = ()
+    #: The latest log book rows, newest first (each with its sentence, ``logexport``).
+    logbook: tuple[BookLine, ...] = ()
     head: str = ""
     #: The engine's current weather facts of the site, and the request's instant.
     forecasts: tuple[StormForecast, ...] = ()
@@ -116,6 +117,22 @@ class SiteView:
         """When a photo was taken, as the report says it (``taken_words``)."""
         return taken_words(photo, self.local)
 
+    def spoken(self, when: int | str | None) -> str:
+        """A time as the sentences say it: ``Wed Dec 2 11:30 EST`` (``clocknames``)."""
+        return spoken(when, self.site.zone, empty="-")
+
+    def clock_name(self, clock: dict[str, Any]) -> str:
+        """An open clock (``status``'s) by what it is: ``storm of Dec 2``, ``week of Nov 25``."""
+        return clock_name(str(clock.get("clock_id", "")), self.site.zone, clock.get("clock"))
+
+    def due(self, clock: dict[str, Any]) -> str:
+        """``due Thu Dec 3 11:30 EST``, or ``OVERDUE since ...`` at the request's instant."""
+        return due_words(clock.get("due"), self.now_ms, self.site.zone)
+
+    def photo_hashes(self, line: BookLine) -> list[str]:
+        """The SHA-256 of the photos of a log book row (shown apart from its sentence)."""
+        return photo_hashes(line.row.body)
+
 
 def read_sites(config: Config, store: Store, now_ms: int, sites: list[str] | None = None,
                *, detail: bool = False, events: bool = True) -> list[SiteView]:
@@ -135,9 +152,7 @@ def read_sites(config: Config, store: Store, now_ms: int, sites: list[str] | Non
         if sites is not None and site.id not in sites:
             continue
         # The log book as `stormwatch logbook` exports it: a withdrawn row marked.
-        book = [(ln.at_local, ln.row.type, ln.mark, ln.details)
-                for ln in book_lines(config, store, site.id)[-LOGBOOK_ROWS:][::-1]] \
-            if detail else []
+        book = book_lines(config, store, site.id, LOGBOOK_ROWS)[::-1] if detail else []
         out.append(_view(site, status["sites"][site.id], by_site.get(site.id, []), book,
                          head, now_ms))
     out.sort(key=lambda v: (not v.overdue, not v.open_clocks, v.site.id))
@@ -145,7 +160,7 @@ def read_sites(config: Config, store: Store, now_ms: int, sites: list[str] | Non
 
 
 def _view(site: SiteConfig, status: dict[str, Any], events: list[Event],
-          book: list[tuple[str, str, str, str]], head: str, now_ms: int) -> SiteView:
+          book: list[BookLine], head: str, now_ms: int) -> SiteView:
     storms: dict[str, StormQualified] = {}
     last: InspectionRecorded | None = None
     for event in events:

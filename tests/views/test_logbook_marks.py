@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,24 +87,34 @@ def test_the_csv_marks_the_withdrawn_row_and_the_retraction(book: Book) -> None:
     assert [r["seq"] for r in rows if r["retracted"]] == [first["seq"], retraction["seq"]]
     (inspection,) = [r for r in rows if r["type"] == "inspection_recorded"]
     assert f"photos=silt fence north (sha256 {book.sha256})" in inspection["details"]
+    # For programs: the columns and the fields by name stay as they were.
+    assert list(rows[0]) == ["seq", "recorded_at", "recorded_local", "site", "type", "at",
+                             "at_local", "event_id", "revision", "details", "prev_hash",
+                             "hash", "retracted"]
 
 
-def test_the_markdown_marks_them_too(book: Book) -> None:
+def test_the_markdown_marks_them_too_in_sentences(book: Book) -> None:
     proc = stormwatch(book.path, ("logbook", "--site", SITE, "--format", "md"))
     assert proc.returncode == 0, proc.stderr
-    lines = [ln for ln in proc.stdout.splitlines() if "| storm_forecast |" in ln]
+    out = proc.stdout
+    lines = [ln for ln in out.splitlines() if "Forecast of " in ln]
     marked = [ln for ln in lines if "**RETRACT" in ln]
     assert len(lines) == 4 and len(marked) == 2
     assert "**RETRACTED (withdrawn by row " in marked[0]
     assert "**RETRACTION (withdraws row " in marked[1]
-    assert any(f"silt fence north (sha256 {book.sha256})" in ln
-               for ln in proc.stdout.splitlines() if "| inspection_recorded |" in ln)
+    assert "Withdrawn (no longer holds): Forecast of " in marked[1]
+    # Sentences, not fields: no type names, no field=value, no UTC.
+    assert "storm_forecast" not in out and "forecast_in=" not in out
+    assert not re.search(r"\d{4}-\d\d-\d\dT\d\d:\d\d", out)
+    (inspection,) = [ln for ln in out.splitlines() if "Routine inspection by " in ln]
+    assert f"photo `{book.sha256}`" in inspection and "1 photo(s)" in inspection
 
 
 def test_the_site_page_log_book_marks_them_and_names_the_photo(book: Book) -> None:
     page = book.client.get(f"/sites/{SITE}")
     assert page.status_code == 200
     log = page.text.split("<h2>Log book (latest first)</h2>", 1)[1]
-    assert log.count('<tr class="retracted">') == 2
+    assert log.count('<li class="retracted">') == 2
     assert "RETRACTED (withdrawn by row " in log and "RETRACTION (withdraws row " in log
-    assert f"silt fence north (sha256 {book.sha256})" in log
+    assert f"photo sha256 {book.sha256}" in log
+    assert "Forecast of " in log and "forecast_in=" not in log

@@ -110,7 +110,7 @@ def test_the_report_says_the_storm_and_the_fill_as_they_are(site: Path) -> None:
     # Judged at the end of the period (May 4 00:00 EDT), 15.8 h after the due time.
     assert storms[1][-1] == "overdue"
     (trap,) = _cells(html, "Sediment traps")
-    assert trap[2:] == ["trap fill", "49.7%"]
+    assert trap[2:] == ["warning level reached", "49.7%"]
     alt = re.search(r'<img alt="(Hourly rain[^"]*)"', html)
     assert alt is not None and "highest storm total: rg1 0.60 in" in unescape(alt.group(1))
 

@@ -143,6 +143,7 @@ def test_every_time_and_clock_id_is_local_with_its_zone(month: str) -> None:
     text = unescape(re.sub(r"<[^>]+>", " ", month))
     assert not re.search(r"\d{4}-\d\d-\d\dT\d\d:\d\d|\d{8}T\d{6}Z", text)
     # The first inspection closed the routine clock begun at active_since (May 1, local
-    # midnight) and the clock of the storm begun May 3 14:00 UTC: both ids local.
+    # midnight) and the clock of the storm begun May 3 14:00 UTC: both named by their
+    # local date.
     (first, *_) = _cells(month, "Inspections")
-    assert first[-1] == "routine-2026-05-01 00:00 EDT (met), storm-rg1-2026-05-03 10:00 EDT (met)"
+    assert first[-1] == "week of May 1 (met), storm of May 3 (met)"

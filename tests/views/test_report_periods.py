@@ -180,8 +180,9 @@ def test_week_2_does_not_count_the_storm_again_and_counts_the_inspection(
     assert owed[2].startswith("2026-05-18 ") and owed[3].startswith("open, ")
     (inspection,) = _cells(html, "Inspections")
     assert inspection[0] == "2026-05-11 15:00 EDT"
-    assert "storm-rg1-2026-05-10 21:30 EDT (met)" in inspection[-1]
-    assert "routine-2026-05-05 10:00 EDT (met)" in inspection[-1]
+    # The clocks by name (the local date of their storm or week), as every page says them.
+    assert "storm of May 10 (met)" in inspection[-1]
+    assert "week of May 5 (met)" in inspection[-1]
 
 
 def test_each_storm_is_counted_once_across_the_two_weeks(month: Month) -> None:

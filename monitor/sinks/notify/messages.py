@@ -33,6 +33,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from zoneinfo import ZoneInfo
 
 from ...config import SiteConfig
+from ...contract.clocknames import clock_name
 from ...contract.events import (
     BackgroundMissing,
     BatteryLow,
@@ -65,6 +66,7 @@ from ...contract.events import (
 )
 from ...contract.figures import depth_text, fill_text
 from ...contract.localtime import local_datetime
+from ...contract.sentences import FAULT_WORDS
 from ...contract.times import MS_PER_HOUR, parse_iso
 from ...contract.unmonitored_words import still_checked
 
@@ -467,7 +469,7 @@ def _inspection_recorded(c: _Ctx, e: InspectionRecorded) -> Content:
     if e.backdated and e.entered_at:
         facts.append(Line("Entered", f"{c.local(e.entered_at)} (backdated)"))
     if e.closes:
-        facts.append(Line("Closes", ", ".join(e.closes)))
+        facts.append(Line("Closes", ", ".join(clock_name(x, c.zone) for x in e.closes)))
     facts += [Line("Finding", f"{f['practice']}: {f['condition']}") for f in e.findings]
     facts += [Line("Corrective action", f"{a['id']}: {a['text']}"
                    + (f" (due {c.local(a['due'])})" if a.get("due") else ""))
@@ -582,11 +584,8 @@ def _trap_cleaned(c: _Ctx, e: TrapCleaned) -> Content:
         [], SUCCESS)
 
 
-_FAULT_WORDS = {
-    "beyond_bottom": "reads past the trap bottom",
-    "above_max_fill": "reads far above the design depth",
-    "impossible_step": "jumped by more than sediment can move",
-}
+#: A trap sensor's fault in the words the pages use (``contract/sentences.py``).
+_FAULT_WORDS = FAULT_WORDS
 
 
 def _sensor_fault(c: _Ctx, e: SensorFault) -> Content:

@@ -53,7 +53,7 @@ from ..logbook import Recorded, current_events, verify_logbook
 from .owed import owed_section
 from .photos import photos_section
 from .plots import plots_section
-from .rows import revealed_note, sensor_rows
+from .rows import closed_words, revealed_note, sensor_rows
 from .samples import Series, engine_series
 from .style import CSS
 from .tables import LocalTime, outcome, table, trap_section, turbidity_section
@@ -299,8 +299,7 @@ def _inspections(p: _Period, facts: Period, closed: dict[str, ClockClosed]) -> s
         b = e.body
         if not isinstance(b, InspectionRecorded):
             continue
-        clocks = [f"{local.id(c)} ({closed[c].outcome})" if c in closed else local.id(c)
-                  for c in b.closes]
+        clocks = closed_words(b.closes, {c: x.outcome for c, x in closed.items()}, p.site)
         # The first named certifies; the others came along (no credential, nothing
         # closed by them).
         certifying, *companions = b.inspectors or [b.inspector]
@@ -317,7 +316,7 @@ def _inspections(p: _Period, facts: Period, closed: dict[str, ClockClosed]) -> s
                   for r in b.resolves]
         rows.append([escape(local(b.inspected_at)), escape(entered), escape(who or b.inspector),
                      escape(b.kind), escape("; ".join(found) or "—"), escape(b.notes or ""),
-                     escape(", ".join(clocks) or "—")])
+                     escape(clocks or "—")])
     return "<h2>Inspections</h2>" + table(
         ["Inspected", "Entered", "Inspector (credential)", "Kind", "Findings and actions",
          "Notes", "Clocks closed"], rows, "No inspections recorded in the period.")

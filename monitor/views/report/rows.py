@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ...config import SiteConfig
+from ...contract.clocknames import clock_name
 from ...engine.outcomes import StormRecord
 from ...engine.readout import SiteNow
 
@@ -51,3 +52,12 @@ def sensor_rows(site: SiteConfig, state: SiteNow | None, local: Local) -> list[l
         rows.append([sensor.id, sensor.kind, how, health,
                      local(h.last_seen_ms if h is not None else None)])
     return rows
+
+
+def closed_words(clock_ids: tuple[str, ...], outcomes: dict[str, str], site: SiteConfig
+                 ) -> str:
+    """The clocks an inspection closed, by name (``storm of May 3 (met)``, ``week of May 1``
+    when no closing is recorded), as every page names them (``contract/clocknames.py``)."""
+    return ", ".join(clock_name(c, site.zone) + (f" ({outcomes[c]})" if c in outcomes else "")
+                     for c in clock_ids)
+

@@ -89,6 +89,12 @@ def outcome(text: str) -> str:
     return f'<span class="{escape(text)}">{escape(text)}</span>'
 
 
+#: Each trap event as its row in the report says it.
+TRAP_WORDS = {"trap_fill": "warning level reached",
+              "trap_cleanout_required": "clean-out required (§ 134-9A(1))",
+              "trap_cleaned": "cleaned out", "sensor_fault": "sensor faulty"}
+
+
 def trap_section(events: Iterable[Event], local: Local, site: SiteConfig | None = None) -> str:
     """§ 134-9A(1): fill levels, clean-out demands, clean-outs and sensor faults (a fault
     is why the fill stood still: the trap was not watched meanwhile). A fill is never
@@ -109,7 +115,7 @@ def trap_section(events: Iterable[Event], local: Local, site: SiteConfig | None 
         else:
             continue
         rows.append([escape(local(e.at_ms)), escape(b.trap or ""),
-                     escape(e.type.replace("_", " ")), escape(fill)])
+                     escape(TRAP_WORDS.get(e.type, e.type.replace("_", " "))), escape(fill)])
     return "<h2>Sediment traps</h2>" + table(
         ["Time", "Trap", "Event", "Fill (of design volume)"], rows,
         "No trap events in the period.")

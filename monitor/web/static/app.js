@@ -110,10 +110,18 @@
     const li = (t) => { const e = document.createElement("li"); e.textContent = t; return e; };
     main.innerHTML = "<h1>Inspection recorded</h1><h2>Clocks closed</h2><ul id='closed'></ul><h2>Corrective actions</h2><ul id='actions'></ul>";
     const closed = main.querySelector("#closed"), actions = main.querySelector("#actions");
-    (answer.closed || []).forEach((c) => closed.append(li(c.clock_id + ": " + (c.outcome === "met" ? "on time" : "late") + " (due " + c.due_local + ")")));
+    // The clock by name and the action by its text (the answer's words, not its ids).
+    const upper = (t) => t.charAt(0).toUpperCase() + t.slice(1);
+    (answer.closed || []).forEach((c) => closed.append(li(upper(c.name || c.clock_id) + ": " + c.clock + " inspection done " + (c.outcome === "met" ? "on time" : "LATE") + " (due " + (c.due_words || c.due_local) + ")")));
     if (!(answer.closed || []).length) closed.append(li("No open clock closed."));
-    (answer.corrective_actions || []).forEach((id) => actions.append(li(id)));
+    (answer.actions || []).forEach((a) => actions.append(li(a.text + ": " + (a.due ? "due " + a.due_words : "no due date"))));
     if (!(answer.corrective_actions || []).length) actions.append(li("None asked for."));
+    // The way on, as the server's answer page has it.
+    const site = "/sites/" + encodeURIComponent(answer.site);
+    [["Record another inspection", site + "/inspect", "button primary"], ["Back to the site", site, ""]].forEach(([t, href, cls]) => {
+      const p = document.createElement("p"), a = document.createElement("a");
+      a.textContent = t; a.href = href; a.className = cls; p.append(a); main.append(p);
+    });
   }
 
   async function flush() {
