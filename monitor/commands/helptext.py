@@ -410,8 +410,14 @@ HELP: dict[str, tuple[str, str, str]] = {
         Prints {web.public_url}/signin/TOKEN: opened once, before it expires
         (15 minutes; --valid-minutes up to 1440), it signs the person in on
         that phone or browser for web.session_days. A person needs one for
-        each new phone or browser, after their session ends, and after `user
-        revoke`; this command makes each of them.
+        each new phone or browser and after their session ends. The first
+        comes from this command; later ones they ask for themselves: every
+        page of the field app that finds them not signed in (and /signin)
+        takes their e-mail address and mails them a new link, as --send does,
+        when notify.targets has a mail target (without one the page answers
+        the same and the web app's log says nothing could be sent). This
+        command stays for a person without an e-mail address, and a server
+        without a mail target.
 
         --send mails it to the person's own address instead of printing it,
         through the first mail target (mailto:// or mailtos://) of
@@ -456,7 +462,8 @@ HELP: dict[str, tuple[str, str, str]] = {
         (each phone and browser), their API token and every sign-in link not
         yet used stop working at once, from the very next request, even
         while `stormwatch web` runs. The person stays, with their role and
-        sites: `user link` signs them in again. Inspections they recorded
+        sites: `user link`, or a link they ask the app for by e-mail, signs
+        them in again (for someone who must not: `user remove`). Inspections they recorded
         stay as they are.""", EXIT_CODES),
 
     "user remove": ("remove a person from the field app", """
@@ -473,7 +480,9 @@ HELP: dict[str, tuple[str, str, str]] = {
         deploy/systemd/stormwatch-web.service). It reads the state as `status`
         does and records inspections as `inspect` does; it never runs the
         engine. People are added with `stormwatch user add` and sign in with
-        `stormwatch user link`.
+        `stormwatch user link` the first time; after that they ask the app
+        for a link by e-mail on its sign-in page (/signin), which it mails
+        through the first mailto:// or mailtos:// target of notify.targets.
 
         Run it behind a TLS reverse proxy (deploy/Caddyfile): sign-in links
         must not cross the network in the clear. Its cookies are marked Secure

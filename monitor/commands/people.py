@@ -23,12 +23,10 @@ from pathlib import Path
 
 from ..config import Config
 from ..errors import EXIT_CHECK_FAILED, EXIT_OK, UserError
-from ..store.users import API_TOKEN_DAYS, ROLES, Access, User, Users
+from ..store.users import API_TOKEN_DAYS, ROLES, SIGNIN_MINUTES, Access, User, Users
 from .common import CONFIG_HELP, check_state_dir, emit, load, setup_logging
 from .helptext import command_help
 
-#: How long a sign-in link from ``user link`` works, unless --valid-minutes says.
-SIGNIN_MINUTES = 15
 #: The longest an API token may be made to work: it is a password nobody changes.
 MAX_TOKEN_DAYS = 366
 #: Enough to refuse a typo (a missing @, a space), not a full RFC 5322 parser.

@@ -132,6 +132,12 @@ def warnings(config: Config) -> list[str]:
     if not config.notify.targets and config.notify.config_file is None:
         found.append("notify.targets: no notification target: alerts are kept in the log book "
                      "but reach nobody (add one, e.g. a mailto:// URL, or console:// to try)")
+    if config.web is not None and config.notify.config_file is None and not any(
+            t.url.partition(":")[0].lower() in ("mailto", "mailtos")
+            for t in config.notify.targets):
+        found.append("web: the field app cannot mail sign-in links: notify.targets has no"
+                     " mail target (mailto:// or mailtos://); people whose sign-in ended"
+                     " need `stormwatch user link` from you")
     return found
 
 

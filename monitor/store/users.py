@@ -59,6 +59,8 @@ USERS_NAME: Final = "users.sqlite"
 _MS_PER_DAY: Final = 86_400_000
 #: How long an API token works unless ``issue_api_token`` is told otherwise.
 API_TOKEN_DAYS: Final = 90
+#: How long a sign-in link works, unless its maker says (``user link``, the mailed one).
+SIGNIN_MINUTES: Final = 15
 #: ``PRAGMA user_version`` of this file's layout (``_migrate``).
 _VERSION: Final = 1
 
@@ -186,7 +188,7 @@ class Users(SideDb):
                 (token_hash(token), kind, now_ms)).fetchone()
         return None if row is None else _user(row)
 
-    def issue_signin(self, name: str, now_ms: int, ttl_s: int = 900) -> str:
+    def issue_signin(self, name: str, now_ms: int, ttl_s: int = SIGNIN_MINUTES * 60) -> str:
         """A sign-in token for ``name``, good once, until ``ttl_s`` after ``now_ms``."""
         return self._issue(name, "signin", now_ms, now_ms + ttl_s * 1000)
 

@@ -37,7 +37,7 @@ from ..sinks.notify.links import read_secret
 from ..store.idempotency import IdempotencyKeys
 from ..store.uploads import Limits, Uploads
 from ..store.users import Users
-from . import api, pages, reportstyle
+from . import api, pages, reportstyle, signin
 from .auth import RateLimit, Refused
 from .context import HERE, MAX_FORM_PHOTOS, Web, cookies_secure, wall_ms
 from .safetynet import SafetyNet, Tracked
@@ -148,6 +148,7 @@ def create_app(config: Config, *, clock: Callable[[], int] = wall_ms,
     app.include_router(reportstyle.router)  # before the pages' /static/{name}
     app.include_router(pages.router)
     app.include_router(api.router)
+    app.include_router(signin.router)
     return app
 
 
@@ -172,6 +173,8 @@ def answer(web: Web, request: Request, status: int, message: str,
     (``title`` its heading; by default what the status says)."""
     if wants_json(request):
         return JSONResponse({"error": message}, status_code=status)
+    if status == 401:  # every page that finds no session offers the way back in
+        return signin.not_signed_in(web, request)
     if title is None:
         title = "Not done" if status < 500 else "Something went wrong"
     return web.templates.TemplateResponse(

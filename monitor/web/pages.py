@@ -30,10 +30,7 @@ from ..store.users import User
 from .api import save_upload
 from .auth import (
     CSRF_FIELD,
-    NEXT_COOKIE,
     SESSION_COOKIE,
-    SIGNIN_COOKIE,
-    SIGNIN_FIELD,
     Caller,
     Refused,
     caller_of,
@@ -41,20 +38,16 @@ from .auth import (
     check_site,
     clear_cookie,
     csrf_token,
-    set_cookie,
-    signin_nonce,
-    signin_refusal,
 )
 from .context import HERE, MAX_FORM_PHOTOS, Web, web_of
 from .record import CONDITIONS, KINDS, STATEMENT, local_input_to_iso
+from .signin import ENDED, ask_signin
 from .siteview import SiteView, read_sites
 
 router = APIRouter()
 STATIC: Final = {"app.js": "text/javascript", "app.css": "text/css", "sw.js": "text/javascript",
                  "manifest.json": "application/manifest+json"}
 FORM_ROWS: Final = 3
-#: The pre-sign-in cookie goes to the sign-in posts only.
-SIGNIN_PATH: Final = "/signin/"
 
 
 @contextmanager
@@ -77,9 +70,9 @@ def page(web: Web, request: Request, name: str, caller: Caller | None, status: i
 
 def signed_in(request: Request, web: Web) -> Caller:
     caller = caller_of(request, web.users, web.now_ms())
-    if caller is None:
-        raise Refused(401, "sign-in: you are not signed in on this phone; open the sign-in"
-                           " link you were sent (`stormwatch user link --send`)")
+    if caller is None:  # a page answers with the e-mail form (``signin.not_signed_in``)
+        raise Refused(401, "sign-in: not signed in on this phone; ask for a sign-in link"
+                           " by e-mail at /signin")
     return caller
 
 
@@ -103,59 +96,7 @@ def service_worker() -> Response:
                         headers={"Service-Worker-Allowed": "/", "Cache-Control": "no-cache"})
 
 
-# --------------------------------------------------------------------------- sign-in
-
-
-def _limit(request: Request, web: Web) -> None:
-    client = request.client.host if request.client else "?"
-    if not web.limiter.allow(client):
-        raise Refused(429, "sign-in: too many attempts from this address; wait a minute")
-
-
-@router.get("/signin/{token}")
-def signin_page(token: str, request: Request) -> Response:
-    """The sign-in button, and the pre-sign-in cookie its post must bring back (``auth``)."""
-    web = web_of(request)
-    _limit(request, web)
-    nonce = signin_nonce(request)
-    response = page(web, request, "signin.html", None, token=token, check=nonce,
-                    check_field=SIGNIN_FIELD)
-    set_cookie(response, SIGNIN_COOKIE, nonce, secure=web.secure_cookies, max_age=86400,
-               path=SIGNIN_PATH, samesite="strict")
-    response.headers["Cache-Control"] = "no-store"  # its address holds the token
-    return response
-
-
-@router.post("/signin/{token}")
-async def signin(token: str, request: Request) -> Response:
-    web = web_of(request)
-    _limit(request, web)
-    form = await request.form(max_files=0, max_fields=5)
-    refusal = signin_refusal(request, _field(form, SIGNIN_FIELD))
-    if refusal is not None:  # checked before the link is used: a refusal uses nothing up
-        raise Refused(403, refusal, title="Sign-in refused")
-    if web.failed_signins.full("signin"):
-        raise Refused(429, "sign-in: too many failed sign-ins on this server in the last"
-                           " minute; wait a minute and press Sign in again (the link was"
-                           " not used)")
-    user = web.users.redeem_signin(token, web.now_ms())
-    if user is None:
-        web.failed_signins.count("signin")
-        raise Refused(400, "link: this sign-in link is used, expired or unknown; ask for a"
-                           " new one")
-    assert web.config.web is not None
-    remember = form.get("remember") == "on"
-    days = web.config.web.session_days if remember else 1.0
-    session = web.users.new_session(user.name, web.now_ms(), days)
-    target = request.cookies.get(NEXT_COOKIE) or "/"
-    if not target.startswith("/") or target.startswith("//"):
-        target = "/"
-    response = RedirectResponse(target, status_code=303)
-    set_cookie(response, SESSION_COOKIE, session, secure=web.secure_cookies,
-               max_age=round(days * 86400) if remember else None)
-    clear_cookie(response, NEXT_COOKIE, secure=web.secure_cookies)
-    clear_cookie(response, SIGNIN_COOKIE, secure=web.secure_cookies, path=SIGNIN_PATH)
-    return response
+# --------------------------------------------------------------------------- sign-out
 
 
 @router.post("/signout")
@@ -180,17 +121,23 @@ def alert_link(token: str, request: Request) -> Response:
     """An alert's deep link: which form to open. It grants nothing by itself."""
     web = web_of(request)
     claim = verify_link(web.secret, token, web.now_ms())
+    caller = caller_of(request, web.users, web.now_ms())
     if isinstance(claim, LinkError):
-        raise Refused(400 if claim.reason != "expired" else 410, f"link: {claim.message}")
+        status = 400 if claim.reason != "expired" else 410
+        if caller is None:  # the way in is what they need first; then the start page
+            said = ("This alert's link has expired: open the site from your start page"
+                    if status == 410 else f"This alert's link is no good: {claim.message}")
+            return ask_signin(web, request, status=status, message=f"{said}. {ENDED}",
+                              title="Link expired" if status == 410 else "Link damaged")
+        raise Refused(status, f"link: {claim.message}")
     target = f"/sites/{claim.site}/inspect" + (f"?clock={claim.clock_id}" if claim.clock_id
                                                else "")
-    caller = caller_of(request, web.users, web.now_ms())
     if caller is None:
-        response = page(web, request, "message.html", None, status=401, title="Sign in first",
-                        message="Open the sign-in link you were sent on this phone; the form"
-                                f" of {claim.site} opens after that.")
-        set_cookie(response, NEXT_COOKIE, target, secure=web.secure_cookies, max_age=3600)
-        return response
+        site = web.config.site(claim.site)
+        return ask_signin(web, request, title="Sign in first", next_target=target,
+                          message=f"{ENDED} The inspection form of"
+                                  f" {site.name if site and site.name else claim.site}"
+                                  " opens after that.")
     return RedirectResponse(target, status_code=303)
 
 
@@ -202,9 +149,7 @@ def home(request: Request) -> Response:
     web = web_of(request)
     caller = caller_of(request, web.users, web.now_ms())
     if caller is None:
-        return page(web, request, "message.html", None, status=401, title="Sign in",
-                    message="Open the sign-in link you were sent on this phone"
-                            " (`stormwatch user link --send`).")
+        return ask_signin(web, request)
     with reading(web) as store:
         views = read_sites(web.config, store, web.now_ms(), _sites_of(web, caller.user))
     return page(web, request, "home.html", caller, views=views)
