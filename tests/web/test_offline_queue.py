@@ -133,6 +133,14 @@ def test_an_offline_submission_is_answered_at_the_button_and_queued_once(
         fresh = page.locator("[name=idempotency_key]").input_value()
         assert fresh != key and page.locator("#ca_text_1").input_value() == ""
         assert [(e["key"], e["state"]) for e in page.evaluate(ENTRIES)] == [(key, "sent")]
+        assert not page.locator("#queue").is_visible()  # listed by the button only
+        page.goto(stack.web.url + "/")
+        done = page.locator("#queue .waiting-list li.sent")
+        assert "Sent" in done.inner_text() and page.evaluate(NO_SIDEWAYS)
+        page.screenshot(path=str(stack.shots / "home-sent.png"))
+        done.get_by_role("button", name="Hide").click()
+        page.wait_for_selector("#queue", state="hidden")
+        assert page.evaluate(ENTRIES) == []
     finally:
         chromium.close()
         pw.stop()

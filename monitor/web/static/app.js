@@ -105,23 +105,26 @@
       li.append(el("span", "Sent " + when(item.sent_ms, item.timezone) + ". ", "state good"));
       const a = el("a", "See the site page");
       a.href = sitePage(item);
-      li.append(a);
+      li.append(a, " ", forget(item, "Hide", null));
     } else {
       li.append(el("span", "Refused by the server: " + sentence(item.error), "state bad"), " ");
       const fix = el("a", "Fix and resend", "button");
       fix.href = sitePage(item) + "/inspect#fix=" + encodeURIComponent(item.key);
-      const drop = el("button", "Delete it");
-      drop.type = "button";
-      drop.className = "link-button";
-      drop.addEventListener("click", async () => {
-        if (confirm("Delete this inspection from the phone? It was never recorded.")) {
-          await remove(item.key);
-          await showQueue();
-        }
-      });
-      li.append(fix, " ", drop);
+      li.append(fix, " ", forget(item, "Delete it",
+        "Delete this inspection from the phone? It was never recorded."));
     }
     return li;
+  }
+
+  function forget(item, label, ask) {  // a button taking the entry off the phone
+    const b = el("button", label, "link-button");
+    b.type = "button";
+    b.addEventListener("click", async () => {
+      if (ask && !confirm(ask)) return;
+      await remove(item.key);
+      await showQueue();
+    });
+    return b;
   }
 
   async function showQueue() {
@@ -140,13 +143,14 @@
       : n + " inspections wait to be sent (no network).");
     if (refused) words.push(refused === 1 ? "1 inspection was refused by the server: fix and resend it."
       : refused + " inspections were refused by the server: fix and resend them.");
-    if (!words.length && all.length) words.push("Sent from this phone:");
-    const count = $("queue-count") || box;
-    count.textContent = words.join(" ");
-    box.hidden = all.length === 0;
-    box.dataset.waiting = String(n);
     // The form lists them by its button; every other page at its top.
     const here = $("waiting"), list = (here || box).querySelector(".waiting-list");
+    if (!words.length && all.length && !here) words.push("Sent from this phone:");
+    const count = $("queue-count") || box;
+    count.textContent = words.join(" ");
+    box.hidden = words.length === 0;
+    box.dataset.waiting = String(n);
+    box.classList.toggle("settled", !n && !refused);  // nothing left to worry about
     const other = here && box.querySelector(".waiting-list");
     if (other) other.replaceChildren();
     if (here) here.hidden = all.length === 0;
