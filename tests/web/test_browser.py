@@ -266,19 +266,26 @@ def lone_web(tmp_path: Path) -> Iterator[dict[str, Any]]:
     assert "Traceback" not in web.log(), web.log()
 
 
-QUEUED = """async () => {
+
+def read_queue(request: str, answer: str) -> str:
+    """A page function answering ``answer`` (JavaScript of ``found``) about the result of
+    ``request`` on app.js's offline queue (IndexedDB "stormwatch", store "queue")."""
+    return """async () => {
   const db = await new Promise((ok, fail) => {
     const req = indexedDB.open("stormwatch", 1);
     req.onupgradeneeded = () => req.result.createObjectStore("queue", { keyPath: "key" });
     req.onsuccess = () => ok(req.result); req.onerror = () => fail(req.error);
   });
-  const n = await new Promise((ok) => {
-    const r = db.transaction("queue").objectStore("queue").count();
+  const found = await new Promise((ok) => {
+    const r = db.transaction("queue").objectStore("queue").REQUEST;
     r.onsuccess = () => ok(r.result);
   });
   db.close();
-  return n;
-}"""
+  return ANSWER;
+}""".replace("REQUEST", request).replace("ANSWER", answer)
+
+
+QUEUED = read_queue("count()", "found")
 CACHED = """async () => {
   const urls = [];
   for (const name of await caches.keys()) {
