@@ -15,10 +15,14 @@ book. An action's ``state`` is the furthest step it reached: ``open``,
 ``sent``, ``done``, ``verified`` (resolved by an inspection). A report of
 "done" does not close the action: only the inspection verifying it does, and
 the reminder at its due time stands until then. Whether the repair met its
-deadline is judged at the first time it was reported done, or verified when
-no step said so (``fixed_ms``). The first step of each kind counts, whatever
-order the steps arrive in; a step of an action not (or no longer) known, or
-after its verification, changes no state.
+deadline is judged at the first time it was reported done or verified
+(``fixed_ms``). The first step of each kind counts, whatever
+order the steps arrive in; a step of an action not known, or from before it was
+asked for, changes no state. A step stamped after the verifying inspection's
+time still counts: steps are stamped when entered, to the millisecond, and an
+inspection with the minute it was made, so a repair reported done at 09:10:19
+is verified by the inspection of 09:10; no step is taken once the action is
+verified (``host/actionsteps.py`` refuses it).
 
 Everything here is a pure function of the inspections, recorded ones included
 (``record_of_event``), so the engine, ``status`` and the report all ask this
@@ -81,9 +85,10 @@ class ActionState:
 
     @property
     def fixed_ms(self) -> int | None:
-        """When the repair was made, as far as the record says: reported done, else
-        verified; None while neither."""
-        return self.done_ms if self.done_ms is not None else self.resolved_ms
+        """When the repair was made, as far as the record says: the earlier of reported
+        done and verified; None while neither."""
+        known = [t for t in (self.done_ms, self.resolved_ms) if t is not None]
+        return min(known) if known else None
 
     def fixed_late(self, until_ms: int) -> bool:
         """Whether the repair missed its due time: made after it, or not made by
@@ -139,14 +144,13 @@ def action_states(records: Iterable[ActionRecord], steps: Iterable[ActionStep] =
     An id names one action: the first inspection asking for it opens it, and
     the first strictly later inspection naming it resolves it (an inspection
     cannot resolve what it asks for itself). A step counts from the action's
-    opening to its verification; the first of each kind holds (module
-    docstring). Order and repetition of the input do not matter.
+    opening on; the first of each kind holds (module docstring). Order and
+    repetition of the input do not matter.
     """
     states = _resolved(records)
     for step in sorted(steps, key=_step_order):
         state = states.get(step.action_id)
-        if state is None or step.ts_ms < state.opened_ms or (
-                state.resolved_ms is not None and step.ts_ms > state.resolved_ms):
+        if state is None or step.ts_ms < state.opened_ms:
             continue
         if step.step == "sent" and state.sent_ms is None:
             states[step.action_id] = replace(state, sent_ms=step.ts_ms, sent_by=step.by,

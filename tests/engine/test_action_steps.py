@@ -83,12 +83,19 @@ def test_a_repair_is_late_by_when_it_was_done_and_never_early_by_silence() -> No
 
 def test_steps_outside_the_action_change_nothing_and_the_first_of_a_kind_holds() -> None:
     before = ActionStep(SITE, "ca-1", "sent", T0 - H, "J. Rivera")
-    after = ActionStep(SITE, "ca-1", "done", T0 + 4 * D, "contractor")
     other = ActionStep(SITE, "ca-9", "done", T0 + H, "contractor")
     again = ActionStep(SITE, "ca-1", "sent", T0 + 2 * H, "J. Rivera", to="boss@example.org")
-    (st,) = action_states([record_of(ASKED), record_of(VERIFIED)],
-                          [after, other, again, before, SENT])
+    (st,) = action_states([record_of(ASKED), record_of(VERIFIED)], [other, again, before, SENT])
     assert (st.sent_ms, st.sent_to, st.done_ms) == (T0 + H, "crew@example.org", None)
+
+
+def test_a_step_seconds_after_the_verifying_inspections_minute_still_counts() -> None:
+    """Done at 02:00:19 and verified by the inspection of 02:00 (a form's minute): the
+    chain is whole, and the repair dates from the earlier of the two."""
+    verified = Inspection(SITE, "J. Rivera", T0 + D, "routine", resolves=("ca-1",))
+    done = ActionStep(SITE, "ca-1", "done", T0 + D + 19_000, "J. Rivera", note="restaked")
+    (st,) = action_states([record_of(ASKED), record_of(verified)], [done])
+    assert (st.state, st.done_ms, st.fixed_ms) == ("verified", T0 + D + 19_000, T0 + D)
 
 
 def test_order_and_duplicates_of_steps_do_not_change_the_events() -> None:

@@ -5,7 +5,7 @@ stood where the period is judged): the inspection that found it (when, who),
 when it was sent to the contractor (who sent it, to which address), when it
 was reported done (by whom, the note), the inspection that verified it, and the
 deadline with its outcome: ``on time`` or ``late`` by when the repair was made
-(``ActionState.fixed_late``: reported done, else verified), ``overdue`` when
+(``ActionState.fixed_late``: the earlier of reported done and verified), ``overdue`` when
 nothing says it was made and the due time has passed, ``open`` otherwise. A
 step not taken is a dash, never a guess. Times are the site's local time.
 """
@@ -29,9 +29,9 @@ def chain_section(facts: Period, local: Local) -> str:
              escape(local(a.due_ms) if a.due_ms is not None else "no due date"),
              outcome(deadline_word(a, facts.judged_ms))]
             for a in facts.actions]
-    note = ("<p class='note'>The deadline is judged by when the repair was reported done "
-            "(by the qualified professional, or by the contractor through the link sent), or "
-            "by the inspection that verified it when nothing reported it done before.</p>"
+    note = ("<p class='note'>The deadline is judged by when the repair was first reported "
+            "done (by the qualified professional, or by the contractor through the link "
+            "sent) or verified by an inspection, whichever came first.</p>"
             if rows else "")
     return f"<h2>{escape(HEADING)}</h2>" + table(
         ["Action", "Found (when, by)", "Sent to the contractor", "Done", "Verified", "Due",
