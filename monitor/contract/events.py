@@ -189,6 +189,34 @@ class CorrectiveActionDue(Body):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class CorrectiveActionSent(Body):
+    """A corrective action sent to the contractor as a link (by ``sent_by``; ``to`` the
+    address it was mailed to, null when the link was handed over otherwise). The
+    link itself is never recorded."""
+
+    TYPE: ClassVar[str] = "corrective_action_sent"
+    action_id: str
+    text: str
+    sent_by: str
+    to: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CorrectiveActionDone(Body):
+    """A corrective action reported done by ``done_by`` (the qualified professional, or
+    ``contractor`` through the link, ``via: link``), with a note and ``photos`` as
+    an inspection's; the next inspection verifies it (``resolves``)."""
+
+    TYPE: ClassVar[str] = "corrective_action_done"
+    action_id: str
+    text: str
+    done_by: str
+    note: str | None
+    photos: tuple[dict[str, Any], ...]
+    via: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class InspectionMissed(Body):
     """§ 134-12D: "each week ... shall constitute a separate violation". One per 7-day
     period a routine clock stands unsatisfied: ``week`` 1 from ``due``, 2 from a week
@@ -363,7 +391,8 @@ EVENT_TYPES: dict[str, type[Body]] = {cls.TYPE: cls for cls in (
     SiteClosed, TrapFill,
     TrapCleanoutRequired, TrapCleaned, TurbidityContrast, SensorStale, SensorRecovered,
     BatteryLow, CounterReset, BackgroundMissing, Pegged, SensorFault, ProbesSuspect,
-    TurbidityUnmonitored, TurbidityMonitored, StormForecast, GaugeDisagrees)}
+    TurbidityUnmonitored, TurbidityMonitored, StormForecast, GaugeDisagrees,
+    CorrectiveActionSent, CorrectiveActionDone)}
 #: Each event type's fields (DESIGN § 5 and what the rules add), read off the types.
 EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     name: tuple(f.name for f in dataclasses.fields(cls)) for name, cls in EVENT_TYPES.items()}

@@ -251,6 +251,62 @@ class SiteClosure:
                    entered_ms=data.get("entered_ms"), by=data.get("by"), notes=data.get("notes"))
 
 
+#: The steps of a corrective action between the inspection that asked for it and the
+#: one that verifies it (``resolves``): sent to the contractor, reported done.
+StepKind = Literal["sent", "done"]
+#: Who reports an action done through the contractor's link (no account, no name).
+CONTRACTOR = "contractor"
+
+
+@dataclass(frozen=True, slots=True)
+class ActionStep:
+    """One step of corrective action ``action_id`` at ``ts_ms`` (when it was entered):
+    ``sent`` to the contractor by the qualified professional ``by`` (``to``: the
+    address it was mailed to, None when the link was only shown), or ``done`` by
+    ``by`` (a person, or ``CONTRACTOR`` through the link: ``via`` ``link``) with a
+    ``note`` and ``photos``. ``text`` is the action's text when the step was taken,
+    so the log book row reads on its own. Journaled as an inspection row whose
+    body says ``action_step`` (``host/rows.py``)."""
+
+    site: str
+    action_id: str
+    step: StepKind
+    ts_ms: int
+    by: str
+    text: str = ""
+    to: str | None = None
+    note: str | None = None
+    photos: tuple[Photo, ...] = ()
+    via: str | None = None
+
+    @property
+    def key(self) -> tuple[str, str, int, str]:
+        """One step per (action, step, time, who): a second with it is a redelivery."""
+        return (self.action_id, self.step, self.ts_ms, self.by)
+
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = {"site": self.site, "action_step": self.step,
+                                  "action_id": self.action_id, "ts_ms": self.ts_ms,
+                                  "by": self.by, "text": self.text}
+        for name in ("to", "note", "via"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        if self.photos:
+            out["photos"] = [p.to_json() for p in self.photos]
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ActionStep:
+        step = data["action_step"]
+        if step not in ("sent", "done"):
+            raise ValueError(f"action_step: {step!r} is no step")
+        return cls(site=str(data["site"]), action_id=str(data["action_id"]), step=step,
+                   ts_ms=int(data["ts_ms"]), by=str(data["by"]), text=str(data.get("text", "")),
+                   to=data.get("to"), note=data.get("note"),
+                   photos=tuple(Photo.from_json(p) for p in data.get("photos", ())),
+                   via=data.get("via"))
+
+
 # --------------------------------------------------------------------------- weather
 
 

@@ -6,6 +6,24 @@ open from the inspection that asked for it until the first later inspection
 resolving it; one still open at its due time is a ``corrective_action_due``
 fact at that instant (the qualified professional is reminded).
 
+Between the two, an action may take steps (``ActionStep``, journaled as they
+are entered): ``sent`` to the contractor as a link, and reported ``done`` (by
+the qualified professional, or the contractor through the link). Each step is
+a fact of its own (``corrective_action_sent``, ``corrective_action_done``:
+``step_facts``), so the chain found → sent → done → verified is in the log
+book. An action's ``state`` is the furthest step it reached: ``open``,
+``sent``, ``done``, ``verified`` (resolved by an inspection). A report of
+"done" does not close the action: only the inspection verifying it does, and
+the reminder at its due time stands until then. Whether the repair met its
+deadline is judged at the first time it was reported done or verified
+(``fixed_ms``). The first step of each kind counts, whatever
+order the steps arrive in; a step of an action not known, or from before it was
+asked for, changes no state. A step stamped after the verifying inspection's
+time still counts: steps are stamped when entered, to the millisecond, and an
+inspection with the minute it was made, so a repair reported done at 09:10:19
+is verified by the inspection of 09:10; no step is taken once the action is
+verified (``host/actionsteps.py`` refuses it).
+
 Everything here is a pure function of the inspections, recorded ones included
 (``record_of_event``), so the engine, ``status`` and the report all ask this
 module and cannot disagree about which actions are open.
@@ -16,8 +34,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from ..contract.events import CorrectiveActionDue, Fact, InspectionRecorded, make_id
-from ..contract.inputs import CorrectiveAction, Inspection
+from ..contract.events import (
+    CorrectiveActionDone,
+    CorrectiveActionDue,
+    CorrectiveActionSent,
+    Event,
+    Fact,
+    InspectionRecorded,
+    make_id,
+)
+from ..contract.inputs import ActionStep, CorrectiveAction, Inspection, Photo
 from ..contract.times import iso, parse_iso
 
 
@@ -43,6 +69,34 @@ class ActionState:
     inspector: str
     resolved_ms: int | None = None
     resolved_by: str | None = None
+    #: The first ``sent`` step (when, by whom, to which address) and the first ``done``.
+    sent_ms: int | None = None
+    sent_by: str | None = None
+    sent_to: str | None = None
+    done_ms: int | None = None
+    done_by: str | None = None
+    done_note: str | None = None
+
+    @property
+    def state(self) -> str:
+        """The furthest step: ``verified``, ``done``, ``sent`` or ``open``."""
+        return ("verified" if self.resolved_ms is not None else "done" if self.done_ms
+                is not None else "sent" if self.sent_ms is not None else "open")
+
+    @property
+    def fixed_ms(self) -> int | None:
+        """When the repair was made, as far as the record says: the earlier of reported
+        done and verified; None while neither."""
+        known = [t for t in (self.done_ms, self.resolved_ms) if t is not None]
+        return min(known) if known else None
+
+    def fixed_late(self, until_ms: int) -> bool:
+        """Whether the repair missed its due time: made after it, or not made by
+        ``until_ms`` with the due time passed (no record of a fix is no fix)."""
+        if self.due_ms is None:
+            return False
+        fixed = self.fixed_ms
+        return fixed > self.due_ms if fixed is not None else until_ms >= self.due_ms
 
     def open_at(self, ts_ms: int) -> bool:
         return self.opened_ms <= ts_ms and (self.resolved_ms is None or self.resolved_ms > ts_ms)
@@ -57,8 +111,14 @@ class ActionState:
         return {"id": self.id, "text": self.text,
                 "due": iso(self.due_ms) if self.due_ms is not None else None,
                 "opened_at": iso(self.opened_ms), "inspector": self.inspector,
-                "resolved_at": iso(self.resolved_ms) if self.resolved_ms is not None else None,
-                "resolved_by": self.resolved_by}
+                "resolved_at": _iso(self.resolved_ms), "resolved_by": self.resolved_by,
+                "state": self.state, "sent_at": _iso(self.sent_ms), "sent_by": self.sent_by,
+                "sent_to": self.sent_to, "done_at": _iso(self.done_ms), "done_by": self.done_by,
+                "done_note": self.done_note, "verified_at": _iso(self.resolved_ms)}
+
+
+def _iso(ms: int | None) -> str | None:
+    return iso(ms) if ms is not None else None
 
 
 def record_of(insp: Inspection) -> ActionRecord:
@@ -76,13 +136,38 @@ def _ms(value: str | None) -> int | None:
     return parse_iso(value) if value else None
 
 
-def action_states(records: Iterable[ActionRecord]) -> list[ActionState]:
-    """Every corrective action with when it was resolved, in the order they were asked for.
+def action_states(records: Iterable[ActionRecord], steps: Iterable[ActionStep] = ()
+                  ) -> list[ActionState]:
+    """Every corrective action with its steps and when it was resolved, in the order
+    they were asked for.
 
     An id names one action: the first inspection asking for it opens it, and
     the first strictly later inspection naming it resolves it (an inspection
-    cannot resolve what it asks for itself). Order of the input does not matter.
+    cannot resolve what it asks for itself). A step counts from the action's
+    opening on; the first of each kind holds (module docstring). Order and
+    repetition of the input do not matter.
     """
+    states = _resolved(records)
+    for step in sorted(steps, key=_step_order):
+        state = states.get(step.action_id)
+        if state is None or step.ts_ms < state.opened_ms:
+            continue
+        if step.step == "sent" and state.sent_ms is None:
+            states[step.action_id] = replace(state, sent_ms=step.ts_ms, sent_by=step.by,
+                                             sent_to=step.to)
+        elif step.step == "done" and state.done_ms is None:
+            states[step.action_id] = replace(state, done_ms=step.ts_ms, done_by=step.by,
+                                             done_note=step.note)
+    return sorted(states.values(), key=lambda s: (s.opened_ms, s.id))
+
+
+def _step_order(step: ActionStep) -> tuple[int, str, str]:
+    """Steps by time, then by their whole content: of two at one instant the same one
+    comes first whatever the arrival order."""
+    return (step.ts_ms, step.by, repr(step.to_json()))
+
+
+def _resolved(records: Iterable[ActionRecord]) -> dict[str, ActionState]:
     states: dict[str, ActionState] = {}
     for rec in sorted(records, key=lambda r: (r.ts_ms, r.inspector)):
         for rid in rec.resolves:
@@ -93,7 +178,7 @@ def action_states(records: Iterable[ActionRecord]) -> list[ActionState]:
             if action.id not in states:
                 states[action.id] = ActionState(action.id, action.text, action.due_ms,
                                                 rec.ts_ms, rec.inspector)
-    return sorted(states.values(), key=lambda s: (s.opened_ms, s.id))
+    return states
 
 
 def resolvable_at(states: Iterable[ActionState], ts_ms: int) -> list[ActionState]:
@@ -132,3 +217,45 @@ def final_before(state: ActionState, horizon_ms: int) -> bool:
     """Whether nothing at or after ``horizon_ms`` can change the action: resolved before
     it (a resolution before its due leaves no fact; one after leaves a fact before)."""
     return state.resolved_ms is not None and state.resolved_ms < horizon_ms
+
+
+def step_fact(site_id: str, step: ActionStep) -> Fact:
+    """The log book's record of one step: ``corrective_action_sent`` or ``_done``, at the
+    time it was entered, its id stable for the step (``ActionStep.key``)."""
+    body: CorrectiveActionSent | CorrectiveActionDone
+    if step.step == "sent":
+        body = CorrectiveActionSent(action_id=step.action_id, text=step.text, sent_by=step.by,
+                                    to=step.to)
+    else:
+        body = CorrectiveActionDone(action_id=step.action_id, text=step.text, done_by=step.by,
+                                    note=step.note,
+                                    photos=tuple(p.to_json() for p in step.photos), via=step.via)
+    return Fact(site_id, step.ts_ms, make_id(body.TYPE, site_id, *step.key), body)
+
+
+def step_facts(site_id: str, steps: Iterable[ActionStep]) -> dict[str, Fact]:
+    """The facts of the steps by id. Two steps with one key (a redelivery, or the same
+    step entered twice) are one fact: the smaller content holds, whatever the order."""
+    out: dict[str, Fact] = {}
+    for step in sorted(steps, key=_step_order, reverse=True):
+        fact = step_fact(site_id, step)
+        out[fact.id] = fact
+    return out
+
+
+def step_of_event(site_id: str, at_ms: int, body: CorrectiveActionSent | CorrectiveActionDone
+                  ) -> ActionStep:
+    """The step a recorded ``corrective_action_sent``/``_done`` says was taken (the log
+    book's view, as ``record_of_event`` is of an inspection)."""
+    if isinstance(body, CorrectiveActionSent):
+        return ActionStep(site_id, body.action_id, "sent", at_ms, body.sent_by, body.text,
+                          to=body.to)
+    return ActionStep(site_id, body.action_id, "done", at_ms, body.done_by, body.text,
+                      note=body.note, photos=tuple(Photo.from_json(p) for p in body.photos),
+                      via=body.via)
+
+
+def steps_of_events(site_id: str, events: Iterable[Event]) -> list[ActionStep]:
+    """The steps the recorded events say were taken (``step_of_event``)."""
+    return [step_of_event(site_id, e.at_ms, e.body) for e in events
+            if isinstance(e.body, CorrectiveActionSent | CorrectiveActionDone)]

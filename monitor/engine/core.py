@@ -45,9 +45,17 @@ from typing import Any
 
 from ..config import Config
 from ..contract.events import Event, Fact, in_event_order
-from ..contract.inputs import Forecast, Inspection, Reading, ReferenceObservation, SiteClosure
+from ..contract.inputs import (
+    ActionStep,
+    Forecast,
+    Inspection,
+    Reading,
+    ReferenceObservation,
+    SiteClosure,
+)
 from ..contract.times import MS_PER_DAY, MS_PER_HOUR
 from . import clocks
+from .firstseen import note_first_seen
 from .health import HealthFold, never_heard
 from .rain import GaugeFold
 from .settle import settle
@@ -67,6 +75,7 @@ from .site import (
     settle_silence,
     weather_facts,
 )
+from .steps import apply_step, settle_steps
 from .timeline import bucket_of
 from .turbidity import PairFold
 from .window import MemoryWindow, Window
@@ -141,12 +150,15 @@ class Engine:
         return max(self.tick_ms, self.watermark_ms)
 
     def apply(self, item: Reading | Inspection | SiteClosure | Forecast | ReferenceObservation
-              ) -> list[Event]:
-        """Take one accepted reading, inspection, site closure or weather input; return
-        the events it causes."""
+              | ActionStep) -> list[Event]:
+        """Take one accepted reading, inspection, site closure, weather input or step of a
+        corrective action; return the events it causes."""
         se = self.sites.get(item.site)
         if se is None:
             raise KeyError(f"unknown site {item.site!r}")
+        if isinstance(item, ActionStep):  # a record of its own: no clock moves (steps.py)
+            fact = apply_step(se, item, self.stats)
+            return [] if fact is None else self._publish({fact.id: fact}, [fact.id])
         if isinstance(item, Forecast | ReferenceObservation):
             return self._apply_weather(se, item)
         if isinstance(item, Inspection):
@@ -198,10 +210,6 @@ class Engine:
     def site_engine(self, site_id: str) -> SiteEngine:
         return self.sites[site_id]
 
-    def horizon_ms(self, site_id: str, ref_ms: int) -> int:
-        """The oldest event time still accepted for a site, against ``ref_ms``."""
-        return ref_ms - round(self.sites[site_id].config.lateness_days * MS_PER_DAY)
-
     # ------------------------------------------------------------------ internals
 
     def _apply_reading(self, se: SiteEngine, reading: Reading) -> list[Event]:
@@ -244,7 +252,7 @@ class Engine:
         se.note_reading_for_weather(ts)
         if reading.kind != "status":
             se.readings[reading.sensor] = se.readings.get(reading.sensor, 0) + 1
-        site_first, sensor_first, first_clocks = _note_first_seen(se, reading)
+        site_first, sensor_first, first_clocks = note_first_seen(se, reading)
         clocks_dirty = clocks_dirty or first_clocks
         notices_dirty = notices_dirty or site_first
         silence_dirty = site_first or sensor_first
@@ -424,6 +432,7 @@ class Engine:
             prune_stale_spans(se, horizon)
             se.inspections = settled.inspections
             se.inspection_keys = {(i.ts_ms, i.inspector, i.kind) for i in se.inspections}
+            final += settle_steps(se, horizon)
             se.anchor, se.floors = settled.anchor, settled.floors
             se.compacted_ms = horizon
             final += settle_silence(se, horizon)
@@ -485,30 +494,6 @@ class Engine:
         for site in config.sites:
             eng.sites[site.id] = load_site(site, window, data["sites"].get(site.id, {}))
         return eng
-
-
-def _note_first_seen(se: SiteEngine, reading: Reading) -> tuple[bool, bool, bool]:
-    """Move the site's and the sensors' first sightings earlier for ``reading`` (the
-    site's only within its active period): whether the site's moved, whether a
-    sensor's did (both judge the silence again; the site's the notices too), and
-    whether the clocks must be computed again (the first run of readings of a site
-    without ``active_since`` moved)."""
-    ts, start = reading.ts_ms, se.active_from_ms
-    # A stray row from before the site began does not start its monitoring.
-    site_first = (se.first_seen_ms is None or ts < se.first_seen_ms) \
-        and (start is None or ts >= start)
-    if site_first:
-        se.first_seen_ms = ts
-    clocks_dirty = se.first_run.add(ts) and se.config.active_since is None
-    sensor_first = False
-    # A status is a sign of life of the on_tip gauges of its node too (site.py).
-    for sid in se.heard_by.get(reading.sensor, ()) if reading.kind == "status" \
-            else (reading.sensor,):
-        first = se.first_ms.get(sid)
-        if first is None or ts < first:
-            se.first_ms[sid] = ts
-            sensor_first = True
-    return site_first, sensor_first, clocks_dirty
 
 
 _ordered = in_event_order

@@ -40,7 +40,13 @@ from typing import TypeVar
 
 from ..config import SiteConfig
 from ..contract.events import Body, ClockClosed, Event, InspectionRecorded
-from .actions import ActionState, action_states, record_of_event, resolved_nothing
+from .actions import (
+    ActionState,
+    action_states,
+    record_of_event,
+    resolved_nothing,
+    steps_of_events,
+)
 from .active import calendar_zone
 from .duties import Duty, outstanding_duties
 from .outcomes import StormRecord, storm_records
@@ -131,8 +137,9 @@ def period_facts(site: SiteConfig, events: Iterable[Event],
     storms = [s for s in storm_records(site, known, at, running_totals(samples),
                                        running_max_24h(samples))
               if from_ms <= storm_instant(s) < to_ms]
-    actions = [a for a in action_states(record_of_event(e.body) for e in known
-                                        if isinstance(e.body, InspectionRecorded))
+    actions = [a for a in action_states((record_of_event(e.body) for e in known
+                                         if isinstance(e.body, InspectionRecorded)),
+                                        steps_of_events(site.id, known))
                if a.resolved_ms is None or a.resolved_ms >= from_ms]
     mine = tuple(e for e in events if from_ms <= e.at_ms < to_ms)
     states = action_states(record_of_event(e.body) for e in events

@@ -28,7 +28,7 @@ from ..contract.events import (
     SensorRecovered,
     SensorStale,
 )
-from ..contract.inputs import Inspection, Reading, SiteClosure
+from ..contract.inputs import ActionStep, Inspection, Reading, SiteClosure
 from ..contract.times import minutes_ms
 from . import clocks, sitestorms, unmonitored
 from .active import FirstRun, active_start_ms
@@ -96,6 +96,8 @@ class SiteEngine:
     floors: dict[str, ClockFloor] = field(default_factory=dict)
     #: Final stabilization, once recorded (``site close``).
     closure: SiteClosure | None = None
+    #: The steps of the corrective actions still in memory, by key (``steps.py``).
+    action_steps: dict[tuple[str, str, int, str], ActionStep] = field(default_factory=dict)
     #: ``inspection_missed`` facts that have settled (left memory), for the season count.
     missed_weeks_settled: int = 0
     #: Accepted readings per sensor, ever (status messages not counted).
@@ -230,6 +232,7 @@ def dump_site(se: SiteEngine) -> dict[str, Any]:
         "first_ms": se.first_ms,
         "silence_settled": sorted(se.silence_settled),
         "closure": se.closure.to_json() if se.closure is not None else None,
+        "action_steps": [st.to_json() for st in se.action_steps.values()],
         "missed_weeks_settled": se.missed_weeks_settled,
         "weather": se.weather.dump(),
         "weather_ids": sorted(se.weather_ids),
@@ -261,6 +264,7 @@ def load_site(site: SiteConfig, window: Window | None, sd: dict[str, Any]) -> Si
     se.silence_settled = set(sd.get("silence_settled", []))
     closure = sd.get("closure")
     se.closure = SiteClosure.from_json(closure) if closure is not None else None
+    se.action_steps = {st.key: st for st in map(ActionStep.from_json, sd.get("action_steps", []))}
     se.missed_weeks_settled = int(sd.get("missed_weeks_settled", 0))
     se.weather = WeatherBook.load(sd.get("weather", {}))
     se.weather_ids = set(sd.get("weather_ids", []))

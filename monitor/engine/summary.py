@@ -69,7 +69,8 @@ def summarize(engine: Engine, site_id: str) -> SiteSummary:
         {tid: cast(TrapFold, tl.fold).summary(tl.state) for tid, tl in se.traps.items()},
         _pairs(se, engine.now_ms), sensors, engine.now_ms,
         # Actions whose inspection is still in memory are those not final yet (settle.py).
-        tuple(action_states(record_of(i) for i in se.inspections)),
+        tuple(action_states((record_of(i) for i in se.inspections),
+                            se.action_steps.values())),
         se.missed_weeks_settled,
         se.closure.ts_ms if se.closure is not None else None,
         zone.key if (zone := calendar_zone(site)) is not None else None)

@@ -5,7 +5,14 @@ from __future__ import annotations
 import logging
 
 from ..contract.events import Event
-from ..contract.inputs import Forecast, Inspection, Reading, ReferenceObservation, SiteClosure
+from ..contract.inputs import (
+    ActionStep,
+    Forecast,
+    Inspection,
+    Reading,
+    ReferenceObservation,
+    SiteClosure,
+)
 from ..engine.core import Engine
 from ..store import JournalIn, JournalRow
 
@@ -13,7 +20,9 @@ log = logging.getLogger("stormwatch.daemon")
 
 
 #: Every input the engine takes, as journaled.
-Input = Reading | Inspection | SiteClosure | Forecast | ReferenceObservation
+Input = Reading | Inspection | SiteClosure | Forecast | ReferenceObservation | ActionStep
+#: The body key that marks a step of a corrective action (``ActionStep``).
+STEP_KEY = "action_step"
 #: The body key that marks a weather row, and its value per input type.
 WEATHER_KEY = "weather"
 
@@ -30,9 +39,10 @@ def journal_in(item: Input, *, topic: str | None, received_ms: int | None) -> Jo
     if isinstance(item, Inspection):
         return JournalIn("inspection", item.site, None, item.ts_ms, item.to_json(), topic,
                          received_ms)
-    if isinstance(item, SiteClosure):
+    if isinstance(item, SiteClosure | ActionStep):
         # Journaled as an inspection row (the table's kinds are fixed by a CHECK
-        # constraint in databases already out there); its body says ``closure``.
+        # constraint in databases already out there); its body says ``closure`` or
+        # ``action_step``: both are what people enter, kept and counted as inspections.
         return JournalIn("inspection", item.site, None, item.ts_ms, item.to_json(), topic,
                          received_ms)
     return JournalIn("reading", item.site, item.sensor, item.ts_ms, item.to_json(), topic,
@@ -52,6 +62,8 @@ def apply_row(engine: Engine, row: JournalRow) -> list[Event]:
     """Feed one journal row to the engine (the engine's window must stand at ``row.seq``)."""
     if row.kind == "reading":
         return apply_item(engine, Reading.from_json(row.body))
+    if row.kind == "inspection" and row.body.get(STEP_KEY):
+        return apply_item(engine, ActionStep.from_json(row.body))
     if row.kind == "inspection" and row.body.get("closure"):
         return apply_item(engine, SiteClosure.from_json(row.body))
     if row.kind == "inspection":

@@ -1,4 +1,5 @@
-"""Which photos the record names: every SHA-256 an inspection cites.
+"""Which photos the record names: every SHA-256 an inspection, or a corrective action
+reported done (``corrective_action_done``, journaled as an inspection row), cites.
 
 A photo named by an inspection is evidence and is never removed; one named by
 none is in no chain and may be (``web/sweep.py``). The record is read where it
@@ -22,7 +23,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from ..contract.events import InspectionRecorded
+from ..contract.events import CorrectiveActionDone, InspectionRecorded
 from . import Store
 from .archive import ArchiveError
 
@@ -35,7 +36,8 @@ def cited_photos(store: Store, checked: set[str]) -> set[str]:
     if unread:
         raise ArchiveError(f"archive file {unread[0]}")
     bodies = [b for (b,) in store.db.conn.execute(
-        "SELECT body FROM logbook WHERE type = ?", (InspectionRecorded.TYPE,))]
+        "SELECT body FROM logbook WHERE type IN (?, ?)",
+        (InspectionRecorded.TYPE, CorrectiveActionDone.TYPE))]
     return _hashes(bodies) | {sha for row in rows for sha in _photo_hashes(row.body)}
 
 

@@ -29,8 +29,10 @@ inspection row of the journal is checked against the log book's
    ``logbook verify`` checks by their SHA-256.
 3. **What is not judged.** Rows after the engine's ``applied_seq`` (not
    applied yet: their events come), rows of sites not configured (kept,
-   skipped), site closures, and a row without any event (the engine refused
-   it as older than its compaction horizon). A row *inserted* outside
+   skipped), site closures, steps of corrective actions (their records are
+   what the chain seals, photos included: ``logbook.photo_problems``), and a
+   row without any event (the engine refused it as older than its compaction
+   horizon). A row *inserted* outside
    stormwatch cannot be told from one ``stormwatch inspect`` wrote for a
    running daemon: it is recorded in the log book with the time it was
    entered, which is what the officer sees (``inspection_backdated``).
@@ -73,7 +75,7 @@ def journal_problems(store: Store, *, archived: bool, sites: Collection[str] | N
     by_id: dict[str, list[tuple[JournalRow, Inspection]]] = {}
     problems = [f"journal: archive file {u}: its inspections were not compared" for u in unread]
     for row in rows:
-        if row.seq > applied or row.body.get("closure"):
+        if row.seq > applied or row.body.get("closure") or row.body.get("action_step"):
             continue
         try:
             insp = Inspection.from_json(row.body)

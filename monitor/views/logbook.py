@@ -54,6 +54,9 @@ from ..store.events import ARCHIVED, RECORD_TYPES
 from ..store.photos import check_photo
 from .journalcheck import journal_problems
 
+#: The log book rows whose ``photos`` are evidence (``photo_problems``).
+PHOTO_TYPES: Final = frozenset({"inspection_recorded", "corrective_action_done"})
+
 # --------------------------------------------------------------------------- the head
 
 
@@ -223,12 +226,13 @@ def verify_logbook(store: Store, anchor: Anchor | None = None,
 
 
 def photo_problems(rows: Sequence[LogbookRow], photos_dir: Path) -> list[str]:
-    """Each photo an inspection in the log book names (by SHA-256, sealed by the
-    chain) that is missing under ``photos_dir`` or no longer has that hash: the
-    chain proves which photos were taken, the file must still be that photo."""
+    """Each photo an inspection or a corrective action reported done names in the log
+    book (by SHA-256, sealed by the chain) that is missing under ``photos_dir`` or no
+    longer has that hash: the chain proves which photos were taken, the file must
+    still be that photo."""
     problems, seen = [], set()
     for row in rows:
-        if row.type != "inspection_recorded":
+        if row.type not in PHOTO_TYPES:
             continue
         for photo in row.body.get("photos") or ():
             sha = photo.get("sha256") if isinstance(photo, dict) else None
@@ -237,8 +241,11 @@ def photo_problems(rows: Sequence[LogbookRow], photos_dir: Path) -> list[str]:
             seen.add(sha)
             wrong = check_photo(photos_dir, sha)
             if wrong is not None:
-                problems.append(f"log book row {row.seq} ({row.site}, inspection at"
-                                f" {row.body.get('inspected_at')}): {wrong}")
+                what = (f"inspection at {row.body.get('inspected_at')}"
+                        if row.type == "inspection_recorded" else
+                        f"corrective action {row.body.get('action_id')} done at"
+                        f" {row.body.get('at')}")
+                problems.append(f"log book row {row.seq} ({row.site}, {what}): {wrong}")
     return problems
 
 

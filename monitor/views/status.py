@@ -29,6 +29,7 @@ from ..contract.localtime import local_text
 from ..contract.rejects import RejectReason
 from ..contract.times import iso, parse_iso
 from ..contract.unmonitored_words import reason_words
+from ..engine.actions import ActionState
 from ..engine.readout import PairSummary, SiteNow, SiteSummary
 from ..engine.summary import judged_at, status_at
 from ..sinks.influx.influx import export_status
@@ -231,6 +232,15 @@ def unknown_site(site: SiteConfig) -> dict[str, Any]:
     }
 
 
+def _step_words(act: ActionState, local: Local) -> str:
+    """How far a corrective action got before its verification (``actions.py``)."""
+    if act.done_ms is not None:
+        return f"; reported done by {act.done_by} {local(act.done_ms)}, to verify"
+    if act.sent_ms is not None:
+        return f"; sent to the contractor {local(act.sent_ms)}"
+    return ""
+
+
 def _span(seconds: float) -> str:
     """A duration as a person reads it: "12 s", "5 min", "3.5 h", "2.0 days"."""
     seconds = abs(seconds)
@@ -331,7 +341,7 @@ def _site_lines(site: SiteConfig, shown: dict[str, Any], generated_ms: int) -> l
         due = f"due {local(act.due_ms)}" if act.due_ms is not None else "no due date"
         lines.append(f"  corrective action {act.id}: {act.text} ({due}"
                      f"{', OVERDUE' if a.overdue else ''}; asked by {act.inspector}"
-                     f" {local(act.opened_ms)})")
+                     f" {local(act.opened_ms)}{_step_words(act, local)})")
     lines += _rule_lines(s, local, site.fill_levels)
     for sid, h in s.sensors.items():
         health = {"stale": "STALE", "unknown": UNKNOWN_HEALTH}.get(h.health, "ok")

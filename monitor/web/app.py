@@ -37,7 +37,7 @@ from ..sinks.notify.links import read_secret
 from ..store.idempotency import IdempotencyKeys
 from ..store.uploads import Limits, Uploads
 from ..store.users import Users
-from . import api, pages, reportstyle, signin
+from . import actions, api, pages, reportstyle, signin
 from .auth import RateLimit, Refused
 from .context import HERE, MAX_FORM_PHOTOS, Web, cookies_secure, wall_ms
 from .safetynet import SafetyNet, Tracked
@@ -134,7 +134,7 @@ def create_app(config: Config, *, clock: Callable[[], int] = wall_ms,
     def bound(path: str) -> int:
         if path == "/api/v1/photos":
             return max_photo + 65_536
-        if path.endswith("/inspect"):
+        if path.endswith(("/inspect", "/done")):  # the form's photos, or a repair's
             return MAX_FORM_PHOTOS * max_photo + 1_000_000
         return 1_000_000
 
@@ -149,6 +149,7 @@ def create_app(config: Config, *, clock: Callable[[], int] = wall_ms,
     app.include_router(pages.router)
     app.include_router(api.router)
     app.include_router(signin.router)
+    app.include_router(actions.router)
     return app
 
 

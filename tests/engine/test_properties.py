@@ -1,6 +1,7 @@
 """Invariants of the engine (DESIGN § 2 "Event time, not arrival time").
 
-Arrival order within the lateness bound, duplicated messages and a
+Arrival order within the lateness bound, duplicated messages (and steps of
+corrective actions: sent, reported done) and a
 ``precip_in`` reading split into several at the same instant must not change
 the final set of latest revisions; neither may a snapshot taken mid-stream and
 restored. Revision numbers legitimately depend on arrival order, so the final
@@ -17,12 +18,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from monitor.contract.inputs import (
+    ActionStep,
     CorrectiveAction,
     Inspection,
     Location,
     Photo,
     Reading,
     SiteClosure,
+    StepKind,
 )
 from monitor.contract.times import MS_PER_DAY, MS_PER_HOUR, MS_PER_MINUTE
 from monitor.engine.core import Engine
@@ -154,6 +157,14 @@ def scenario(seed: int, storm_list: list[tuple[int, int, int]], n_insp: int) -> 
             **({"via": "web", "certified": True, "location": Location(40.7, -74.0, 9.0),
                 "photos": (Photo(f"{i:064x}", None, 40.7, -74.0, f"resolves ca-{i - 1}"),)}
                if rng.random() < 0.4 else {"via": rng.choice(("mqtt", "cli", None))})))
+        # Steps of the action (sent to the contractor, reported done), some before it
+        # was asked for or after it was verified, two sometimes at one instant.
+        steps: list[StepKind] = ["sent", "done", "done"]
+        for step in rng.sample(steps, rng.randrange(4)):
+            at = t + rng.randrange(-60, 600) * MS_PER_MINUTE
+            items.append(ActionStep(SITE, f"ca-{i}", step, at, rng.choice(("J. Rivera",
+                                                                           "contractor")),
+                                    "fix", note=rng.choice((None, "done"))))
     items.sort(key=lambda i: i.ts_ms)
     return items
 

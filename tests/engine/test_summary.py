@@ -131,9 +131,12 @@ def test_the_status_site_object_keeps_its_keys() -> None:
         "started_at", "unknown", "stale_after_minutes"]
     assert list(site["sensors"]["tb-up"]) == ["last_seen", "stale", "health", "battery_v",
                                               "kind", "readings", "buffered", "dropped"]
+    # Keys are added (the steps of an action), never renamed or removed.
     assert list(site["corrective_actions"][0]) == ["id", "text", "due", "opened_at",
                                                    "inspector", "resolved_at", "resolved_by",
-                                                   "overdue"]
+                                                   "state", "sent_at", "sent_by", "sent_to",
+                                                   "done_at", "done_by", "done_note",
+                                                   "verified_at", "overdue"]
 
 
 def test_overdue_is_after_due_not_at_it() -> None:

@@ -60,6 +60,8 @@ DESIGN_5_TYPES = [
     "storm_forecast", "gauge_disagrees",
     # Turbidity that cannot be checked.
     "turbidity_unmonitored", "turbidity_monitored",
+    # Corrective actions between asking and verifying: sent to the contractor, done.
+    "corrective_action_sent", "corrective_action_done",
 ]
 
 SITE_DOC: dict[str, Any] = {

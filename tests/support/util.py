@@ -13,7 +13,9 @@ from monitor.contract.events import (
     BatteryLow,
     Body,
     ClockClosed,
+    CorrectiveActionDone,
     CorrectiveActionDue,
+    CorrectiveActionSent,
     CounterReset,
     Event,
     Fact,
@@ -40,7 +42,7 @@ from monitor.contract.events import (
     TurbidityMonitored,
     TurbidityUnmonitored,
 )
-from monitor.contract.inputs import Inspection, Reading, SiteClosure
+from monitor.contract.inputs import ActionStep, Inspection, Reading, SiteClosure
 from monitor.contract.times import MS_PER_MINUTE, parse_iso
 from monitor.engine.core import Engine
 
@@ -105,7 +107,7 @@ def of_type(events: list[Any], kind: str) -> list[dict[str, Any]]:
     return [e.to_json() for e in events if e.type == kind]
 
 
-def run(items: Sequence[Reading | Inspection | SiteClosure], now_ms: int | None = None,
+def run(items: Sequence[Reading | Inspection | SiteClosure | ActionStep], now_ms: int | None = None,
         **site: Any) -> tuple[Engine, list[Event]]:
     """A fresh engine for ``site_config(**site)`` fed ``items``, then ticked to ``now_ms``."""
     eng = Engine(site_config(**site))
@@ -143,6 +145,12 @@ SAMPLE_BODIES: dict[str, Body] = {body.TYPE: body for body in (
     InspectionBackdated(inspector="J. Rivera, CPESC", inspected_at="2026-11-28T10:00:00Z",
                         entered_at="2026-12-01T10:05:00Z", closes=("storm-e1",),
                         hours_late=72.08),
+    CorrectiveActionSent(action_id="ca-1", text="repair the silt fence at 2+40",
+                         sent_by="J. Rivera", to="crew@example.org"),
+    CorrectiveActionDone(action_id="ca-1", text="repair the silt fence at 2+40",
+                         done_by="contractor", note="restaked",
+                         photos=({"sha256": "ab" * 32, "taken_at": None, "lat": None,
+                                  "lon": None, "caption": None},), via="link"),
     CorrectiveActionDue(action_id="ca-1", text="repair the silt fence at 2+40",
                         due="2026-12-03T05:00:00Z", opened_at="2026-12-01T10:00:00Z",
                         inspector="J. Rivera, CPESC"),

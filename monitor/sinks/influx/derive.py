@@ -98,7 +98,7 @@ def raw_points(row: JournalRow) -> list[Point]:
                          fields, ts)]
     if row.kind == "tick" and body.get(WEATHER_KEY):
         return weather_points(body)
-    if row.kind == "inspection" and not body.get("closure"):
+    if row.kind == "inspection" and not body.get("closure") and not body.get("action_step"):
         return [Point.make("inspection",
                            {"site": str(body["site"]), "kind": str(body.get("kind", "routine")),
                             "inspector": str(body["inspector"])},

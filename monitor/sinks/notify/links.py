@@ -15,9 +15,10 @@ A token is ``base64url(claim) "." base64url(HMAC-SHA256(secret, purpose || claim
 with the claim a compact JSON object ``{"s": site, "c": clock_id, "e":
 expires_ms}``; no padding, so it fits a URL path as it is. The purpose
 string keeps a link's MAC from ever being valid for another use of the same
-key. Pure functions: the secret and the clock are passed in (``read_secret``
-is the one place that reads the key file, for the shell that builds the
-notifier or the web app).
+key (``sign_claim``/``open_claim`` serve other links under purposes of their own:
+the contractor's, ``web/actionlink.py``). Pure functions: the secret and the
+clock are passed in (``read_secret`` is the one place that reads the key file,
+for the shell that builds the notifier or the web app).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import hmac
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from ...config.web import WebConfig, secret_file_problem
 from ...contract.events import Event
@@ -65,20 +66,22 @@ def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
-def _mac(secret: bytes, claim: bytes) -> bytes:
-    return hmac.new(secret, _PURPOSE + claim, hashlib.sha256).digest()
+def _mac(secret: bytes, claim: bytes, purpose: bytes) -> bytes:
+    return hmac.new(secret, purpose + claim, hashlib.sha256).digest()
 
 
-def sign_link(secret: bytes, site: str, clock_id: str | None, expires_ms: int) -> str:
-    """The token of a link to ``site``'s form for ``clock_id``, valid before ``expires_ms``."""
-    claim = json.dumps({"s": site, "c": clock_id, "e": expires_ms}, separators=(",", ":"),
-                       ensure_ascii=False).encode("utf-8")
-    return f"{_b64(claim)}.{_b64(_mac(secret, claim))}"
+def sign_claim(secret: bytes, claim: dict[str, object], purpose: bytes = _PURPOSE) -> str:
+    """A token carrying ``claim``, signed for ``purpose`` (module docstring)."""
+    data = json.dumps(claim, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return f"{_b64(data)}.{_b64(_mac(secret, data, purpose))}"
 
 
-def verify_link(secret: bytes, token: str, now_ms: int) -> LinkClaim | LinkError:
-    """The claim of a token signed with ``secret`` and not expired at ``now_ms``."""
-    malformed = LinkError("malformed", "this link is damaged (copy all of it from the alert)")
+def open_claim(secret: bytes, token: str, purpose: bytes = _PURPOSE,
+               damaged: str = "this link is damaged (copy all of it from the alert)"
+               ) -> dict[str, Any] | LinkError:
+    """The claim a token signed with ``secret`` for ``purpose`` carries (its expiry not
+    checked yet), or why it is refused (``damaged``: the words for a malformed one)."""
+    malformed = LinkError("malformed", damaged)
     if len(token) > MAX_TOKEN_CHARS or token.count(".") != 1:
         return malformed
     body, _, mac = token.partition(".")
@@ -86,12 +89,29 @@ def verify_link(secret: bytes, token: str, now_ms: int) -> LinkClaim | LinkError
         claim, given = _unb64(body), _unb64(mac)
     except (binascii.Error, ValueError):
         return malformed
-    if not hmac.compare_digest(_mac(secret, claim), given):
+    if not hmac.compare_digest(_mac(secret, claim, purpose), given):
         return LinkError("forged", "this link was not made by this stormwatch")
     try:
         data = json.loads(claim)
+    except ValueError:
+        return malformed
+    return data if isinstance(data, dict) else malformed
+
+
+def sign_link(secret: bytes, site: str, clock_id: str | None, expires_ms: int) -> str:
+    """The token of a link to ``site``'s form for ``clock_id``, valid before ``expires_ms``."""
+    return sign_claim(secret, {"s": site, "c": clock_id, "e": expires_ms})
+
+
+def verify_link(secret: bytes, token: str, now_ms: int) -> LinkClaim | LinkError:
+    """The claim of a token signed with ``secret`` and not expired at ``now_ms``."""
+    data = open_claim(secret, token)
+    if isinstance(data, LinkError):
+        return data
+    malformed = LinkError("malformed", "this link is damaged (copy all of it from the alert)")
+    try:
         site, clock_id, expires_ms = data["s"], data["c"], data["e"]
-    except (ValueError, TypeError, KeyError):
+    except KeyError:
         return malformed
     if (not isinstance(site, str) or not (clock_id is None or isinstance(clock_id, str))
             or not isinstance(expires_ms, int) or isinstance(expires_ms, bool)):

@@ -75,6 +75,11 @@ DEFAULT_ROUTES: Final[dict[str, tuple[str, ...]]] = {
     # already go out every few hours, so these are for the log book and report.
     "inspection_missed": (),
     "corrective_action_due": ("qp",),
+    # The qualified professional sent it to the contractor: the log book's record.
+    "corrective_action_sent": (),
+    # Reported done (by the contractor's link): the qualified professional verifies it
+    # at the next inspection.
+    "corrective_action_done": ("qp",),
     # Final stabilization: the routine cadence ends; the officer is told.
     "site_closed": ("qp", "officer"),
     "inspection_due_soon": ("qp",),

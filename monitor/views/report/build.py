@@ -50,6 +50,7 @@ from ...engine.readout import SiteNow, SiteSummary
 from ...engine.summary import judged_at, status_at
 from ...store import Store
 from ..logbook import Recorded, current_events, verify_logbook
+from .actionchain import chain_section
 from .owed import owed_section
 from .photos import photos_section
 from .plots import plots_section
@@ -156,6 +157,7 @@ def build_report(config: Config, store: Store, site_id: str, from_ms: int, to_ms
         photos_section(facts.events, photos_dir or photos_dir_of(config), p.local,
                        photo_pixels_of(config)),
         _actions_table(facts, p.local),
+        chain_section(facts, p.local),
         trap_section(facts.events, p.local, site),
         turbidity_section(facts.events, p.local, episodes, state),
         plots_section(site, series, p.local, from_ms, to_ms),
