@@ -245,6 +245,21 @@ def _action_due(e: ev.CorrectiveActionDue, c: _Ctx) -> str:
             f"{e.inspector} {c.at(e.opened_at)})")
 
 
+@_says(ev.CorrectiveActionSent)
+def _action_sent(e: ev.CorrectiveActionSent, c: _Ctx) -> str:
+    to = f" at {e.to}" if e.to else " by a link handed over"
+    return f"Corrective action sent to the contractor{to} by {e.sent_by} {c.at()}: {e.text}"
+
+
+@_says(ev.CorrectiveActionDone)
+def _action_done(e: ev.CorrectiveActionDone, c: _Ctx) -> str:
+    who = "the contractor" if e.done_by == "contractor" else e.done_by
+    note = f" ({e.note})" if e.note else ""
+    photos = f", {len(e.photos)} photo{'s' if len(e.photos) != 1 else ''}" if e.photos else ""
+    return (f"Corrective action reported done by {who} {c.at()}{photos}: {e.text}{note};"
+            " the next inspection verifies it, § 134-9A(2)")
+
+
 @_says(ev.SiteClosed)
 def _site_closed(e: ev.SiteClosed, c: _Ctx) -> str:
     by = f" by {e.by}" if e.by else ""

@@ -66,7 +66,7 @@ from ...contract.events import (
 )
 from ...contract.figures import depth_text, fill_text
 from ...contract.localtime import local_datetime
-from ...contract.sentences import FAULT_WORDS
+from ...contract.sentences import FAULT_WORDS, sentence
 from ...contract.times import MS_PER_HOUR, parse_iso
 from ...contract.unmonitored_words import still_checked
 
@@ -894,9 +894,13 @@ def _content(c: _Ctx) -> Content:
 
 
 def _generic(c: _Ctx) -> Content:
-    """A type this module does not render yet: its fields, so nothing is hidden."""
-    kind = c.event.type
-    return Content(kind, f"{kind} at {c.local(c.at)}.",
+    """A type without an alert text of its own: the sentence the pages say of it
+    (``contract/sentences.py``), then its fields, so nothing is hidden."""
+    try:
+        words = sentence(c.event, c.site)
+    except (TypeError, ValueError, KeyError, AttributeError):
+        words = f"{c.event.type} at {c.local(c.at)}"
+    return Content(words.split(":", 1)[0], words + ".",
                    [Line(k, str(v)) for k, v in c.event.body.to_json().items()])
 
 

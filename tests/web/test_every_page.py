@@ -1,0 +1,130 @@
+"""Every page of the field app on a phone: Debian's Chromium at 390×844 (Playwright)
+against the real ``stormwatch web``, the real daemon, a real Mosquitto and a real
+SMTP server (aiosmtpd).
+
+A storm reaches the daemon through the broker; the qualified professional signs in
+by mail from the sign-in page, records the storm inspection with a corrective
+action, sends the action to the contractor, who marks it done from the link; the
+officer signs in and lands on the overview. On each page a person meets: no
+sideways scroll at the phone's own width (a page wider than the phone makes a
+mobile browser zoom out, which widens ``innerWidth`` too, so its 390 px are
+checked as well), no error of the app's Content Security Policy in the console,
+and the page's words in plain language (sentences, local times, clocks named by
+their storm), never the engine's raw names.
+
+Screenshots go to the test's tmp directory; with ``STORMWATCH_DOCS_SHOTS=DIR`` they
+are also copied there (how ``docs/`` gets the README's pictures).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..support.daemonkit import events_of, wait_until
+from ..support.webkit import SITE
+from .test_browser import PHONE, SIGNIN, Stack, browser, stack, storm
+
+pytestmark = pytest.mark.integration
+__all__ = ["stack"]  # the fixture, imported to be used here
+
+#: What the engine's own vocabulary looks like; none of it belongs on a page.
+RAW = re.compile(r"\b(storm_qualified|trap_cleanout_required|clock_id=|fill_fraction="
+                 r"|inspection_recorded|\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d)?Z)\b")
+
+
+class Looker:
+    """Takes each page's screenshot and checks what a phone must not do."""
+
+    def __init__(self, stack: Stack) -> None:
+        self.shots = stack.shots
+        self.errors: list[str] = []
+        self.seen: list[str] = []
+
+    def watch(self, page: Any) -> Any:
+        page.on("console", lambda msg: self.errors.append(msg.text))
+        return page
+
+    def look(self, page: Any, name: str, *words: str) -> str:
+        page.wait_for_load_state("load")
+        page.screenshot(path=str(self.shots / f"{name}.png"), full_page=True)
+        width = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+        assert width[1] == PHONE["viewport"]["width"], (name, width)  # type: ignore[index]
+        assert width[0] <= width[1], (name, width)
+        csp = [e for e in self.errors if "Content Security Policy" in e]
+        assert csp == [], (name, csp)
+        text = page.locator("body").inner_text()
+        raw = RAW.search(text)
+        assert raw is None, (name, raw.group(0) if raw else "")
+        for word in words:
+            assert word.lower() in text.lower(), (name, word, text[:2000])
+        self.seen.append(name)
+        return str(text)
+
+
+def mailed_to(stack: Stack, page: Any, address: str) -> str:
+    """Ask the sign-in page for a link, as a person without a session does; the link."""
+    before = len(stack.smtp.mails)
+    page.goto(stack.web.url + "/signin")
+    page.get_by_label("E-mail address").fill(address)
+    page.get_by_role("button", name="Email me a sign-in link").click()
+    page.wait_for_selector("text=a sign-in link is on its way")
+    assert stack.smtp.wait_for(lambda ms: len(ms) > before, 30)
+    found = SIGNIN.search(stack.smtp.mails[-1].text())
+    assert found, stack.smtp.mails[-1].text()
+    return found.group(1)
+
+
+def test_every_page_fits_a_phone_in_plain_words(stack: Stack) -> None:
+    link = storm(stack)
+    looker = Looker(stack)
+    pw, chromium = browser()
+    try:
+        phone = chromium.new_context(**PHONE)
+        page = looker.watch(phone.new_page())
+        page.goto(link)
+        looker.look(page, "alert-link-signed-out", "E-mail address")
+        page.goto(stack.web.url + "/signin")
+        looker.look(page, "signin-by-mail", "Email me a sign-in link")
+        signin = mailed_to(stack, page, "jr@example.org")
+        page.goto(signin)
+        looker.look(page, "signin-button", "Remember this phone")
+        page.get_by_role("button", name="Sign in").click()
+        # Signed in where the alert's link was going: its storm's form.
+        page.wait_for_url(re.compile(r"/inspect\?clock=storm-"))
+        looker.look(page, "form", "storm of", "Record inspection")
+        page.get_by_label("Silt fence: condition").select_option("needs_repair")
+        page.locator("#ca_text_1").fill("restake the silt fence at station 2+40")
+        page.locator("#certified").check()
+        page.get_by_role("button", name="Record inspection").click()
+        page.wait_for_selector("#closed li")
+        looker.look(page, "answer", "storm of", "on time",
+                    "restake the silt fence at station 2+40")
+        wait_until(lambda: events_of(stack.cfg, "inspection_recorded"), 30, "the inspection")
+
+        page.goto(f"{stack.web.url}/sites/{SITE}")
+        looker.look(page, "site", "Storm of", "§ 134-9A(2)",
+                    "restake the silt fence at station 2+40")
+        page.goto(f"{stack.web.url}/sites/{SITE}/report")
+        looker.look(page, "report", "storm of")
+        page.goto(stack.web.url + "/")
+        looker.look(page, "home", "Record an inspection")
+
+        office = chromium.new_context(**PHONE)
+        desk = looker.watch(office.new_page())
+        desk.goto(mailed_to(stack, desk, "officer@example.org"))
+        desk.get_by_role("button", name="Sign in").click()
+        desk.wait_for_url(re.compile(r"/officer$"))
+        looker.look(desk, "officer", "Branch Meadows Subdivision")
+    finally:
+        chromium.close()
+        pw.stop()
+    keep = os.environ.get("STORMWATCH_DOCS_SHOTS")
+    if keep:
+        for name in looker.seen:
+            shutil.copy(stack.shots / f"{name}.png", Path(keep) / f"field-app-{name}.png")
