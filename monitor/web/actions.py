@@ -38,6 +38,7 @@ from starlette.datastructures import FormData, UploadFile
 from starlette.formparsers import MultiPartException
 
 from ..config import photo_pixels_of
+from ..contract.clocknames import deadline, spoken
 from ..contract.events import InspectionRecorded
 from ..contract.inputs import CONTRACTOR, ActionStep, Photo
 from ..contract.localtime import local_text
@@ -159,7 +160,7 @@ async def send(site_id: str, action_id: str, request: Request) -> Response:
     mailed = None
     if email is not None:
         message = contractor_message(site.name or site.id, action, caller.user.name, link,
-                                     lambda ms: local_text(ms, site.zone), expires)
+                                     lambda ms: deadline(ms, site.zone), expires)
         verdicts = await run_in_threadpool(send_to_address, web.config, email, message)
         mailed = bool(verdicts) and verdicts[-1].result.ok
     response = page(web, request, "action_sent.html", caller, site=site, a=action, link=link,
@@ -235,7 +236,8 @@ def contractor(token: str, request: Request) -> Response:
         return _contractor_page(
             request, "contractor.html", site=site, a=action, token=token,
             photos=_finding_photos(web, claim), form_token=form_token(web.secret, token),
-            local=lambda when: local_text(when, site.zone), csrf_field=CSRF_FIELD)
+            local=lambda when: spoken(when, site.zone),
+            deadline=lambda when: deadline(when, site.zone), csrf_field=CSRF_FIELD)
 
 
 @router.get("/c/{token}/photos/{sha256}")

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import Config, SiteConfig
-from ..contract.clocknames import clock_name, due_words, spoken
+from ..contract.clocknames import clock_name, deadline, due_words, spoken
 from ..contract.events import (
     Event,
     GaugeDisagrees,
@@ -98,7 +98,24 @@ class SiteView:
                 if f.get("condition", "").split(":", 1)[0].strip() not in OK_CONDITIONS]
 
     def local(self, when: int | str | None) -> str:
+        """A time as the pages say it, in the site's zone: ``Thu Dec 3 09:27 EST``."""
+        return spoken(when, self.site.zone, empty="-")
+
+    def dated(self, when: int | str | None) -> str:
+        """A time with its year (``2026-12-03 09:27 EST``), for what may be months old."""
         return local_text(when, self.site.zone)
+
+    def deadline(self, when: int | str | None) -> str:
+        """A corrective action's due time: a due date reads as that day's end."""
+        return deadline(when, self.site.zone)
+
+    def finding(self, found: dict[str, str]) -> str:
+        """A finding in words: ``Silt fence: needs repair (undermined at 2+40)``."""
+        names = {p.id: p.name for p in self.site.practices}
+        condition, _, note = found.get("condition", "").partition(":")
+        practice = found.get("practice", "")
+        words = f"{names.get(practice, practice)}: {condition.strip().replace('_', ' ')}"
+        return words + (f" ({note.strip()})" if note.strip() else "")
 
     def depth(self, depth_in: float, threshold_in: float | None = None) -> str:
         """A storm's depth, never rounded across the site's threshold (or the one given)."""
@@ -115,7 +132,7 @@ class SiteView:
 
     def taken(self, photo: dict[str, Any]) -> str:
         """When a photo was taken, as the report says it (``taken_words``)."""
-        return taken_words(photo, self.local)
+        return taken_words(photo, self.dated)
 
     def spoken(self, when: int | str | None) -> str:
         """A time as the sentences say it: ``Wed Dec 2 11:30 EST`` (``clocknames``)."""

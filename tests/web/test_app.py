@@ -179,5 +179,5 @@ def test_the_site_page_never_shows_an_unchecked_contrast_as_ok(app_env: dict[str
         host.record_status()
     sign_in(client, app_env["state"], QP)
     page = client.get(f"/sites/{SITE}").text
-    assert ("Turbidity outfall-1: unknown: contrast unknown since 2026-05-01 18:50 EDT (no "
+    assert ("Turbidity outfall-1: unknown: contrast unknown since Fri May 1 18:50 EDT (no "
             "readings from the downstream probe), § 134-8C not checked</li>") in page

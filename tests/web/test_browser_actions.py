@@ -114,11 +114,11 @@ def test_a_corrective_action_goes_to_the_contractor_and_back_to_verified(
 
         # Verified: the next inspection's form offers it, and the qp ticks it.
         qp.goto(f"{stack.web.url}/sites/{SITE}")
-        assert "Done by contractor on " in qp.locator("ul.actions").inner_text()
+        assert "Done by the contractor on " in qp.locator("ul.actions").inner_text()
         fits(qp, "5-site-done", stack.shots, "ul.actions")
         qp.goto(f"{stack.web.url}/sites/{SITE}/inspect")
         box = qp.locator("fieldset.action")
-        assert re.search(r"done by contractor on .+: verify", box.inner_text()), box.inner_text()
+        assert re.search(r"done by the contractor on .+: verify", box.inner_text()), box.inner_text()
         fits(qp, "6-form-verify", stack.shots, "fieldset.action")
         box.get_by_label("resolved").check()
         qp.locator("#certified").check()
