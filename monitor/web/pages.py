@@ -51,7 +51,11 @@ from .siteview import SiteView, read_sites
 
 router = APIRouter()
 STATIC: Final = {"app.js": "text/javascript", "app.css": "text/css", "sw.js": "text/javascript",
-                 "manifest.json": "application/manifest+json"}
+                 "manifest.json": "application/manifest+json",
+                 # The home-screen icons (``manifest.json``, ``base.html``).
+                 "icon-192.png": "image/png", "icon-512.png": "image/png",
+                 "icon-maskable-512.png": "image/png", "apple-touch-icon.png": "image/png",
+                 "favicon.ico": "image/x-icon"}
 FORM_ROWS: Final = 3
 #: The pre-sign-in cookie goes to the sign-in posts only.
 SIGNIN_PATH: Final = "/signin/"
@@ -95,6 +99,12 @@ def static(name: str) -> Response:
     if name not in STATIC:  # a fixed set of names: nothing of the path reaches the disk
         raise Refused(404, "path: no such file")
     return FileResponse(HERE / "static" / name, media_type=STATIC[name])
+
+
+@router.get("/favicon.ico")
+def favicon() -> Response:
+    """Where browsers look for the icon before any page names one."""
+    return FileResponse(HERE / "static" / "favicon.ico", media_type=STATIC["favicon.ico"])
 
 
 @router.get("/sw.js")
