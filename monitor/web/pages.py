@@ -46,6 +46,7 @@ from .auth import (
     signin_refusal,
 )
 from .context import HERE, MAX_FORM_PHOTOS, Web, web_of
+from .owedwords import rows_of
 from .record import CONDITIONS, KINDS, STATEMENT, local_input_to_iso
 from .siteview import SiteView, read_sites
 
@@ -209,15 +210,18 @@ def alert_link(token: str, request: Request) -> Response:
 
 @router.get("/")
 def home(request: Request) -> Response:
+    """A qualified professional's sites, worst first; the officer's home is the overview."""
     web = web_of(request)
     caller = caller_of(request, web.users, web.now_ms())
     if caller is None:
         return page(web, request, "message.html", None, status=401, title="Sign in",
                     message="Open the sign-in link you were sent on this phone"
                             " (`stormwatch user link --send`).")
+    if caller.user.role == "officer":
+        return RedirectResponse("/officer", status_code=303)
     with reading(web) as store:
         views = read_sites(web.config, store, web.now_ms(), _sites_of(web, caller.user))
-    return page(web, request, "home.html", caller, views=views)
+    return page(web, request, "home.html", caller, rows=rows_of(views))
 
 
 @router.get("/sites/{site_id}")
@@ -239,7 +243,7 @@ def officer(request: Request) -> Response:
     with reading(web) as store:
         views = read_sites(web.config, store, web.now_ms(), events=False)
         found = verdict(web, store)
-    return page(web, request, "officer.html", caller, views=views, verdict=found)
+    return page(web, request, "officer.html", caller, rows=rows_of(views), verdict=found)
 
 
 #: How long the officer page reuses a verdict on an unchanged log book head.
