@@ -21,7 +21,7 @@ from ..contract.localtime import local_datetime
 from ..contract.times import MS_PER_HOUR
 from ..contract.unmonitored_words import reason_words
 from ..engine.readout import OpenClock, SiteNow
-from .ranking import DUE_SOON_HOURS, known, rank_of, ranked
+from .ranking import DUE_SOON_HOURS, known, late_actions, rank_now
 from .siteview import SiteView
 
 #: A due time within this many hours of now is named by its weekday alone ("Thu 11:30").
@@ -82,9 +82,11 @@ UNKNOWN_LINE: Final = ("State UNKNOWN: nothing recorded for this site yet (the d
                        " records it while it runs); whether anything is owed cannot be told")
 
 
-def owed_of(site: SiteConfig, status: Mapping[str, Any], now_ms: int) -> Owed:
-    """The lines of one site's ``status --json`` object at ``now_ms``."""
-    now = known(status)
+def owed_of(site: SiteConfig, status: Mapping[str, Any], now_ms: int,
+            now: SiteNow | None = None) -> Owed:
+    """The lines of one site's ``status --json`` object at ``now_ms`` (``now``: its
+    summary as ``ranking.known`` read it, when the caller has it)."""
+    now = now if now is not None else known(status)
     if now is None:
         return Owed([UNKNOWN_LINE], [], ["unknown"] if site.traps else [],
                     ["unknown"] if site.turbidity_pairs else [], ["unknown"], unknown=True)
@@ -94,9 +96,9 @@ def owed_of(site: SiteConfig, status: Mapping[str, Any], now_ms: int) -> Owed:
     if now.missed_weeks:
         owed.append(f"{now.missed_weeks} week(s) without a required inspection"
                     " (§\u00a0134-12D, each a separate violation)")
-    late = [a for a in now.corrective_actions if a.overdue]
+    late = late_actions(status)
     if late:
-        owed.append(f"{len(late)} corrective action(s) past due")
+        owed.append(f"{late} corrective action(s) past due")
     traps, pairs, sensors = _trap_lines(site, now), _pair_lines(now), _sensor_lines(now)
     attention = [line for line, bad in traps + pairs + sensors if bad]
     if not owed:
@@ -157,7 +159,12 @@ class Row:
 
 
 def rows_of(views: Iterable[SiteView]) -> list[Row]:
-    """The sites worst first (``ranking.ranked``), each with its lines at its view's
-    instant."""
-    return [Row(v, rank_of(v.status).tier, owed_of(v.site, v.status, v.now_ms))
-            for v in ranked(views)]
+    """The sites worst first (``ranking.rank_now``), each with its lines at its view's
+    instant; each site's summary read once."""
+    rows = []
+    for v in views:
+        now = known(v.status)
+        rank = rank_now(now)
+        rows.append((rank.key(v.site.id), Row(v, rank.tier, owed_of(v.site, v.status,
+                                                                     v.now_ms, now))))
+    return [row for _, row in sorted(rows, key=lambda r: r[0])]

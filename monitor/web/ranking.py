@@ -59,15 +59,27 @@ class Rank:
 
 
 def known(status: Mapping[str, Any]) -> SiteNow | None:
-    """The site's summary, or None while the daemon has recorded nothing of it."""
+    """The site's summary, or None while the daemon has recorded nothing of it.
+
+    Without its corrective actions: nothing here ranks by them, and a site that never
+    resolves one carries a season of them (``late_actions`` counts those past due)."""
     if status.get("recorded_at") is None:
         return None
-    return SiteNow.from_json(status)
+    return SiteNow.from_json({**status, "corrective_actions": ()})
+
+
+def late_actions(status: Mapping[str, Any]) -> int:
+    """How many of the site's open corrective actions are past due."""
+    return sum(1 for a in status.get("corrective_actions") or () if a.get("overdue"))
 
 
 def rank_of(status: Mapping[str, Any]) -> Rank:
     """The tier of one site's ``status --json`` object and its measure (smaller first)."""
-    now = known(status)
+    return rank_now(known(status))
+
+
+def rank_now(now: SiteNow | None) -> Rank:
+    """``rank_of`` a summary already read (None: nothing recorded)."""
     if now is None:
         return Rank("unknown", 0.0)
     left = [c.hours_left for c in now.open_clocks if c.hours_left is not None]

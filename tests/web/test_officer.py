@@ -281,6 +281,15 @@ def test_the_overview_on_a_phone_and_on_a_desk(env: dict[str, Any], served: str)
             assert cards.first.locator("h2").inner_text() == "Late Lane"
             assert not [e for e in errors if "Content Security Policy" in e], errors
             page.context.close()
+        page = chromium.new_context(**PHONE).new_page()  # a qualified professional's list
+        with Users.open(env["state"]) as users:
+            token = users.issue_signin("K. Ortiz", NOW_MS)
+        page.goto(f"{served}/signin/{token}")
+        page.get_by_role("button", name="Sign in").click()
+        page.wait_for_url(f"{served}/")
+        page.screenshot(path=str(shots / "my-sites-phone.png"), full_page=True)
+        assert page.locator("section.site h2").all_inner_texts() == EXPECTED
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     finally:
         chromium.close()
         pw.stop()
