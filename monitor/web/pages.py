@@ -21,6 +21,7 @@ from fastapi.responses import FileResponse, RedirectResponse, Response
 from starlette.datastructures import FormData, UploadFile
 from starlette.formparsers import MultiPartException
 
+from ..contract.events import StormQualified
 from ..contract.inputs import fix_caption
 from ..contract.localtime import local_datetime
 from ..sinks.notify.links import LinkError, verify_link
@@ -220,7 +221,9 @@ def home(request: Request) -> Response:
     if caller.user.role == "officer":
         return RedirectResponse("/officer", status_code=303)
     with reading(web) as store:
-        views = read_sites(web.config, store, web.now_ms(), _sites_of(web, caller.user))
+        # The list shows each open storm clock's storm: those events only.
+        views = read_sites(web.config, store, web.now_ms(), _sites_of(web, caller.user),
+                           events=(StormQualified.TYPE,))
     return page(web, request, "home.html", caller, rows=rows_of(views))
 
 
@@ -383,7 +386,10 @@ def report(site_id: str, request: Request, format: str = "html") -> Response:
     if from_ms >= to_ms:  # as `stormwatch report` refuses it: no report of nothing
         raise Refused(422, f"from: {texts.get('from')} is not before to {texts.get('to')}")
     with reading(web) as store:
-        html = build_report(web.config, store, site_id, from_ms, to_ms, web.now_ms())
+        # The log book's verdict as the overview holds it (by head): verifying the whole
+        # chain at every request cost the report seconds at 100 sites (bench/web.py).
+        html = build_report(web.config, store, site_id, from_ms, to_ms, web.now_ms(),
+                            logbook_problems=verdict(web, store).problems)
     if format == "pdf":
         import importlib
         try:  # the PDF renderer (WeasyPrint) is optional on a small install
