@@ -178,10 +178,13 @@ class Journal:
             "SELECT seq FROM journal WHERE seq >= ? AND seq < ?", (first, first + len(rows)))}
         return [first + i if first + i in taken else None for i in range(len(rows))]
 
-    def after(self, seq: int, limit: int = 10000) -> list[JournalRow]:
+    def after(self, seq: int, limit: int = 10000, site: str | None = None
+              ) -> list[JournalRow]:
         """Journal rows with ``seq`` greater than the given one, ascending (the replay path),
         archived ones included (``journalrows.RowsAsOne``): the archive and the table
-        are one journal to every reader."""
+        are one journal to every reader. ``site``: that site's rows only from the table
+        (the others' bodies not parsed); while archived rows are merged in, every
+        site's, so a caller still filters."""
         merge = self._merge
         if merge is None or merge.returned != seq:
             merge = None
@@ -191,12 +194,14 @@ class Journal:
             rows = merge.take(limit)
             if merge.archive_done:
                 self._merge = None  # the rest is the table's alone: the plain query
-            return rows
+            return rows  # every site's, while the archive is merged in
         self._merge = None
+        where, params = ("seq > ?", [seq]) if site is None else ("seq > ? AND site = ?",
+                                                                 [seq, site])
         return [JournalRow(s, kind, json.loads(body), received)
                 for s, kind, body, received in self.db.conn.execute(
-                    "SELECT seq, kind, body, received_ms FROM journal WHERE seq > ?"
-                    " ORDER BY seq LIMIT ?", (seq, limit))]
+                    f"SELECT seq, kind, body, received_ms FROM journal WHERE {where}"
+                    " ORDER BY seq LIMIT ?", (*params, limit))]
 
     def inspection_rows(self, *, archived: bool, checked: set[str] | None = None
                         ) -> tuple[list[JournalRow], list[str]]:

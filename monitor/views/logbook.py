@@ -390,13 +390,15 @@ def current_events(store: Store, site: str) -> Recorded:
     ``LogbookUnreadable`` when a row cannot be read."""
     with store.db.read():  # one snapshot: a deferral settling meanwhile is seen once
         try:
-            rows = store.events.logbook()
+            # The site's rows only (the others' bodies unparsed), and the chain's head.
+            rows = store.events.logbook(site)
+            head = store.events.logbook_newest()
             pending = [e for e in map(store.events.latest, sorted(_pending_ids(store, site)))
                        if e is not None]
         except (KeyError, TypeError, ValueError):
             raise LogbookUnreadable("a log book row or a stored event is not JSON or no § 5"
                                     " event (`stormwatch logbook verify` names it)") from None
-    latest = {eid: event for eid, (_, event) in _latest(r for r in rows if r.site == site).items()}
+    latest = {eid: event for eid, (_, event) in _latest(rows).items()}
     for event in pending:
         held = latest.get(event.id)
         if held is None or event.revision >= held.revision:
@@ -405,7 +407,7 @@ def current_events(store: Store, site: str) -> Recorded:
                      key=lambda e: (e.at_ms, e.id))
     retracted = sorted((e for e in latest.values() if e.retracted),
                        key=lambda e: (e.at_ms, e.id))
-    return Recorded(head_of(rows), current, len(pending), retracted)
+    return Recorded(head_of(head), current, len(pending), retracted)
 
 
 # --------------------------------------------------------------------------- sending it off

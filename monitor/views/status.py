@@ -19,7 +19,7 @@ state are, with a warning when the daemon has stopped recording.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from ..config import Config, SiteConfig
@@ -103,9 +103,11 @@ def _state_stale(age_s: float | None) -> bool:
     return age_s is None or age_s > STATE_STALE_AFTER_S or age_s < -CLOCK_AHEAD_TOLERANCE_S
 
 
-def build_status(config: Config, store: Store, now_ms: int) -> dict[str, Any]:
+def build_status(config: Config, store: Store, now_ms: int,
+                 only: Collection[str] | None = None) -> dict[str, Any]:
     """The ``status --json`` object at wall-clock ``now_ms``, from an open (read-only)
-    store."""
+    store; with ``only``, of those sites alone (a page of one site: each site's
+    summary is judged anew at every call, the bulk of the work at 100 sites)."""
     recorded = store.state.site_statuses()
     # What the daemon could not write to the database (health.py): the store
     # refusing writes (disk full) and the broker connection.
@@ -121,6 +123,8 @@ def build_status(config: Config, store: Store, now_ms: int) -> dict[str, Any]:
     confirmations = store.state.meta_get(CONFIRM_META)
     sites = {}
     for site in config.sites:
+        if only is not None and site.id not in only:
+            continue
         shown = sites[site.id] = _site_entry(site, recorded.get(site.id), now_ms)
         for sid, sensor in shown["sensors"].items():
             sensor["clock"] = clock_of(clocks, site.id, sid)

@@ -21,6 +21,7 @@ from fastapi.responses import FileResponse, RedirectResponse, Response
 from starlette.datastructures import FormData, UploadFile
 from starlette.formparsers import MultiPartException
 
+from ..contract.events import StormQualified
 from ..contract.inputs import fix_caption
 from ..contract.localtime import local_datetime
 from ..sinks.notify.links import LinkError, verify_link
@@ -40,13 +41,18 @@ from .auth import (
     csrf_token,
 )
 from .context import HERE, MAX_FORM_PHOTOS, Web, web_of
+from .owedwords import rows_of
 from .record import CONDITIONS, KINDS, STATEMENT, local_input_to_iso
 from .signin import ENDED, ask_signin
 from .siteview import SiteView, read_sites
 
 router = APIRouter()
 STATIC: Final = {"app.js": "text/javascript", "app.css": "text/css", "sw.js": "text/javascript",
-                 "manifest.json": "application/manifest+json"}
+                 "manifest.json": "application/manifest+json",
+                 # The home-screen icons (``manifest.json``, ``base.html``).
+                 "icon-192.png": "image/png", "icon-512.png": "image/png",
+                 "icon-maskable-512.png": "image/png", "apple-touch-icon.png": "image/png",
+                 "favicon.ico": "image/x-icon"}
 FORM_ROWS: Final = 3
 
 
@@ -88,6 +94,12 @@ def static(name: str) -> Response:
     if name not in STATIC:  # a fixed set of names: nothing of the path reaches the disk
         raise Refused(404, "path: no such file")
     return FileResponse(HERE / "static" / name, media_type=STATIC[name])
+
+
+@router.get("/favicon.ico")
+def favicon() -> Response:
+    """Where browsers look for the icon before any page names one."""
+    return FileResponse(HERE / "static" / "favicon.ico", media_type=STATIC["favicon.ico"])
 
 
 @router.get("/sw.js")
@@ -146,13 +158,18 @@ def alert_link(token: str, request: Request) -> Response:
 
 @router.get("/")
 def home(request: Request) -> Response:
+    """A qualified professional's sites, worst first; the officer's home is the overview."""
     web = web_of(request)
     caller = caller_of(request, web.users, web.now_ms())
     if caller is None:
         return ask_signin(web, request)
+    if caller.user.role == "officer":
+        return RedirectResponse("/officer", status_code=303)
     with reading(web) as store:
-        views = read_sites(web.config, store, web.now_ms(), _sites_of(web, caller.user))
-    return page(web, request, "home.html", caller, views=views)
+        # The list shows each open storm clock's storm: those events only.
+        views = read_sites(web.config, store, web.now_ms(), _sites_of(web, caller.user),
+                           events=(StormQualified.TYPE,))
+    return page(web, request, "home.html", caller, rows=rows_of(views))
 
 
 @router.get("/sites/{site_id}")
@@ -174,7 +191,7 @@ def officer(request: Request) -> Response:
     with reading(web) as store:
         views = read_sites(web.config, store, web.now_ms(), events=False)
         found = verdict(web, store)
-    return page(web, request, "officer.html", caller, views=views, verdict=found)
+    return page(web, request, "officer.html", caller, rows=rows_of(views), verdict=found)
 
 
 #: How long the officer page reuses a verdict on an unchanged log book head.
@@ -317,8 +334,11 @@ def report(site_id: str, request: Request, format: str = "html") -> Response:
     # is laid out from the file's form, its stylesheet inlined (nothing is fetched).
     from ..views.report.style import CSS_PATH
     with reading(web) as store:
+        # The log book's verdict as the overview holds it (by head): verifying the whole
+        # chain at every request cost the report seconds at 100 sites (bench/web.py).
         html = build_report(web.config, store, site_id, from_ms, to_ms, web.now_ms(),
-                            stylesheet=None if format == "pdf" else CSS_PATH)
+                            stylesheet=None if format == "pdf" else CSS_PATH,
+                            logbook_problems=verdict(web, store).problems)
     if format == "pdf":
         import importlib
         try:  # the PDF renderer (WeasyPrint) is optional on a small install

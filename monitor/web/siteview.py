@@ -152,16 +152,20 @@ class SiteView:
 
 
 def read_sites(config: Config, store: Store, now_ms: int, sites: list[str] | None = None,
-               *, detail: bool = False, events: bool = True) -> list[SiteView]:
+               *, detail: bool = False, events: bool | tuple[str, ...] = True
+               ) -> list[SiteView]:
     """The sites (all, or those named) as the pages show them, overdue first; without
-    ``events`` only the recorded status (the officer's overview of every site)."""
-    status = build_status(config, store, now_ms)
-    # One read of the events table for one site or for all: EventLog.current
-    # ranks every event's revisions whatever the site, so a read per site would
-    # cost the whole table each time.
+    ``events`` only the recorded status (the officer's overview of every site), with a
+    tuple of event types only those (a list of sites needs only the storms behind
+    their open clocks: parsing every event of a season costs far more)."""
+    status = build_status(config, store, now_ms, sites)
+    # One read of the events table: of the one site (its own rows), or of all (the
+    # whole table ranked once, not once per site).
     by_site: dict[str, list[Event]] = {}
     if events:
-        for event in store.events.current(sites[0] if sites and len(sites) == 1 else None):
+        types = events if isinstance(events, tuple) else None
+        for event in store.events.current(sites[0] if sites and len(sites) == 1 else None,
+                                          types):
             by_site.setdefault(event.fact.site, []).append(event)
     out = []
     head = store.events.logbook_head()[1]

@@ -103,8 +103,8 @@ def test_the_contractor_gets_the_link_by_mail_and_marks_the_action_done(env: Any
     page = stranger.get(path)
     assert page.status_code == 200, page.text
     for words in ("restake the silt fence at 2+40", "Branch Meadows Subdivision",
-                  "Due <strong>the end of Thu Dec 31", "Asked for by J. Rivera", "Mark done", "Note",
-                  "Photos"):
+                  "Due <strong>the end of Thu Dec 31", "Asked for by J. Rivera", "Mark done",
+                  "Note", "Photos"):
         assert words in page.text, words
     shas = re.findall(rf'src="{re.escape(path)}/photos/([0-9a-f]{{64}})"', page.text)
     assert len(shas) == 1

@@ -118,7 +118,8 @@ def test_a_corrective_action_goes_to_the_contractor_and_back_to_verified(
         fits(qp, "5-site-done", stack.shots, "ul.actions")
         qp.goto(f"{stack.web.url}/sites/{SITE}/inspect")
         box = qp.locator("fieldset.action")
-        assert re.search(r"done by the contractor on .+: verify", box.inner_text()), box.inner_text()
+        words = box.inner_text()
+        assert re.search(r"done by the contractor on .+: verify", words), words
         fits(qp, "6-form-verify", stack.shots, "fieldset.action")
         box.get_by_label("resolved").check()
         qp.locator("#certified").check()

@@ -113,12 +113,14 @@ def _outside(text: str) -> ValueError:
 
 def build_report(config: Config, store: Store, site_id: str, from_ms: int, to_ms: int,
                  now_ms: int, *, photos_dir: Path | None = None,
-                 stylesheet: str | None = None) -> str:
+                 stylesheet: str | None = None,
+                 logbook_problems: list[str] | None = None) -> str:
     """The report for ``[from_ms, to_ms)`` as one HTML document, from an open (read-only)
     store; inspection photos are read from ``photos_dir`` (default: where the field app
     keeps them, ``config.photos_dir_of``). Its styles (``style.py``) are inlined, or
     linked from the address ``stylesheet`` (the field app's: its policy blocks inline
-    styles)."""
+    styles). ``logbook_problems``: the log book's verification when the caller holds a
+    fresh one (the field app's, by head), else the whole chain is verified here."""
     site = config.site(site_id)
     if site is None:
         raise ValueError(f"unknown site {site_id!r}")
@@ -141,7 +143,8 @@ def build_report(config: Config, store: Store, site_id: str, from_ms: int, to_ms
     title = f"Stormwater compliance report — {site.name or site.id}"
     return "".join([
         _head(title, stylesheet), f"<body><h1>{escape(title)}</h1>",
-        _header(p, store, book, judged),
+        _header(p, book, judged, verify_logbook(store).problems if logbook_problems is None
+                else logbook_problems),
         "<h2>The law</h2>" + "".join(
             f"<blockquote><strong>{escape(ref)}</strong> {escape(text)}</blockquote>"
             for ref, text in LAW),
@@ -199,12 +202,11 @@ def _recorded_state(store: Store, site_id: str, now_ms: int
     return kept, status_at(kept, judged), judged
 
 
-def _header(p: _Period, store: Store, book: Recorded, judged_ms: int) -> str:
+def _header(p: _Period, book: Recorded, judged_ms: int, problems: list[str]) -> str:
     """The site, the period, and the log book head the events are read up to; and,
     when the events run ahead of the clock the report is made by (a demo's simulated
     clock, a node stamping ahead), that it was generated before them."""
     site, local = p.site, p.local
-    problems = verify_logbook(store).problems
     header = [("Site", f"{site.name or ''} ({site.id})"), ("Address", site.address or "—"),
               ("Condition", site.condition),
               ("Period", f"{local(p.from_ms)} to {local(p.to_ms)} (end exclusive)"),

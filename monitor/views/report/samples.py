@@ -75,7 +75,7 @@ def engine_series(config: Config, store: Store, site_id: str, lo: int, hi: int) 
 
     attach(engine, keep)
     seq = 0
-    while rows := store.journal.after(seq, limit=5000):
+    while rows := store.journal.after(seq, limit=5000, site=site_id):
         seq = rows[-1].seq
         for row in rows:
             if row.body.get("site") == site_id:
