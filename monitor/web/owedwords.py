@@ -16,6 +16,7 @@ from typing import Any, Final
 from zoneinfo import ZoneInfo
 
 from ..config import SiteConfig
+from ..contract.clocknames import clock_name
 from ..contract.figures import fill_text
 from ..contract.localtime import local_datetime
 from ..contract.times import MS_PER_HOUR
@@ -47,8 +48,10 @@ def hours_words(hours: float) -> str:
 
 
 def clock_words(clock: OpenClock, zone: ZoneInfo, now_ms: int) -> str:
-    """One open inspection clock: what is owed, by when, and how late."""
-    what = f"{clock.clock.capitalize()} inspection"
+    """One open inspection clock, named by its storm or week: what is owed, by when, and
+    how late (``Storm of Dec 2: inspection OVERDUE by 5 h (due Thu 06:30 EST)``)."""
+    name = clock_name(clock.clock_id, zone, clock.clock)
+    what = f"{name[:1].upper()}{name[1:]}: inspection"
     if clock.due_ms is None or clock.hours_left is None:
         return f"{what} due once the storm ends (it has not ended yet)"
     due = when_words(clock.due_ms, zone, now_ms)

@@ -155,8 +155,8 @@ def test_the_overview_ranks_every_site_by_what_is_owed(env: dict[str, Any]) -> N
     assert names_in(cards, "") == EXPECTED
     assert names_in(table, "") == EXPECTED
     # Plain words with the site's local time, and how late.
-    assert "Storm inspection OVERDUE by 5 h (due Thu 06:30 EST)" in cards
-    assert "Storm inspection due in 2 h (Thu 13:30 EST)" in cards
+    assert "Storm of Dec 2: inspection OVERDUE by 5 h (due Thu 06:30 EST)" in cards
+    assert "Storm of Dec 2: inspection due in 2 h (Thu 13:30 EST)" in cards
     assert "clean it out" in cards.split("Full Trap Farm")[1].split("</section>")[0]
     assert "State UNKNOWN" in cards.split("New Lot (no data)")[1].split("</section>")[0]
     assert "Nothing owed" not in cards.split("New Lot (no data)")[1].split("</section>")[0]
