@@ -1,5 +1,5 @@
 """What is owed at a site, in the words a person reads on the overview and "My sites":
-"Storm inspection OVERDUE by 5 h (due Thu 11:30 EST)", "Trap trap-1 is 52% full: clean
+"Storm of Dec 2: inspection OVERDUE by 5 h (due Thu 11:30 EST)", "Trap trap-1 is 52% full: clean
 it out". Every time is the site's local time with its zone; a site with no recorded
 state says so, never "nothing owed".
 
