@@ -135,6 +135,26 @@ def browser() -> Any:
         "--disable-component-update", "--disable-sync", "--no-first-run"])
 
 
+def fits_phone(page: Any, name: str, console: list[str] | None = None) -> None:
+    """What a phone must not do on a page: scroll sideways, or refuse under the app's
+    CSP (the messages of ``console``, when given). A page wider than the phone makes a
+    mobile browser zoom out, which widens ``innerWidth`` with it: so the phone's own
+    width is asserted too, not only ``scrollWidth <= innerWidth``."""
+    scroll, inner = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+    assert inner == PHONE["viewport"]["width"] and scroll <= inner, (name, scroll, inner)  # type: ignore[index]
+    if console is not None:
+        assert [e for e in console if "Content Security Policy" in e] == [], name
+
+
+def signed_in_page(context: Any, base_url: str, state_dir: Path, name: str) -> Any:
+    """A page of ``context`` signed in as ``name`` by a fresh link (``user link``'s)."""
+    page = context.new_page()
+    page.goto(f"{base_url}/signin/{signin_token(state_dir, name)}")
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(re.compile(r"/(officer)?$"))
+    return page
+
+
 def fill_form(page: Any, photo: Path) -> None:
     page.get_by_label("Silt fence: condition").select_option("needs_repair")
     page.get_by_label("Silt fence: note").fill("undermined at station 2+40")

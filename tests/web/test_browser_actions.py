@@ -13,7 +13,6 @@ CSP error. Screenshots go to the test's tmp directory (and /tmp/i29-actions-shot
 from __future__ import annotations
 
 import re
-import shutil
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,6 @@ from .test_browser import PHONE, Stack, browser, fill_form, mailed_signin, stack
 pytestmark = pytest.mark.integration
 __all__ = ["stack"]  # the fixture, shared with test_browser
 CONTRACTOR_LINK = re.compile(r"(https?://[^\s<>\"]+/c/[A-Za-z0-9_.-]+)")
-SHOTS = Path("/tmp/i29-actions-shots")
 
 
 def fits(page: Any, name: str, shots: Path, part: str | None = None) -> None:
@@ -148,6 +146,3 @@ def test_a_corrective_action_goes_to_the_contractor_and_back_to_verified(
         assert words in chain, (words, chain[:800])
     (done,) = wait_until(lambda: events_of(stack.cfg, "corrective_action_done"), 10, "done")
     assert done["done_by"] == "contractor" and len(done["photos"]) == 1
-    SHOTS.mkdir(exist_ok=True)
-    for shot in stack.shots.glob("*.png"):
-        shutil.copy(shot, SHOTS / shot.name)

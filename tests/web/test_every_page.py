@@ -28,7 +28,7 @@ import pytest
 
 from ..support.daemonkit import events_of, wait_until
 from ..support.webkit import SITE
-from .test_browser import PHONE, SIGNIN, Stack, browser, stack, storm
+from .test_browser import PHONE, SIGNIN, Stack, browser, fits_phone, stack, storm
 
 pytestmark = pytest.mark.integration
 __all__ = ["stack"]  # the fixture, imported to be used here
@@ -53,11 +53,7 @@ class Looker:
     def look(self, page: Any, name: str, *words: str) -> str:
         page.wait_for_load_state("load")
         page.screenshot(path=str(self.shots / f"{name}.png"), full_page=True)
-        width = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
-        assert width[1] == PHONE["viewport"]["width"], (name, width)  # type: ignore[index]
-        assert width[0] <= width[1], (name, width)
-        csp = [e for e in self.errors if "Content Security Policy" in e]
-        assert csp == [], (name, csp)
+        fits_phone(page, name, self.errors)
         text = page.locator("body").inner_text()
         raw = RAW.search(text)
         assert raw is None, (name, raw.group(0) if raw else "")

@@ -29,7 +29,6 @@ from ..support.webkit import (
     client_for,
     recorded_web_site,
     sign_in,
-    signin_token,
 )
 from ..views.test_report_month import ACTIVE
 from ..views.test_report_owed import TO
@@ -72,7 +71,7 @@ def test_the_page_links_the_stylesheet_the_app_serves(tmp_path: Path) -> None:
 
 @pytest.mark.integration
 def test_the_report_reads_on_a_phone_in_chromium(tmp_path: Path) -> None:
-    from .test_browser import CHROMIUM, PHONE, browser
+    from .test_browser import CHROMIUM, PHONE, browser, signed_in_page
     if not Path(CHROMIUM).exists():
         pytest.skip("no /usr/bin/chromium (deploy/install-test-deps.sh installs it)")
     pytest.importorskip("playwright.sync_api")
@@ -83,13 +82,10 @@ def test_the_report_reads_on_a_phone_in_chromium(tmp_path: Path) -> None:
     web = WebProcess(path, port)
     pw, chromium = browser()
     try:
-        ctx = chromium.new_context(**PHONE)
-        page = ctx.new_page()
+        page = signed_in_page(chromium.new_context(**PHONE), web.url, tmp_path / "state",
+                              OFFICER)
         console: list[str] = []
         page.on("console", lambda m: console.append(m.text))
-        page.goto(f"{web.url}/signin/{signin_token(tmp_path / 'state', OFFICER)}")
-        page.get_by_role("button", name="Sign in").click()
-        page.wait_for_url(re.compile(r"/(officer)?$"))
         page.goto(f"{web.url}/sites/{SITE}/report?{MAY}")
         page.wait_for_load_state("load")
         looks = page.evaluate("""() => {
@@ -100,10 +96,8 @@ def test_the_report_reads_on_a_phone_in_chromium(tmp_path: Path) -> None:
                     scroll: document.documentElement.scrollWidth, inner: window.innerWidth};
         }""")
         page.screenshot(path=str(tmp_path / "report-phone.png"), full_page=True)
-        desk = chromium.new_context(viewport={"width": 1280, "height": 800}).new_page()
-        desk.goto(f"{web.url}/signin/{signin_token(tmp_path / 'state', OFFICER)}")
-        desk.get_by_role("button", name="Sign in").click()
-        desk.wait_for_url(re.compile(r"/(officer)?$"))
+        desk = signed_in_page(chromium.new_context(viewport={"width": 1280, "height": 800}),
+                              web.url, tmp_path / "state", OFFICER)
         desk.goto(f"{web.url}/sites/{SITE}/report?{MAY}")
         desk.screenshot(path=str(tmp_path / "report-desktop.png"), full_page=False)
         desk_scroll = desk.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
