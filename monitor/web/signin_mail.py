@@ -17,11 +17,15 @@ channel: whoever reads a team's mailbox or an ntfy topic could sign in as
 them. Without a mail target there is nothing to send it through; the page
 still answers the same and the log says why (``check-config`` warns).
 
-Limits (in memory, like the sign-in limit of ``auth``): ``PER_ADDRESS`` asks
-for one address in ``WINDOW_S`` (a stranger cannot fill someone's mailbox),
-``PER_CLIENT`` a minute from one client address, ``OVERALL`` in ``WINDOW_S``
-for the whole app (no set of clients and addresses makes the app a mail
-cannon). An ask past a limit sends nothing, and answers the same.
+Limits (in memory, like the sign-in limit of ``auth``): ``PER_CLIENT`` asks a
+minute from one client address, counted at the request; ``PER_ADDRESS`` mails
+to one person's address in ``WINDOW_S`` (a stranger cannot fill someone's
+mailbox) and ``OVERALL`` mails in ``WINDOW_S`` for the whole app (no set of
+clients and addresses makes the app a mail cannon), both counted in the
+thread once the address is found to be a person's: asks for addresses nobody
+has cost nothing, so a stranger cannot fill the app's limit with them and keep
+everyone else from getting back in. An ask past a limit sends nothing, and
+answers the same.
 """
 
 from __future__ import annotations
@@ -68,19 +72,28 @@ class MailDesk:
     overall: RateLimit = field(default_factory=lambda: RateLimit(OVERALL, WINDOW_S))
 
     def ask(self, web: Web, address: str, client: str) -> threading.Thread | None:
-        """Send a link to the person of ``address`` (normalised), in a thread, unless a
-        limit holds it: the thread, or None when nothing is sent (for the tests)."""
-        for limit, key, scope in ((self.per_client, client, "a client address's"),
-                                  (self.per_address, address, "an e-mail address's"),
-                                  (self.overall, "all", "the whole app's")):
-            if not limit.allow(key):
-                log.warning("sign-in by mail: not sent, %s limit of %d asks in %.0f s"
-                            " was reached", scope, limit.attempts, limit.window_s)
-                return None
-        thread = threading.Thread(target=send_link, args=(web, address, web.now_ms()),
+        """Send a link to the person of ``address`` (normalised), in a thread, unless the
+        client's limit holds it: the thread, or None when nothing is sent (for the
+        tests). The thread checks the address's and the app's limits itself."""
+        if not self._allow(self.per_client, client, "a client address's"):
+            return None
+        thread = threading.Thread(target=send_link, args=(web, address, web.now_ms(), self),
                                   name="signin-mail", daemon=True)
         thread.start()
         return thread
+
+    def may_mail(self, address: str) -> bool:
+        """Count a mail to a person's ``address``, unless its or the app's limit holds it."""
+        return self._allow(self.per_address, address, "an e-mail address's") and \
+            self._allow(self.overall, "all", "the whole app's")
+
+    @staticmethod
+    def _allow(limit: RateLimit, key: str, scope: str) -> bool:
+        if limit.allow(key):
+            return True
+        log.warning("sign-in by mail: not sent, %s limit of %d asks in %.0f s was reached",
+                    scope, limit.attempts, limit.window_s)
+        return False
 
 
 def desk_of(web: Web) -> MailDesk:
@@ -95,7 +108,7 @@ def has_mail_target(config: Config) -> bool:
     return any(mail_to(t.url, "x@example.org") is not None for t in config.notify.targets)
 
 
-def send_link(web: Web, address: str, now_ms: int) -> None:
+def send_link(web: Web, address: str, now_ms: int, desk: MailDesk | None = None) -> None:
     """Mail a new sign-in link to each person whose address is ``address``; log what
     became of it. Never raises: it runs where nobody would hear it."""
     try:
@@ -104,6 +117,8 @@ def send_link(web: Web, address: str, now_ms: int) -> None:
         if not people:
             log.info("sign-in by mail: no person of the app has the address asked for;"
                      " nothing sent")
+            return
+        if desk is not None and not desk.may_mail(address):
             return
         if not has_mail_target(web.config):
             log.warning("sign-in by mail: not sent to %s: notify.targets has no mail target"
