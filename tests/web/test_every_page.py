@@ -76,6 +76,18 @@ def mailed_to(stack: Stack, page: Any, address: str) -> str:
     return found.group(1)
 
 
+def kept_by_worker(page: Any) -> list[str]:
+    """The addresses the page's service worker keeps in its caches."""
+    urls: list[str] = page.evaluate("""async () => {
+        const out = [];
+        for (const name of await caches.keys()) {
+            for (const req of await (await caches.open(name)).keys()) out.push(req.url);
+        }
+        return out;
+    }""")
+    return urls
+
+
 def test_every_page_fits_a_phone_in_plain_words(stack: Stack) -> None:
     link = storm(stack)
     looker = Looker(stack)
@@ -112,8 +124,15 @@ def test_every_page_fits_a_phone_in_plain_words(stack: Stack) -> None:
         page.wait_for_selector("#contractor-link")
         looker.look(page, "contractor-link-made")
         crew = looker.watch(chromium.new_context(**PHONE).new_page())
-        crew.goto(page.locator("#contractor-link").input_value())
+        contractor_link = page.locator("#contractor-link").input_value()
+        crew.goto(contractor_link)
         looker.look(crew, "contractor", "restake the silt fence at station 2+40", "Mark done")
+        # The phone's service worker keeps pages for offline use, but never a page whose
+        # address is a token: the link must not outlive its expiry in the phone's cache.
+        crew.evaluate("navigator.serviceWorker.ready.then(() => true)")
+        crew.reload()
+        assert kept_by_worker(crew) and not [
+            u for u in kept_by_worker(crew) if "/c/" in u or "/signin" in u]
         crew.get_by_label("Note").fill("new stakes, fence re-trenched")
         crew.get_by_role("button", name="Mark done").click()
         crew.wait_for_selector("h1:has-text('Thank you')")
