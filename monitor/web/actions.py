@@ -60,6 +60,9 @@ router = APIRouter()
 MAX_STEP_PHOTOS: Final = 5
 #: Requests a minute one client may make of the contractor's routes.
 LINK_REQUESTS: Final = 60
+#: "Done" reports one link may make in an hour: each is a sealed row of the log book,
+#: so a link forwarded to a stranger must not fill it (a crew adding a late photo fits).
+DONE_PER_HOUR: Final = 6
 EMAIL: Final = re.compile(r"[^@\s<>,;]{1,64}@[A-Za-z0-9.-]{1,190}\.[A-Za-z]{2,24}")
 NOTE_CHARS: Final = 2000
 
@@ -271,6 +274,11 @@ async def contractor_done(token: str, request: Request) -> Response:
         note = _note(form)
         # Per link: the upload limits of one sending, not of every contractor together.
         person = f"{CONTRACTOR} {claim.site}/{claim.action_id}"
+        reports = web.cache.setdefault("contractor_done",
+                                       RateLimit(attempts=DONE_PER_HOUR, window_s=3600.0))
+        if not reports.allow(person):
+            raise Refused(429, f"done: this repair was reported done {DONE_PER_HOUR} times in"
+                               " the last hour; that is recorded, nothing more is needed")
         photos = await run_in_threadpool(_photos, web, person, form)
         if note is None and not photos:
             raise Refused(422, "note: say what was done, or add a photo of the fix")

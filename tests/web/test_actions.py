@@ -212,3 +212,19 @@ def test_only_a_qualified_professional_of_the_site_takes_a_step(env: Any) -> Non
     sign_in(officer, env["state"], OFFICER)
     seen = officer.get(f"/sites/{SITE}").text
     assert "restake the silt fence" in seen and "Send to contractor" not in seen
+
+
+def test_a_forwarded_link_cannot_fill_the_log_book(env: Any) -> None:
+    """Each "done" is a sealed row of the log book: one link makes at most six an hour
+    (DONE_PER_HOUR); the seventh is refused (429) and records nothing."""
+    action_id = ask(env)
+    link = send(env, action_id)
+    stranger = client_for(env["config"], env["app"])
+    path = "/c/" + link.split("/c/")[1]
+    token = re.search(r'name="csrf" value="([0-9a-f]+)"', stranger.get(path).text)
+    assert token
+    answers = [stranger.post(f"{path}/done", data={"csrf": token.group(1), "note": f"n{i}"})
+               for i in range(7)]
+    assert [a.status_code for a in answers] == [201] * 6 + [429], answers[-1].text
+    assert "nothing more is needed" in answers[-1].text
+    assert len([s for s in steps(env) if isinstance(s.body, CorrectiveActionDone)]) == 6
