@@ -156,8 +156,6 @@ async def send(site_id: str, action_id: str, request: Request) -> Response:
     expires = now + web.config.web.link_ms
     token = sign_action_link(web.secret, site_id, action_id, expires)
     link = f"{web.config.web.public_url}/c/{token}"
-    step = ActionStep(site_id, action_id, "sent", now, caller.user.name, action.text, to=email)
-    await run_in_threadpool(_commit, web, step)
     site = web.config.site(site_id)
     assert site is not None
     mailed = None
@@ -166,6 +164,11 @@ async def send(site_id: str, action_id: str, request: Request) -> Response:
                                      lambda ms: deadline(ms, site.zone), expires)
         verdicts = await run_in_threadpool(send_to_address, web.config, email, message)
         mailed = bool(verdicts) and verdicts[-1].result.ok
+    # The log book names the address only when a mail server took the mail: "sent to
+    # crew@example.org" must not stand for a mail that never left.
+    step = ActionStep(site_id, action_id, "sent", now, caller.user.name, action.text,
+                      to=email if mailed else None)
+    await run_in_threadpool(_commit, web, step)
     response = page(web, request, "action_sent.html", caller, site=site, a=action, link=link,
                     email=email, mailed=mailed, until=local_text(expires, site.zone))
     response.headers["Cache-Control"] = "no-store"  # it holds the link

@@ -228,3 +228,13 @@ def test_a_forwarded_link_cannot_fill_the_log_book(env: Any) -> None:
     assert [a.status_code for a in answers] == [201] * 6 + [429], answers[-1].text
     assert "nothing more is needed" in answers[-1].text
     assert len([s for s in steps(env) if isinstance(s.body, CorrectiveActionDone)]) == 6
+
+
+def test_a_mail_no_server_took_is_not_recorded_as_sent_to_the_address(env: Any) -> None:
+    action_id = ask(env)
+    env["smtp"].stop()  # the mail server is down
+    got = env["client"].post(f"/sites/{SITE}/actions/{action_id}/send",
+                             data={"csrf": env["csrf"], "email": "crew@example.org"})
+    assert got.status_code == 200 and "Not mailed to crew@example.org" in got.text
+    (sent,) = steps(env)
+    assert isinstance(sent.body, CorrectiveActionSent) and sent.body.to is None
