@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..config import Config
+from ..contract.inputs import CONTRACTOR
 from ..errors import EXIT_CHECK_FAILED, EXIT_OK, UserError
 from ..store.users import API_TOKEN_DAYS, ROLES, SIGNIN_MINUTES, Access, User, Users
 from .common import CONFIG_HELP, check_state_dir, emit, load, setup_logging
@@ -106,6 +107,9 @@ def cmd_user_add(args: argparse.Namespace) -> int:
     name = args.name.strip()
     if not name:
         raise UserError("--name: must not be empty")
+    if name.casefold() == CONTRACTOR:
+        raise UserError(f"--name: {name!r} is reserved: the log book says {CONTRACTOR!r} of a"
+                        " repair reported done through a contractor's link")
     if not _EMAIL.match(args.email):
         raise UserError(f"--email: {args.email!r} is not an e-mail address")
     if args.role == "qp":

@@ -31,6 +31,7 @@ module and cannot disagree about which actions are open.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
@@ -161,10 +162,16 @@ def action_states(records: Iterable[ActionRecord], steps: Iterable[ActionStep] =
     return sorted(states.values(), key=lambda s: (s.opened_ms, s.id))
 
 
+def canonical_step(step: ActionStep) -> str:
+    """A step's whole content as one text (keys sorted): the one order of two steps
+    of one instant, here and where the engine keeps one step per key (``steps.py``)."""
+    return json.dumps(step.to_json(), sort_keys=True, default=str)
+
+
 def _step_order(step: ActionStep) -> tuple[int, str, str]:
     """Steps by time, then by their whole content: of two at one instant the same one
     comes first whatever the arrival order."""
-    return (step.ts_ms, step.by, repr(step.to_json()))
+    return (step.ts_ms, step.by, canonical_step(step))
 
 
 def _resolved(records: Iterable[ActionRecord]) -> dict[str, ActionState]:

@@ -11,12 +11,11 @@ inspections of actions that can still change): its fact is then final.
 
 from __future__ import annotations
 
-import json
 from typing import Protocol
 
 from ..contract.events import Fact
 from ..contract.inputs import ActionStep
-from .actions import step_fact, step_facts
+from .actions import canonical_step, step_fact, step_facts
 from .site import SiteEngine
 
 
@@ -45,7 +44,7 @@ def add_step(se: SiteEngine, step: ActionStep) -> bool:
     """Keep ``step``; False when it changes nothing (the same step, or a larger
     content under its key)."""
     held = se.action_steps.get(step.key)
-    if held is not None and _canonical(held) <= _canonical(step):
+    if held is not None and canonical_step(held) <= canonical_step(step):
         return False
     se.action_steps[step.key] = step
     return True
@@ -65,5 +64,3 @@ def settle_steps(se: SiteEngine, horizon_ms: int) -> list[str]:
     return [step_fact(se.config.id, se.action_steps.pop(k)).id for k in gone]
 
 
-def _canonical(step: ActionStep) -> str:
-    return json.dumps(step.to_json(), sort_keys=True, default=str)

@@ -127,6 +127,9 @@ def test_a_name_taken_twice_and_a_bad_address_are_refused(tmp_path: Path) -> Non
                "officer", "--email", "diaz at example.org"),
             "stormwatch user add: --email: 'diaz at example.org' is not an e-mail address")
     assert [u.name for u in people(tmp_path)] == ["A. Lee"]
+    refused(add(cfg, "Contractor", "officer"),
+            "stormwatch user add: --name: 'Contractor' is reserved: the log book says"
+            " 'contractor' of a repair reported done through a contractor's link")
 
 
 def test_a_missing_role_is_argparse_usage(tmp_path: Path) -> None:
