@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sqlite3
 import time
@@ -364,7 +365,9 @@ def test_status_json_shape_and_logbook_verify(site: Site) -> None:
     ok = cli("logbook", "verify", "--config", str(cfg))
     assert ok.returncode == 0, ok.stderr
     md = cli("logbook", "--config", str(cfg), "--site", SITE, "--format", "md")
-    assert md.returncode == 0 and "storm_qualified" in md.stdout
+    # The md export reads as sentences: the storm by its depth, due in local time.
+    assert md.returncode == 0 and re.search(r"Storm of \d\.\d+ in qualified .* — inspect by ",
+                                             md.stdout), md.stdout
 
     db = cfg.parent / "state" / "stormwatch.db"
     con = sqlite3.connect(db)

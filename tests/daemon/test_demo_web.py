@@ -50,7 +50,8 @@ def test_the_demo_prints_a_link_whose_form_closes_the_storm_clock() -> None:
                 "csrf": csrf_of(form.text), "idempotency_key": key, "inspector": "J. Rivera",
                 "kind": "storm", "certified": "on", "notes": "from the demo's form"})
         assert answer.status_code == 201, answer.text
-        assert re.search(r"storm-\S+</code>: on time", answer.text), answer.text
+        assert re.search(r"Storm of [A-Z][a-z]{2} \d+</strong>: storm inspection done on time",
+                         answer.text), answer.text
         assert proc.wait(180) == 0, "".join(lines)
     finally:
         if proc.poll() is None:

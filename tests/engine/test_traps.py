@@ -1018,9 +1018,9 @@ def test_the_report_table_shows_the_fault_and_the_repeat_on_the_last_valid_fill(
     box = BOX5.model_copy(update={"id": "box"})
     facts = run(TrapFold(SITE, box, MOUNTED), readings)
     html = trap_section([Event(f) for f in facts], lambda v: str(v))
-    assert ("<td>box</td><td>sensor fault</td><td>sensor box-depth faulty (beyond_bottom: "
+    assert ("<td>box</td><td>sensor faulty</td><td>sensor box-depth faulty (beyond_bottom: "
             "-1.5 in): fill not measured</td>") in html
-    assert ("<td>trap cleanout required</td><td>60% (last valid; sensor faulty: "
+    assert ("<td>clean-out required (§ 134-9A(1))</td><td>60% (last valid; sensor faulty: "
             "beyond_bottom)</td>") in html
 
 
