@@ -118,9 +118,8 @@ def test_the_tables_show_totals_times_credentials_and_actions(month: str) -> Non
     assert action[0] == "ca-1" and action[3] == "2026-05-07 00:00 EDT"
     assert action[4] == "2026-05-20 10:00 EDT" and action[5] == "resolved late"
     (clock,) = _cells(month, "Outstanding at the end of the period")
-    # The clock id in local time, with the zone (its start, 14:00 UTC, is 10:00 EDT).
-    assert clock[0] == ("Routine inspection (every 7 calendar days), "
-                        "clock routine-2026-05-20 10:00 EDT")
+    # The clock by its local start (14:00 UTC is 10:00 EDT on May 20).
+    assert clock[0] == "Routine inspection (every 7 calendar days): the week of May 20"
     assert clock[3].startswith("overdue by ")
 
 

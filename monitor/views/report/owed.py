@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from html import escape
 
 from ...config import SiteConfig
+from ...contract.clocknames import clock_name
 from ...contract.figures import fill_text
 from ...contract.times import MS_PER_HOUR
 from ...engine.active import cadence_words
@@ -43,7 +44,7 @@ def _what(site: SiteConfig, d: Duty, local: LocalTime) -> str:
     if d.kind == "inspection":
         kind = ("Storm inspection (within 24 hours of the storm)" if d.clock == "storm"
                 else f"Routine inspection ({cadence_words(site)})")
-        return f"{kind}, clock {local.id(d.subject)}"
+        return f"{kind}: the {clock_name(d.subject, site.zone, d.clock)}"
     if d.kind == "cleanout":
         levels = site.fill_levels(d.subject) or (0.5,)
         # Never rounded across the clean-out level: 49.7 % is not "50%" (figures.py).
