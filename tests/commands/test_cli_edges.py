@@ -284,30 +284,6 @@ def test_the_kept_demo_configuration_reads_its_database(tmp_path: Path) -> None:
     assert check.returncode == 0 and check.stderr == "", check.stderr
 
 
-@pytest.mark.integration
-def test_demo_keep_prints_commands_that_work(tmp_path: Path) -> None:
-    """The whole demo (about 30 s at its top speed), then its printed commands, run as
-    printed by a shell where ``stormwatch`` is not on PATH (as after ``make demo``)."""
-    state = tmp_path / "demo"
-    proc = run("demo", "--speed", f"{MAX_SPEED:g}", "--state-dir", str(state))
-    assert proc.returncode == 0, proc.stdout + proc.stderr  # the demo says why on stdout
-    assert "sensor_stale" not in proc.stdout and "too_old" not in proc.stderr
-    # "  $ PROGRAM web|user link|status|logbook|report --config ...": the word before
-    # --config; web serves until stopped (tests/daemon/test_demo_kept.py opens it).
-    commands = re.findall(r"^  \$ (.+)$", proc.stdout, re.MULTILINE)
-    assert [c.split(" --config ")[0].rsplit(" ", 1)[1] for c in commands] == [
-        "web", "link", "status", "logbook", "report"]
-    commands = commands[1:]
-    assert not any(c.startswith("stormwatch ") for c in commands), commands
-    for command in commands:
-        done = subprocess.run(["/bin/sh", "-c", command], capture_output=True, text=True,
-                              cwd=ROOT, timeout=120,
-                              env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT),
-                                   "MPLBACKEND": "Agg"})
-        assert done.returncode == 0, (command, done.stderr)
-    assert (state / "demo-report.html").stat().st_size > 10_000
-
-
 # --------------------------------------------------------------------------- 6. local time
 
 
