@@ -61,11 +61,18 @@ class Stack:
     shots: Path
 
 
-@pytest.fixture
-def stack(tmp_path: Path, make_mosquitto: MakeMosquitto) -> Iterator[Stack]:
+def need_chromium() -> None:
+    """Skip unless Debian's Chromium and Playwright for Python are here: these tests drive
+    the real browser, which no other part can stand in for (deploy/install-test-deps.sh
+    installs both; CI runs with STORMWATCH_REQUIRE_SERVICES=1, so there a skip fails)."""
     if not Path(CHROMIUM).exists():
         pytest.skip("no /usr/bin/chromium (deploy/install-test-deps.sh installs it)")
     pytest.importorskip("playwright.sync_api")
+
+
+@pytest.fixture
+def stack(tmp_path: Path, make_mosquitto: MakeMosquitto) -> Iterator[Stack]:
+    need_chromium()
     broker = make_mosquitto()
     port = free_port()
     with HttpReceiver() as http, SmtpReceiver() as smtp:
@@ -128,6 +135,7 @@ def mailed_signin(stack: Stack, name: str) -> str:
 
 
 def browser() -> Any:
+    need_chromium()
     from playwright.sync_api import sync_playwright
     pw = sync_playwright().start()
     return pw, pw.chromium.launch(executable_path=CHROMIUM, args=[
@@ -273,9 +281,7 @@ def test_an_inspection_made_offline_is_sent_once_when_back_online(stack: Stack) 
 @pytest.fixture
 def lone_web(tmp_path: Path) -> Iterator[dict[str, Any]]:
     """``stormwatch web`` alone (no daemon: the pages read the state it was left in)."""
-    if not Path(CHROMIUM).exists():
-        pytest.skip("no /usr/bin/chromium (deploy/install-test-deps.sh installs it)")
-    pytest.importorskip("playwright.sync_api")
+    need_chromium()
     port = free_port()
     made = web_env(tmp_path, listen=f"127.0.0.1:{port}", public=f"http://127.0.0.1:{port}")
     web = WebProcess(made["path"], port)

@@ -27,7 +27,7 @@ from ..support.childproc import free_port
 from ..support.daemonkit import events_of
 from ..support.receivers import SmtpReceiver
 from ..support.webkit import PUBLIC, QP, SITE, WebProcess, recorded_web_site
-from .test_browser import CHROMIUM, PHONE, browser, fits_phone, signed_in_page
+from .test_browser import PHONE, browser, fits_phone, need_chromium, signed_in_page
 
 pytestmark = pytest.mark.integration
 H_MS = 3_600_000
@@ -46,9 +46,7 @@ def storm_readings(now_ms: int) -> list[Reading]:
 
 @pytest.fixture
 def phone_stack(tmp_path: Path) -> Iterator[dict[str, Any]]:
-    if not Path(CHROMIUM).exists():
-        pytest.skip("no /usr/bin/chromium (deploy/install-test-deps.sh installs it)")
-    pytest.importorskip("playwright.sync_api")
+    need_chromium()
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     now_ms = round(time.time() * 1000)

@@ -36,6 +36,7 @@ from ..support.webkit import (
     sign_in,
     signin_token,
 )
+from .test_browser import PHONE, browser, fits_phone, need_chromium
 
 H = MS_PER_HOUR
 NOW = int(time.time() * 1000) // H * H
@@ -148,15 +149,9 @@ def test_the_markdown_log_book_is_sentences(book: Season) -> None:
 
 # --------------------------------------------------------------------------- the phone
 
-CHROMIUM = "/usr/bin/chromium"
-SHOTS = Path("/tmp/words-shots")
-
-
 @pytest.fixture
 def served(book: Season) -> Iterator[WebProcess]:
-    if not Path(CHROMIUM).exists():
-        pytest.skip("no /usr/bin/chromium (deploy/install-test-deps.sh installs it)")
-    pytest.importorskip("playwright.sync_api")
+    need_chromium()
     port = free_port()
     text = book.path.read_text()
     book.path.write_text(re.sub(r"listen: '[^']*'", f"listen: '127.0.0.1:{port}'", text))
@@ -170,46 +165,35 @@ def served(book: Season) -> Iterator[WebProcess]:
 
 
 @pytest.mark.integration
-def test_the_site_and_answer_pages_fit_a_phone_without_a_csp_error(book: Season, served: WebProcess
-                                                         ) -> None:
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--no-first-run"])
-        try:
-            ctx = chromium.new_context(viewport={"width": 390, "height": 844},
-                                       device_scale_factor=2, is_mobile=True, has_touch=True)
-            page = ctx.new_page()
-            console: list[str] = []
-            page.on("console", lambda m: console.append(m.text))
-            token = signin_token(Path(book.config.state_dir), QP)
-            page.goto(f"{served.url}/signin/{token}")
-            page.get_by_role("button", name="Sign in").click()
-            page.goto(f"{served.url}/sites/{SITE}")
-            assert "Sediment trap trap-1 is" in page.content()
-            for d in page.locator("details").all():  # the ids opened too: still no scroll
-                d.evaluate("e => e.open = true")
-            SHOTS.mkdir(exist_ok=True)
-            page.screenshot(path=str(SHOTS / "site.png"), full_page=True)
-            # A phone zooms out to fit a page wider than its screen, and innerWidth grows
-            # with it: the page fits only if the width stays the screen's 390 px.
-            wide, inner = page.evaluate(
-                "[document.documentElement.scrollWidth, window.innerWidth]")
-            assert wide <= inner == 390, (wide, inner)
-            # The answer to an inspection recorded from the phone: as narrow.
-            page.goto(f"{served.url}/sites/{SITE}/inspect")
-            page.locator("#ca_text_1").fill("re-stake-the-north-silt-fence-between-stations-"
-                                            "2+40-and-3+10-before-the-next-storm")
-            page.locator("#certified").check()
-            page.get_by_role("button", name="Record inspection").click()
-            page.wait_for_selector("text=Inspection recorded")
-            page.wait_for_selector("#closed li")
-            page.screenshot(path=str(SHOTS / "answer.png"), full_page=True)
-            assert "Storm of " in page.inner_text("#closed")
-            assert page.get_by_role("link", name="Record another inspection").count() == 1
-            wide, inner = page.evaluate(
-                "[document.documentElement.scrollWidth, window.innerWidth]")
-            assert wide <= inner == 390, (wide, inner)
-            assert not [m for m in console if "Content Security Policy" in m], console
-        finally:
-            chromium.close()
+def test_the_site_and_answer_pages_fit_a_phone_without_a_csp_error(
+        book: Season, served: WebProcess, tmp_path: Path) -> None:
+    pw, chromium = browser()
+    try:
+        page = chromium.new_context(**PHONE).new_page()
+        console: list[str] = []
+        page.on("console", lambda m: console.append(m.text))
+        token = signin_token(Path(book.config.state_dir), QP)
+        page.goto(f"{served.url}/signin/{token}")
+        page.get_by_role("button", name="Sign in").click()
+        page.goto(f"{served.url}/sites/{SITE}")
+        assert "Sediment trap trap-1 is" in page.content()
+        for d in page.locator("details").all():  # the ids opened too: still no scroll
+            d.evaluate("e => e.open = true")
+        page.screenshot(path=str(tmp_path / "site.png"), full_page=True)
+        fits_phone(page, "site")
+        # The answer to an inspection recorded from the phone: as narrow.
+        page.goto(f"{served.url}/sites/{SITE}/inspect")
+        page.locator("#ca_text_1").fill("re-stake-the-north-silt-fence-between-stations-"
+                                        "2+40-and-3+10-before-the-next-storm")
+        page.locator("#certified").check()
+        page.get_by_role("button", name="Record inspection").click()
+        page.wait_for_selector("text=Inspection recorded")
+        page.wait_for_selector("#closed li")
+        page.screenshot(path=str(tmp_path / "answer.png"), full_page=True)
+        assert "Storm of " in page.inner_text("#closed")
+        assert page.get_by_role("link", name="Record another inspection").count() == 1
+        fits_phone(page, "answer")
+        assert not [m for m in console if "Content Security Policy" in m], console
+    finally:
+        chromium.close()
+        pw.stop()

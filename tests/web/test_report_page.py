@@ -71,10 +71,8 @@ def test_the_page_links_the_stylesheet_the_app_serves(tmp_path: Path) -> None:
 
 @pytest.mark.integration
 def test_the_report_reads_on_a_phone_in_chromium(tmp_path: Path) -> None:
-    from .test_browser import CHROMIUM, PHONE, browser, signed_in_page
-    if not Path(CHROMIUM).exists():
-        pytest.skip("no /usr/bin/chromium (deploy/install-test-deps.sh installs it)")
-    pytest.importorskip("playwright.sync_api")
+    from .test_browser import PHONE, browser, need_chromium, signed_in_page
+    need_chromium()
     port = free_port()
     path, _ = _month_site(tmp_path, f"127.0.0.1:{port}")
     path.write_text(path.read_text().replace("https://sw.example.org",
