@@ -16,7 +16,7 @@ from typing import Any, Final
 from zoneinfo import ZoneInfo
 
 from ..config import SiteConfig
-from ..contract.clocknames import clock_name
+from ..contract.clocknames import clock_name, spoken
 from ..contract.figures import fill_text
 from ..contract.localtime import local_datetime
 from ..contract.times import MS_PER_HOUR
@@ -34,8 +34,9 @@ def when_words(when_ms: int, zone: ZoneInfo, now_ms: int) -> str:
     local = local_datetime(when_ms, zone)
     if local is None:
         return "an unknown time"
-    near = abs(when_ms - now_ms) < WEEKDAY_HOURS * MS_PER_HOUR
-    return local.strftime("%a %H:%M %Z" if near else "%a %b %-d %H:%M %Z")
+    if abs(when_ms - now_ms) < WEEKDAY_HOURS * MS_PER_HOUR:
+        return f"{local:%a %H:%M} {local.tzname()}"
+    return spoken(when_ms, zone)  # as every sentence says a time
 
 
 def hours_words(hours: float) -> str:
