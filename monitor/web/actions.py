@@ -52,7 +52,7 @@ from ..store.photos import PhotoError, is_sha256, photo_path
 from .actionlink import ActionClaim, form_token, form_token_ok, sign_action_link, verify_action_link
 from .api import save_upload
 from .auth import CSRF_FIELD, RateLimit, Refused, check_csrf, check_site
-from .context import Web, web_of
+from .context import Web, form_field, web_of
 from .pages import page, reading, signed_in
 
 router = APIRouter()
@@ -65,11 +65,6 @@ LINK_REQUESTS: Final = 60
 DONE_PER_HOUR: Final = 6
 EMAIL: Final = re.compile(r"[^@\s<>,;]{1,64}@[A-Za-z0-9.-]{1,190}\.[A-Za-z]{2,24}")
 NOTE_CHARS: Final = 2000
-
-
-def _field(form: FormData, name: str) -> str | None:
-    value = form.get(name)
-    return value.strip() if isinstance(value, str) else None
 
 
 async def _form(request: Request, files: int) -> FormData:
@@ -113,7 +108,7 @@ def _photos(web: Web, person: str, form: FormData) -> tuple[Photo, ...]:
 
 
 def _note(form: FormData) -> str | None:
-    note = _field(form, "note") or None
+    note = form_field(form, "note") or None
     if note is not None and len(note) > NOTE_CHARS:
         raise Refused(422, f"note: at most {NOTE_CHARS} characters")
     return note
@@ -128,7 +123,7 @@ async def qp_done(site_id: str, action_id: str, request: Request) -> Response:
     caller = signed_in(request, web)
     check_site(caller, web.config, site_id, record=True)
     form = await _form(request, MAX_STEP_PHOTOS + 1)
-    check_csrf(web.secret, caller, _field(form, CSRF_FIELD))
+    check_csrf(web.secret, caller, form_field(form, CSRF_FIELD))
     action = _open(web, site_id, action_id)
     note = _note(form)
     photos = await run_in_threadpool(_photos, web, caller.user.name, form)
@@ -146,8 +141,8 @@ async def send(site_id: str, action_id: str, request: Request) -> Response:
     caller = signed_in(request, web)
     check_site(caller, web.config, site_id, record=True)
     form = await _form(request, 0)
-    check_csrf(web.secret, caller, _field(form, CSRF_FIELD))
-    email = _field(form, "email") or None
+    check_csrf(web.secret, caller, form_field(form, CSRF_FIELD))
+    email = form_field(form, "email") or None
     if email is not None and not EMAIL.fullmatch(email):
         raise Refused(422, "email: not an e-mail address (leave it empty to copy the link)")
     action = _open(web, site_id, action_id)
@@ -271,7 +266,7 @@ def _media_type(head: bytes) -> str:
 async def contractor_done(token: str, request: Request) -> Response:
     with _link(request, token) as (web, claim, action):
         form = await _form(request, MAX_STEP_PHOTOS + 1)
-        if not form_token_ok(web.secret, token, _field(form, CSRF_FIELD)):
+        if not form_token_ok(web.secret, token, form_field(form, CSRF_FIELD)):
             raise Refused(403, "csrf: the form's security token is missing or wrong; open the"
                                " link again and send it again")
         note = _note(form)

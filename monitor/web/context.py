@@ -12,6 +12,7 @@ from typing import Any, Final
 
 from fastapi import Request
 from fastapi.templating import Jinja2Templates
+from starlette.datastructures import FormData
 
 from ..config import Config, WebConfig
 from ..store.idempotency import IdempotencyKeys
@@ -78,6 +79,12 @@ class Web:
     def now_ms(self) -> int:
         return self.clock()
 
+
+
+def form_field(form: FormData, name: str) -> str | None:
+    """A text field of a posted form, stripped; None when absent or a file."""
+    value = form.get(name)
+    return value.strip() if isinstance(value, str) else None
 
 
 def web_of(request: Request) -> Web:

@@ -40,7 +40,7 @@ from .auth import (
     clear_cookie,
     csrf_token,
 )
-from .context import HERE, MAX_FORM_PHOTOS, Web, web_of
+from .context import HERE, MAX_FORM_PHOTOS, Web, form_field, web_of
 from .owedwords import rows_of
 from .record import CONDITIONS, KINDS, STATEMENT, local_input_to_iso
 from .signin import ENDED, ask_signin
@@ -116,7 +116,7 @@ async def signout(request: Request) -> Response:
     web = web_of(request)
     caller = signed_in(request, web)
     form = await request.form(max_files=0, max_fields=5)
-    check_csrf(web.secret, caller, _field(form, CSRF_FIELD))
+    check_csrf(web.secret, caller, form_field(form, CSRF_FIELD))
     if caller.session_id:
         web.users.end_session(caller.session_id)
     response = RedirectResponse("/", status_code=303)
@@ -237,21 +237,16 @@ def inspect_form(site_id: str, request: Request, clock: str | None = None) -> Re
     return page(web, request, "inspect.html", caller, **_form_context(web, caller, view, clock))
 
 
-def _field(form: FormData, name: str) -> str | None:
-    value = form.get(name)
-    return value.strip() if isinstance(value, str) else None
-
-
 def form_to_json(web: Web, person: str, site_id: str, form: FormData) -> dict[str, Any]:
     """The form's fields as the API's JSON (photos stored on the way, as ``person``'s)."""
     site = web.config.site(site_id)
     assert site is not None
     findings = []
     for p in site.practices:
-        cond = _field(form, f"p.{p.id}.condition") or ""
+        cond = form_field(form, f"p.{p.id}.condition") or ""
         if cond:
             findings.append({"practice": p.id, "condition": cond,
-                             "note": _field(form, f"p.{p.id}.note")})
+                             "note": form_field(form, f"p.{p.id}.note")})
     actions = [{"text": t, "due": d or None}
                for t, d in zip(form.getlist("ca_text"), form.getlist("ca_due"), strict=False)
                if isinstance(t, str) and t.strip() and isinstance(d, str)]
@@ -267,9 +262,9 @@ def form_to_json(web: Web, person: str, site_id: str, form: FormData) -> dict[st
         if name.startswith("fix."):
             caption = fix_caption(name[4:80])
         else:
-            caption = _field(form, "caption_" + name.removeprefix("photo_")) or None
+            caption = form_field(form, "caption_" + name.removeprefix("photo_")) or None
         photos.append({"sha256": stored.sha256, "caption": caption})
-    lat, lon, acc = (_field(form, n) for n in ("lat", "lon", "accuracy_m"))
+    lat, lon, acc = (form_field(form, n) for n in ("lat", "lon", "accuracy_m"))
     location = None
     if lat and lon:
         try:
@@ -277,13 +272,13 @@ def form_to_json(web: Web, person: str, site_id: str, form: FormData) -> dict[st
                         "accuracy_m": float(acc) if acc else None}
         except ValueError:
             raise Refused(422, "location: not a position") from None
-    at = _field(form, "inspected_at")
-    return {"inspectors": [n.strip() for n in (_field(form, "inspector") or "").split("&")
+    at = form_field(form, "inspected_at")
+    return {"inspectors": [n.strip() for n in (form_field(form, "inspector") or "").split("&")
                            if n.strip()],
             "inspected_at": local_input_to_iso(web.config, site_id, at) if at else None,
-            "kind": _field(form, "kind"), "findings": findings, "corrective_actions": actions,
+            "kind": form_field(form, "kind"), "findings": findings, "corrective_actions": actions,
             "resolves": [r for r in form.getlist("resolves") if isinstance(r, str)],
-            "notes": _field(form, "notes"), "photos": photos, "location": location,
+            "notes": form_field(form, "notes"), "photos": photos, "location": location,
             "certified": form.get("certified") == "on"}
 
 
@@ -297,11 +292,11 @@ async def inspect_post(site_id: str, request: Request) -> Response:
     except MultiPartException as exc:
         raise Refused(400, f"form: {exc.message}") from None
     # The token is checked before a single photo is stored.
-    check_csrf(web.secret, caller, _field(form, CSRF_FIELD))
+    check_csrf(web.secret, caller, form_field(form, CSRF_FIELD))
     from starlette.concurrency import run_in_threadpool
 
     from .api import KEY_RE, once
-    key = _field(form, "idempotency_key") or ""
+    key = form_field(form, "idempotency_key") or ""
     if not KEY_RE.fullmatch(key):
         raise Refused(400, "idempotency_key: missing; reload the form")
     data = await run_in_threadpool(form_to_json, web, caller.user.name, site_id, form)

@@ -35,7 +35,7 @@ from .auth import (
     signin_nonce,
     signin_refusal,
 )
-from .context import Web, web_of
+from .context import Web, form_field, web_of
 from .signin_mail import desk_of, normal_address
 
 router = APIRouter()
@@ -97,11 +97,6 @@ def _client(request: Request) -> str:
     return request.client.host if request.client else "?"
 
 
-def _field(form: FormData, name: str) -> str | None:
-    value = form.get(name)
-    return value.strip() if isinstance(value, str) else None
-
-
 # --------------------------------------------------------------------------- by mail
 
 
@@ -117,11 +112,11 @@ def signin_mail_page(request: Request) -> Response:
 async def signin_mail(request: Request) -> Response:
     web = web_of(request)
     form = await request.form(max_files=0, max_fields=5)
-    if signin_refusal(request, _field(form, SIGNIN_FIELD)) is not None:
+    if signin_refusal(request, form_field(form, SIGNIN_FIELD)) is not None:
         return ask_signin(web, request, status=403, title="Not sent",
                           message="This did not come from this app's own page, so nothing"
                                   " was sent. Enter your e-mail address again here.")
-    address = normal_address(_field(form, EMAIL_FIELD) or "")
+    address = normal_address(form_field(form, EMAIL_FIELD) or "")
     if address is None:
         return ask_signin(web, request, status=422, title="Not sent",
                           message="That is not an e-mail address (name@example.org);"
@@ -156,7 +151,7 @@ async def signin(token: str, request: Request) -> Response:
     web = web_of(request)
     _limit(request, web)
     form = await request.form(max_files=0, max_fields=5)
-    refusal = signin_refusal(request, _field(form, SIGNIN_FIELD))
+    refusal = signin_refusal(request, form_field(form, SIGNIN_FIELD))
     if refusal is not None:  # checked before the link is used: a refusal uses nothing up
         raise Refused(403, refusal, title="Sign-in refused")
     if web.failed_signins.full("signin"):
