@@ -31,7 +31,7 @@ PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist worksteal
 test: venv system-deps
 	$(PY) -m pytest -q $(PYTEST_PARALLEL) $(PYTEST_ARGS)
 
-# The reliability suite alone (issue 13, Build 4): the real daemon through outages,
+# The reliability suite alone: the real daemon through outages,
 # asserted by counts, one summary line per scenario. `make test` runs it too.
 test-reliability: venv system-deps
 	$(PY) -m pytest -q $(PYTEST_PARALLEL) tests/reliability $(PYTEST_ARGS)

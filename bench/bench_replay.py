@@ -7,7 +7,7 @@ Times, on the same synthetic gauge (seeded, mostly dry, about 60 storms):
                  in Python;
 * ``streaming``  ``GaugeFold`` through a ``Timeline`` over every reading, as
                  the daemon and ``stormwatch replay`` run it (§ 134-9A(2)
-                 storm rule, DESIGN § 4);
+                 storm rule, monitor/README.md, "The rules");
 * ``backtest``   ``monitor.engine.rain_columns.storm_events`` over the same readings as
                  a DataFrame;
 * ``replay``     optionally, the whole ``stormwatch replay`` command over the

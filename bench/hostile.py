@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark the costs of issue 13's defences against hostile input.
+"""Benchmark the costs of the defences against hostile input.
 
 Two measurements, each as a ratio against a baseline run in the same session
 (the machine is shared; absolute seconds do not carry over):
@@ -50,7 +50,7 @@ _OLD = [
 
 
 def old_redact(text: str) -> str:
-    """``redact`` before issue 13: quadratic on a long run of letters."""
+    """``redact`` as it was before its rewrite: quadratic on a long run of letters."""
     for pattern in _OLD:
         text = pattern.sub(lambda m: f"{m.group('pre')}***{m.group('post')}", text)
     return text

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark "drain": how fast the daemon empties a backlog of readings held by the broker.
 
-The situation is the one DESIGN § 2 is built for: the daemon was down (an
+The situation is the one monitor/README.md, "Architecture" is built for: the daemon was down (an
 upgrade, a reboot) while the sensor nodes went on publishing, and Mosquitto
 kept every QoS 1 message in the daemon's persistent session. When the daemon
 comes back, how long until every one of those readings is in the journal
@@ -194,7 +194,7 @@ def make_readings(sites: list[Site], total: int, end_s: int, seed: int = 2026
                   ) -> list[tuple[str, bytes]]:
     """``total`` readings, one a minute per sensor up to ``end_s``, in time order.
 
-    Gauges publish their counter every minute (dry ones too, DESIGN § 3);
+    Gauges publish their counter every minute (dry ones too, sensors/README.md, "MQTT contract");
     a quarter of them get a storm of 0.6 to 1.5 in that qualifies. Probes
     read 6 to 10 NTU, the downstream one a little more; a fifth of the pairs
     exceed the contrast limit for half an hour. Sediment creeps upward with

@@ -1,6 +1,6 @@
-"""The node's configuration schema (DESIGN § 10): the pydantic models.
+"""The node's configuration schema (sensors/README.md, "Sensor node"): the pydantic models.
 
-The names are the contract of DESIGN § 10; ``config/node.example.yaml``
+The names are the contract of sensors/README.md, "Sensor node"; ``config/node.example.yaml``
 documents every option with its default. Models are frozen and reject unknown
 keys, like the daemon's. Reading the file and turning pydantic's errors into
 ``path.to.field: message`` lines is ``configfile.py``.

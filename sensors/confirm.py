@@ -1,5 +1,5 @@
-"""The node's side of end-to-end confirmation (DESIGN § 3, § 10): when to send again,
-when to fall back to deleting on PUBACK.
+"""The node's side of end-to-end confirmation (sensors/README.md, "MQTT contract";
+sensors/README.md, "Sensor node"): when to send again, when to fall back to deleting on PUBACK.
 
 The daemon publishes, per sensor, the retained ``{prefix}/{site}/{sensor}/journaled``
 message ``{"seq": N, "at": ...}``: every reading of that sensor up to N that

@@ -1,4 +1,4 @@
-"""The payload fields of DESIGN § 3 by sensor kind: what a node may publish.
+"""The payload fields of sensors/README.md, "MQTT contract" by sensor kind: what a node may publish.
 
 Kept here, not imported from the daemon, because the node is the other side
 of the wire; ``tests/test_node_*`` check every payload against the daemon's
@@ -31,7 +31,8 @@ DECIMALS: Final[Mapping[str, int]] = {
     "precip_in": 3, "ntu": 2, "temp_c": 2, "depth_in": 2, "distance_in": 2, "battery_v": 3,
 }
 
-#: A reading of each kind is published only with one of these (DESIGN § 3 "required").
+#: A reading of each kind is published only with one of these (sensors/README.md, "MQTT contract"
+#: "required").
 REQUIRED_ANY: Final[Mapping[str, frozenset[str]]] = {
     "rain": frozenset({"tips_total", "precip_in"}),
     "turbidity": frozenset({"ntu"}),

@@ -1,4 +1,5 @@
-"""Topics and payloads of the MQTT contract (DESIGN § 3), as the node writes them.
+"""Topics and payloads of the MQTT contract (sensors/README.md, "MQTT contract"), as the node writes
+them.
 
 ``{prefix}/{site}/{sensor}/reading`` carries one reading: ``ts`` (ISO 8601,
 UTC, ``Z``), ``seq`` and the sensor's fields. ``{prefix}/{site}/{sensor}/status``

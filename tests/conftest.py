@@ -1,4 +1,5 @@
-"""Shared fixtures: real services the integration tests start themselves (DESIGN § 9).
+"""Shared fixtures: real services the integration tests start themselves (monitor/README.md,
+"Development").
 
 ``mosquitto`` is a started broker on a free port of 127.0.0.1, stopped at
 teardown; ``make_mosquitto(**options)`` makes more, or one with options (see
@@ -88,7 +89,7 @@ def mosquitto(make_mosquitto: MakeMosquitto) -> Mosquitto:
 
 
 #: Set by ``.ci/run``: a skip for a missing service or tool fails the test, so CI
-#: cannot go green with the integration tests skipped (issue 13, item 7).
+#: cannot go green with the integration tests skipped.
 REQUIRE_ENV = "STORMWATCH_REQUIRE_SERVICES"
 #: Skips that stay skips under it: what no CI machine can offer (a permission
 #: check is meaningless as root; a container that may not mount a filesystem).

@@ -1,4 +1,4 @@
-"""The commands of ``stormwatch`` (DESIGN § 6), one module per family.
+"""The commands of ``stormwatch`` (README.md, "Commands"), one module per family.
 
 ``cli.py`` builds the argument parser and runs one of them; each ``cmd_*``
 takes the parsed arguments and returns the exit code. ``common.py`` holds what

@@ -1,6 +1,6 @@
 """What every command shares: exit codes, one-line errors, the output, the state.
 
-Exit codes (DESIGN § 6): 0 ok, 1 a check failed, 2 bad usage or bad
+Exit codes (README.md, "Commands"): 0 ok, 1 a check failed, 2 bad usage or bad
 configuration. A user error is one readable line on stderr, never a traceback:
 a command raises ``UserError`` and ``cli.main`` prints it.
 

@@ -1,4 +1,4 @@
-"""Commands on files: ``check-config``, ``replay``, ``backtest``, ``acl`` (DESIGN § 6).
+"""Commands on files: ``check-config``, ``replay``, ``backtest``, ``acl`` (README.md, "Commands").
 
 None of them touches the state directory. What they can meet is a bad file
 (a configuration with mistakes, a CSV that is not UTF-8 or names a column

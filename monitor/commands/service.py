@@ -1,5 +1,5 @@
 """Commands that run something: ``run`` (the daemon), ``demo``, ``notify-test``
-(DESIGN § 6).
+(README.md, "Commands").
 
 ``run`` checks its ``state_dir`` before the daemon starts: the daemon creates
 the directory, takes the lock and opens the database deep inside its start,

@@ -1,5 +1,5 @@
 """Commands on the state database: ``status``, ``inspect``, ``site close``, ``logbook``
-(export, verify, anchor), ``report`` (DESIGN § 6).
+(export, verify, anchor), ``report`` (README.md, "Commands").
 
 Each refuses an unusable ``state_dir`` or a missing database with one line
 naming the path (``common.require_database``): no data is not an all clear,

@@ -81,7 +81,7 @@ def as_mapping(data: Any) -> Mapping[str, Any]:
 
 # --------------------------------------------------------------------------- numbers in messages
 
-#: Units said after a number, from the end of a field's name (DESIGN § 7: units
+#: Units said after a number, from the end of a field's name (config/README.md: units
 #: are in the names); (singular, plural).
 _UNITS: dict[str, tuple[str, str]] = {
     "_hours": ("hour", "hours"), "_minutes": ("minute", "minutes"), "_days": ("day", "days"),

@@ -75,7 +75,8 @@ BOUNDS: tuple[Bound, ...] = (
 )
 
 
-#: What every view says of a site with the storm duty and no rain gauge (DESIGN § 4).
+#: What every view says of a site with the storm duty and no rain gauge (monitor/README.md, "The
+#: rules").
 NO_GAUGE = "storm duty not monitored: no rain gauge"
 
 
@@ -142,7 +143,7 @@ def warnings(config: Config) -> list[str]:
 
 
 def gauge_reporting(site: SiteConfig) -> list[str]:
-    """DESIGN § 4: an ``on_tip`` gauge is silent whenever it is dry, so without
+    """monitor/README.md, "The rules": an ``on_tip`` gauge is silent whenever it is dry, so without
     ``heartbeat_minutes`` a dead one cannot be told from a dry one (its health is
     ``unknown``); ``heartbeat_minutes`` on an ``interval`` gauge is never used."""
     found = []

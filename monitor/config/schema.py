@@ -4,8 +4,8 @@ The rules' parameters per site are in ``siterules.py``, the base model and
 field types in ``base.py``; this module puts them together (sites, services,
 the whole file), and the package re-exports it.
 
-Every default here is a default of DESIGN § 4, and the field names are the
-contract of DESIGN § 7 (``config/example.yaml`` is the documented reference).
+Every default here is a default of monitor/README.md, "The rules", and the field names are the
+contract of config/README.md (``config/example.yaml`` is the documented reference).
 Reading the file (YAML, ``${ENV_VAR}``, secrets from ``*_file`` fields,
 ``STORMWATCH_*`` overrides, one error line per problem) is ``file.py``.
 
@@ -64,7 +64,7 @@ CLOCK_CONDITIONS = frozenset({"A", "B", "C"})
 
 SENSOR_KINDS = ("rain", "turbidity", "sediment")
 
-#: Prefix of the environment variables that override the file (DESIGN § 7).
+#: Prefix of the environment variables that override the file (config/README.md).
 ENV_PREFIX = "STORMWATCH_"
 
 # --------------------------------------------------------------------------- services
@@ -120,7 +120,7 @@ Tag = Annotated[str, Field(pattern=ID_PATTERN)]
 
 
 def _route_problems(data: Any) -> list[Problem]:
-    """Route keys must name a § 5 event type (or one of its variants): a typo
+    """Route keys must name an event type of the vocabulary (or one of its variants): a typo
     would otherwise silence an alert without a word. Read from the raw input,
     so a bad tag elsewhere in the routes does not hide a bad key."""
     routes = as_mapping(data).get("routes")
@@ -144,7 +144,8 @@ class NotifyTarget(Model):
 
 
 class NotifyConfig(Model):
-    """Alert delivery (DESIGN § 7, ``monitor/notify``): targets, routes, retries, escalation."""
+    """Alert delivery (config/README.md, ``monitor/notify``): targets, routes, retries,
+    escalation."""
 
     targets: list[NotifyTarget] = Field(default_factory=list)
     config_file: str | None = None
@@ -277,7 +278,7 @@ class SiteConfig(Model):
     def heartbeat_sensors(self, sensor: SensorConfig) -> tuple[str, ...]:
         """The sensors whose ``status`` is a sign of life of ``sensor``: itself, and for
         an ``on_tip`` gauge with ``heartbeat_minutes`` every sensor of its ``node``
-        (a node's status is its heartbeat, DESIGN § 4)."""
+        (a node's status is its heartbeat, monitor/README.md, "The rules")."""
         if not (sensor.on_tip and sensor.heartbeat_minutes is not None and sensor.node):
             return (sensor.id,)
         return (sensor.id, *(s.id for s in self.sensors
@@ -374,8 +375,8 @@ class DaemonConfig(Model):
 
 
 class DeadLettersConfig(Model):
-    """The dead-letter table (rejected messages, DESIGN § 3), bounded so that a
-    misbehaving or malicious node cannot fill the disk with it."""
+    """The dead-letter table (rejected messages, sensors/README.md, "MQTT contract"), bounded so
+    that a misbehaving or malicious node cannot fill the disk with it."""
 
     #: The table's size cap in MiB; past it the oldest dead letters are pruned
     #: (counted: ``status --json`` ``ingest.dead_letters_pruned``). Each keeps the

@@ -1,6 +1,7 @@
-"""The parameters of the § 4 domain rules, per site: storm detection, sensors,
-turbidity pairs and sediment traps (DESIGN § 4 and § 7; ``config.py`` puts them
-together into sites). Every default is a default of DESIGN § 4.
+"""The parameters of the domain rules, per site: storm detection, sensors,
+turbidity pairs and sediment traps (monitor/README.md, "The rules" and
+config/README.md; ``config.py`` puts them together into sites).
+Every default is a default of monitor/README.md, "The rules".
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from .base import Fraction01, Id, Model, NonNegativeFloat, PositiveFloat, Proble
 
 
 class RainRules(Model):
-    """Storm detection and storm-clock parameters (DESIGN § 4, § 134-9A(2))."""
+    """Storm detection and storm-clock parameters (monitor/README.md, "The rules", § 134-9A(2))."""
 
     # At least one tip of a 0.01 in gauge, and at least a minute of dry gap: smaller
     # values round to nothing in the engine's integer micro-inches and milliseconds.
@@ -36,7 +37,7 @@ _KIND_FIELDS = {"in_per_tip": "rain", "counter_bits": "rain", "max_ntu": "turbid
 _KIND_FIELDS_SET = {"reporting": "rain", "debounce_s": "rain", "max_rate_in_per_hour": "rain",
                     "unit": "turbidity"}
 
-#: DESIGN § 4 "Sediment traps": the largest change of sediment depth between two
+#: monitor/README.md, "Sediment traps": the largest change of sediment depth between two
 #: consecutive readings that can be true (unless sustained for ``median_of`` readings).
 DEFAULT_MAX_STEP_IN = 12.0
 
@@ -69,7 +70,7 @@ class SensorConfig(Model):
     #: The node (Pi) carrying the sensor: sensors naming one node share its MQTT
     #: account in ``stormwatch acl`` (a node publishes for all its sensors).
     node: Id | None = None
-    #: How a rain gauge talks (DESIGN § 4 "Silence is not dry weather"): ``interval``
+    #: How a rain gauge talks (monitor/README.md, "Silence is not dry weather"): ``interval``
     #: publishes its counter every interval, rain or not, so a silence is no dry
     #: weather; ``on_tip`` publishes only when the bucket tips, so a silence is dry.
     reporting: Literal["interval", "on_tip"] = "interval"
@@ -127,7 +128,8 @@ class SensorConfig(Model):
 
     @property
     def max_step_in_value(self) -> float:
-        """The largest depth step of a sediment sensor that can be true (DESIGN § 4)."""
+        """The largest depth step of a sediment sensor that can be true (monitor/README.md, "The
+        rules")."""
         return self.max_step_in if self.max_step_in is not None else DEFAULT_MAX_STEP_IN
 
     @property
@@ -179,7 +181,7 @@ class TurbidityPair(Model):
         return self
 
 
-#: The dimensions each trap shape is computed from (DESIGN § 4).
+#: The dimensions each trap shape is computed from (monitor/README.md, "The rules").
 _SHAPE_FIELDS: dict[str, tuple[str, ...]] = {
     "rectangular": ("bottom_length_ft", "bottom_width_ft"),
     "trapezoidal": ("bottom_length_ft", "bottom_width_ft", "side_slope"),

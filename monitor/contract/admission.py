@@ -1,7 +1,7 @@
 """The one ingest rule: which well-formed inputs are taken, in the daemon and in replay.
 
-DESIGN § 3: one input gives the same events and the same rejections by reason
-in the daemon (MQTT) and in ``replay`` (CSV). This module holds the parts of
+sensors/README.md, "MQTT contract": one input gives the same events and the same rejections by
+reason in the daemon (MQTT) and in ``replay`` (CSV). This module holds the parts of
 that rule that are not about one message alone; both paths run this code.
 
 Theory of operation

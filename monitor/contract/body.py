@@ -1,4 +1,4 @@
-"""The base of every event body: a frozen dataclass of one § 5 type's own fields,
+"""The base of every event body: a frozen dataclass of one event type's own fields,
 and how it becomes JSON and back (``events.py`` holds the vocabulary itself).
 
 A body's JSON has every field without a default (the contract's, null
@@ -14,12 +14,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-#: Field metadata: a field of the § 5 contract, in the JSON even when null.
+#: Field metadata: a field of the event contract, in the JSON even when null.
 CONTRACT = "contract"
 
 
 def contract_field() -> Any:
-    """A § 5 field added to a type later: null unless set, always in the JSON, and
+    """A field of the vocabulary added to a type later: null unless set, always in the JSON, and
     absent from older records (which then read as null)."""
     return dataclasses.field(default=None, metadata={CONTRACT: True})
 

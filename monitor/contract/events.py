@@ -1,6 +1,6 @@
-"""Domain events: the one vocabulary of DESIGN § 5, as types.
+"""Domain events: the one vocabulary of monitor/README.md, "Events", as types.
 
-Each § 5 event type is a frozen dataclass of its own fields (a *body*:
+Each event type of the vocabulary is a frozen dataclass of its own fields (a *body*:
 ``StormQualified``, ``TrapCleanoutRequired`` ...), built by the rule that
 concludes it, so a misspelt or missing field is a type error where the event
 is made, and consumers read attributes. ``EVENT_TYPES`` maps each type name to
@@ -67,7 +67,7 @@ class StormQualified(Body):
     max_24h_in: float
     due: str | None
     #: Of ``total_in``, the inches of unknown timing: rain a gauge revealed when it
-    #: came back from a silence (DESIGN § 4 "Silence is not dry weather").
+    #: came back from a silence (monitor/README.md, "Silence is not dry weather").
     uncertain_in: float
     #: The gauges that counted (``gauges: all``/``mean`` leave out the stale ones).
     gauges: tuple[str, ...]
@@ -75,8 +75,8 @@ class StormQualified(Body):
     mode: str
     clock_id: str | None = None
     informational: bool | None = None
-    #: Qualified at a reading that revealed rain after a silence (DESIGN § 4): it may
-    #: have qualified as early as the silence began (this), and the inspection may be
+    #: Qualified at a reading that revealed rain after a silence (monitor/README.md, "The rules"):
+    #: it may have qualified as early as the silence began (this), and the inspection may be
     #: due as early as ``due_not_before``. Both null otherwise.
     qualified_not_before: str | None = contract_field()
     due_not_before: str | None = contract_field()
@@ -306,8 +306,8 @@ class TrapCleanoutRequired(Body):
     sensor: str
     threshold: float
     repeat: int
-    #: A repeat concluded while the trap's sensor is faulty (DESIGN § 4) names the
-    #: fault's ``reason``: the fill is then the last valid one.
+    #: A repeat concluded while the trap's sensor is faulty (monitor/README.md, "The rules") names
+    #: the fault's ``reason``: the fill is then the last valid one.
     fault: str | None = None
 
 
@@ -326,8 +326,8 @@ class TrapCleaned(Body):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SensorFault(Body):
-    """A reading that cannot be true (DESIGN § 4): kept in the journal, left out of the
-    rule, reported once per episode (a run of such readings) from ``since`` on.
+    """A reading that cannot be true (monitor/README.md, "The rules"): kept in the journal, left out
+    of the rule, reported once per episode (a run of such readings) from ``since`` on.
 
     ``reason`` ``beyond_bottom``: the depth is below the trap bottom (``distance_in``
     above ``sensor_height_in``, or a negative ``depth_in``); ``above_max_fill``: the
@@ -393,7 +393,8 @@ EVENT_TYPES: dict[str, type[Body]] = {cls.TYPE: cls for cls in (
     BatteryLow, CounterReset, BackgroundMissing, Pegged, SensorFault, ProbesSuspect,
     TurbidityUnmonitored, TurbidityMonitored, StormForecast, GaugeDisagrees,
     CorrectiveActionSent, CorrectiveActionDone)}
-#: Each event type's fields (DESIGN § 5 and what the rules add), read off the types.
+#: Each event type's fields (monitor/README.md, "Events" and what the rules add), read off the
+#: types.
 EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     name: tuple(f.name for f in dataclasses.fields(cls)) for name, cls in EVENT_TYPES.items()}
 _INTERNAL: dict[str, type[Body]] = {GaugeQualified.TYPE: GaugeQualified,
@@ -447,7 +448,8 @@ class Fact:
 
 @dataclass(frozen=True, slots=True)
 class Event:
-    """A published fact with its revision (DESIGN § 2: latest revision wins)."""
+    """A published fact with its revision (monitor/README.md, "Architecture": latest revision
+    wins)."""
 
     fact: Fact
     revision: int = 0

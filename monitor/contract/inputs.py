@@ -1,5 +1,5 @@
 """What goes into the engine: accepted readings, status messages and inspections, and
-what the weather sources fetched (a forecast, reference observations: DESIGN § 12).
+what the weather sources fetched (a forecast, reference observations: monitor/README.md, "Weather").
 
 These are already validated by the shell (``monitor.sources.rules``); the engine
 trusts their types and ranges and looks only at event time (``ts_ms``).

@@ -5,7 +5,7 @@ One convention for everything printed for people (``status``, ``report``,
 site's local time to the minute, with the zone's abbreviation, so that a
 reader never has to convert from UTC nor wonder which zone is meant. Machine
 formats (``--format jsonl``, ``status --json``, the CSV's ``*_at`` columns)
-keep ISO 8601 UTC (DESIGN § 5).
+keep ISO 8601 UTC (monitor/README.md, "Events").
 
 Never an exception. What is formatted here comes, in the end, from rows of the
 append-only log book, some written by older versions or taken from a camera's

@@ -1,4 +1,5 @@
-"""Why an input was rejected: the reason codes of DESIGN § 3, and a rejection.
+"""Why an input was rejected: the reason codes of sensors/README.md, "MQTT contract", and a
+rejection.
 
 The codes are a contract: the same spelling appears in the dead-letter table,
 the logs, ``status --json`` (``ingest.rejected``) and ``replay``'s counts. The
@@ -13,7 +14,7 @@ from enum import Enum
 
 
 class RejectReason(str, Enum):
-    """Why an input was rejected: one code per rejection of DESIGN § 3.
+    """Why an input was rejected: one code per rejection of sensors/README.md, "MQTT contract".
 
     Member names are the codes themselves, so the same spelling appears in
     code, logs, the dead-letter table and ``status --json`` (``ingest.rejected``).
@@ -38,20 +39,20 @@ class RejectReason(str, Enum):
     no_timezone = "no_timezone"
     future_timestamp = "future_timestamp"  # > 5 minutes after the reference time
     too_old = "too_old"                    # older than the site's lateness_days
-    #: An *inspection* dated > 5 minutes ahead (DESIGN § 3 names it apart: it
-    #: would close clocks and settle notices before their time).
+    #: An *inspection* dated > 5 minutes ahead (sensors/README.md, "MQTT contract" names it apart:
+    #: it would close clocks and settle notices before their time).
     future = "future"
     #: An *inspection* without ``ts``: an inspection is a fact of its own time, and
     #: stamping it with its arrival would make every redelivered or retained copy a
-    #: new inspection that closes clocks nobody inspected for (DESIGN § 3).
+    #: new inspection that closes clocks nobody inspected for (sensors/README.md, "MQTT contract").
     missing_ts = "missing_ts"
     #: An *inspection* the broker delivered from its retained store: the copy every
     #: new subscription gets again, at every daemon restart, is never a record.
     retained = "retained"
     bad_value = "bad_value"                # wrong type (a string for ntu, 1.5 tips)
-    #: A reading whose ``seq`` this sensor already used for another body (DESIGN
-    #: § 3). Found by the journal commit, which knows what was sent before, not
-    #: by ``parse_message``.
+    #: A reading whose ``seq`` this sensor already used for another body
+    #: (sensors/README.md, "MQTT contract"). Found by the journal commit, which knows what was sent
+    #: before, not by ``parse_message``.
     seq_conflict = "seq_conflict"
 
     def __str__(self) -> str:

@@ -1,6 +1,6 @@
 """The keys alerts are routed by: every event type, and the variants of a few.
 
-A route (``notify.routes`` in the configuration, DESIGN § 7) maps a key to
+A route (``notify.routes`` in the configuration, config/README.md) maps a key to
 tags. The key is an event type, or for the types whose route depends on one
 field, ``type.value`` (``clock_closed.late``). The configuration checks its
 routes against these keys, and the notifier routes by them, so both live here

@@ -1,4 +1,4 @@
-"""The weather events of DESIGN § 12: a forecast storm, and a gauge its reference
+"""The weather events of monitor/README.md, "Weather": a forecast storm, and a gauge its reference
 disagrees with. Bodies like the rest of the vocabulary (``events.py`` lists them
 in ``EVENT_TYPES``); concluded by ``monitor/engine/weather.py``.
 """

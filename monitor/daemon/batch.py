@@ -1,6 +1,7 @@
 """One batch of MQTT messages, from the queue to the engine: the daemon's hot path.
 
-In this order, and only in this order (DESIGN § 2, § 3):
+In this order, and only in this order (monitor/README.md, "Architecture"; sensors/README.md, "MQTT
+contract"):
 
 1. parse each message (``sources/parse.py``), an inspection's photos as their
    stored files say (``host/evidence.py``); rejects are noted for the reject

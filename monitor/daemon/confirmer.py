@@ -1,7 +1,7 @@
 """The daemon's side of end-to-end confirmation: noting commits, publishing ``journaled``.
 
 The rule (what N is) is ``sources/confirm.py``; this module is the shell
-around it, and keeps to DESIGN § 3:
+around it, and keeps to sensors/README.md, "MQTT contract":
 
 * **Never before the commit.** ``committed`` is called by ``Daemon.ingest_batch``
   only after the journal commit of the batch returned; a batch whose commit

@@ -6,7 +6,7 @@ The shell around the engine, and nothing clever:
   demo) hands messages over through a bounded queue;
 * this module's loop takes a batch from the queue, parses it, commits accepted
   readings to the journal and rejects to the dead-letter table in one
-  transaction, then acknowledges the batch to the broker (DESIGN § 2: the
+  transaction, then acknowledges the batch to the broker (monitor/README.md, "Architecture": the
   journal commit comes first, always);
 * it applies the batch's readings, just committed, to the engine straight
   from memory (``host.EngineHost``), and before them any journal rows another

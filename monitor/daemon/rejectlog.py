@@ -1,6 +1,6 @@
 """The daemon's reject log: each (sensor, reason) logged at most once a minute.
 
-Every reject is counted and dead-lettered (DESIGN § 3) whatever is logged;
+Every reject is counted and dead-lettered (sensors/README.md, "MQTT contract") whatever is logged;
 the log is for a person watching, who needs one line per broken node, not one
 per message. What hostile input puts into a line is cut short (``logs.clip``).
 """
@@ -15,7 +15,8 @@ from ..logs import clip
 
 
 class RejectLog:
-    """Log each (sensor, reason) at most once a minute (DESIGN § 3); the caller counts.
+    """Log each (sensor, reason) at most once a minute (sensors/README.md, "MQTT contract"); the
+    caller counts.
 
     The memory of what was logged when is bounded twice, so that a flood of
     distinct topics (5 000 unique ones grew it by 9.7 MB) cannot grow it:

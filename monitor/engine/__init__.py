@@ -1,4 +1,4 @@
-"""The sans-I/O compliance engine: readings and ticks in, DESIGN § 5 events out.
+"""The sans-I/O compliance engine: readings and ticks in, monitor/README.md, "Events" events out.
 
 Nothing in this package touches sockets, files or the wall clock; the daemon,
 ``replay`` and the demo drive the very same ``Engine``.

@@ -108,7 +108,8 @@ class Clock:
 
 def is_overdue(due_ms: int | None, now_ms: int) -> bool:
     """Past due at ``now_ms``: an inspection at ``due`` itself still meets the clock
-    (closed on or before due is ``met``, DESIGN § 4), so only after it is late. The one
+    (closed on or before due is ``met``, monitor/README.md, "The rules"), so only after it is late.
+    The one
     rule of lateness that ``status``, the exporter and the report share."""
     return due_ms is not None and now_ms > due_ms
 
@@ -432,7 +433,7 @@ def recorded_body(insp: Inspection, closes: tuple[str, ...], backdated: bool
         inspectors=insp.names, credentials=insp.credentials,
         resolves=insp.resolves, notes=insp.notes or None,
         # The field app's evidence; a web inspection lists its photos even when there
-        # are none (§ 5).
+        # are none (monitor/README.md, "Events").
         photos=tuple(p.to_json() for p in insp.photos)
         if insp.photos or insp.via == "web" else None,
         location=insp.location.to_json() if insp.location else None,

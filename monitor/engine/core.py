@@ -26,7 +26,7 @@ Bounded memory (a season is months). Each time a site's newest event time
 enters a new ``COMPACT_EVERY_MS`` block, the engine moves that site's
 *horizon* up to ``lateness_days`` plus a day before it: input older than that
 is refused from then on, so what it decided is final. Each site by its own
-newest input, as the ingest rule judges ``too_old`` (DESIGN § 3): a replay
+newest input, as the ingest rule judges ``too_old`` (sensors/README.md, "MQTT contract"): a replay
 file grouped by site feeds a site whose rows are older than another's newest,
 and none of them may be refused for that. The timelines drop their checkpoints and facts before the
 horizon, the clocks settle what is closed before it, and the published record
@@ -80,7 +80,7 @@ from .timeline import bucket_of
 from .turbidity import PairFold
 from .window import MemoryWindow, Window
 
-#: Readings this much older than the newest are counted as late (DESIGN § 4).
+#: Readings this much older than the newest are counted as late (monitor/README.md, "The rules").
 LATE_NOTE_MS = MS_PER_HOUR
 #: Compaction keeps a day beyond the lateness bound, so a reading the shell
 #: accepted (checked against its own reference clock) always lands after the base.

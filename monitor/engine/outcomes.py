@@ -1,4 +1,4 @@
-"""What became of each storm: its § 5 events read back, and its inspection's outcome.
+"""What became of each storm: its events read back, and its inspection's outcome.
 
     "... within 24 hours of any storm event producing 0.5 inch of precipitation or
     more."  — Chapter 134, § 134-9A(2)

@@ -2,7 +2,7 @@
 of precipitation or more").
 
 A storm event is a run of rain separated from the next by at least
-``dry_gap_hours`` without rain (DESIGN § 4); it ends, in event time, once that
+``dry_gap_hours`` without rain (monitor/README.md, "The rules"); it ends, in event time, once that
 gap has passed after its last rain. How it *qualifies* depends on ``mode``:
 
 ``event_total`` [default] the event's cumulative depth reaches the threshold:
@@ -459,8 +459,8 @@ def wrap_is_plausible(implied_micro: int, max_rate_in_per_hour: float, gap_ms: i
 
 def revealed_due(not_before_ms: int | None, qualified_ms: int, start_ms: int | None,
                  due_ms: int | None, within_ms: int, clock_start: str) -> int | None:
-    """``due_not_before`` of a storm clock (DESIGN § 4): for a storm that qualified on
-    revealed rain, the deadline counted from the silence's start (``not_before_ms``),
+    """``due_not_before`` of a storm clock (monitor/README.md, "The rules"): for a storm that
+    qualified on revealed rain, the deadline counted from the silence's start (``not_before_ms``),
     when the rain may have qualified it (``clock_start: qualified``) or ended it
     (``event_end``, when the revealing reading is the storm's end; a later end is
     certain, and the deadline is ``due_ms``). None for every other storm."""

@@ -8,7 +8,7 @@ one-minute data for many gauges at once, where a Python step per reading is
 the whole cost. This module answers it with array operations and gives the
 *same* storm events, to the micro-inch and the millisecond: same event ids,
 start, end, totals, and the same ``qualified_at`` for all three ``mode`` s of
-DESIGN § 4.
+monitor/README.md, "The rules".
 
 Theory of operation
 -------------------
@@ -238,7 +238,7 @@ def _events(obs: _Observations, gap_ms: int) -> _EventIndex:
     """Segment observations into storm events.
 
     An event is "a run of rain separated from the next by at least
-    ``dry_gap_hours`` without any rain" (DESIGN § 4): a boundary wherever the
+    ``dry_gap_hours`` without any rain" (monitor/README.md, "The rules"): a boundary wherever the
     gauge changes or consecutive rain is ``>= gap_ms`` apart. The event of
     each observation is a ``cumsum`` over the boundaries.
     """

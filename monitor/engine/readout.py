@@ -13,7 +13,7 @@ Two answers, both frozen dataclasses with times in integer milliseconds:
 ``SiteNow``      the same site judged at one instant (``summary.status_at``):
                  the clocks open then, hours left, which sensors are stale, the
                  weeks missed. ``SiteNow.to_json()`` is the site object of
-                 ``status --json`` (DESIGN § 6), key for key.
+                 ``status --json`` (README.md, "Commands"), key for key.
 
 Each type has one ``to_json`` (and the recorded ones one ``from_json``), so
 the JSON the store keeps and the JSON ``status --json`` prints have one
@@ -341,7 +341,7 @@ class ActionNow:
 
 @dataclass(frozen=True, slots=True)
 class SiteNow:
-    """A site at one instant: the site object of ``status --json`` (DESIGN § 6)."""
+    """A site at one instant: the site object of ``status --json`` (README.md, "Commands")."""
 
     name: str | None
     condition: str

@@ -18,7 +18,7 @@ closes it; the next clock starts when the pause ends.
 
 A clock exists only once its start is reached: the chain stops at *now*, so a
 pause planned for next year, or an ``active_since`` next month, shows no clock
-of then before then (DESIGN § 4: "a clock is listed only once it exists").
+of then before then (monitor/README.md, "The rules": "a clock is listed only once it exists").
 
 Clock ids are ``routine-<start>``, and unique: a second clock starting at the
 same instant (an inspection at the very start of the chain) gets ``#2``.

@@ -1,4 +1,4 @@
-"""What a sediment reading says: a depth, or a sensor fault (DESIGN § 4 "Sediment traps").
+"""What a sediment reading says: a depth, or a sensor fault (monitor/README.md, "Sediment traps").
 
 A range finder over a trap sees the water, a leaf, the excavator's bucket or
 nothing at all; a depth logger drifts. § 134-9A(1) ("Sediment shall be removed
@@ -109,7 +109,7 @@ class Outcome:
 
 
 class SedimentCheck:
-    """The sensor-fault rules of DESIGN § 4 for one trap's sediment sensor."""
+    """The sensor-fault rules of monitor/README.md, "The rules" for one trap's sediment sensor."""
 
     def __init__(self, trap: TrapConfig, sensor: SensorConfig) -> None:
         height = sensor.sensor_height_in

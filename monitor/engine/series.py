@@ -3,7 +3,7 @@
 A plot must never contradict an alert, so the report's plots and the InfluxDB
 exporter's derived measurements do not recompute anything: they attach a
 *sampler* to each timeline (``timeline.Observer``) and take the fold's own
-state after each step (DESIGN: domain math lives in the engine only).
+state after each step (monitor/README.md, "Principles": domain math lives in the engine only).
 
 ``StormSample``     a gauge's open storm event after each rain reading: the
                     rain of the instant, the running total, the event's rain

@@ -11,7 +11,7 @@ times each gauge was stale (``gauges: all`` and ``mean`` leave those out), and
 ``qualifying_storms`` says which site storms qualify, for ``clocks.py`` to open
 a storm clock each.
 
-Site storms (DESIGN § 4 "Site storms from several gauges"). Each gauge has
+Site storms (monitor/README.md, "Site storms from several gauges"). Each gauge has
 its own storm events; an event's *extent* runs from its start to its last
 rain plus the dry gap (the time within which more rain would have been the
 same storm). Taken in the order they qualify, a qualifying gauge event opens a

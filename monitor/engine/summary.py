@@ -128,7 +128,7 @@ def judged_at(summary: SiteSummary | Mapping[str, Any], wall_ms: int) -> int:
 
 
 def status_at(summary: SiteSummary, now_ms: int) -> SiteNow:
-    """The site at ``now_ms`` (DESIGN § 6).
+    """The site at ``now_ms`` (README.md, "Commands").
 
     A recorded summary is read at ``judged_at(summary, wall_ms)``, not at the
     wall clock alone; an engine's own summary (``site_now``) at any instant.
@@ -137,7 +137,8 @@ def status_at(summary: SiteSummary, now_ms: int) -> SiteNow:
     missed = summary.missed_weeks_settled
     for c in summary.clocks:
         if c.started_ms > now_ms:
-            continue  # not begun: a clock is listed only once it exists (DESIGN § 4)
+            # Not begun: a clock is listed only once it exists (monitor/README.md, "The rules").
+            continue
         due = c.due_ms
         ended = [t for t in (c.closed_ms, c.ends_ms) if t is not None]
         weeks = 0

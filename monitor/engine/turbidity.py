@@ -52,7 +52,7 @@ two from being ``exceeded`` at once.
 without a background, ``pegged`` once per run of readings of one probe at or
 above its full scale (``max_ntu``). A pegged downstream reading is still
 compared as read: it can only understate the contrast. A pegged *upstream*
-reading is no usable background (DESIGN § 4): the true background is
+reading is no usable background (monitor/README.md, "The rules"): the true background is
 somewhere above full scale, unknown, and the contrast with it would be an
 invention; the downstream reading goes to the absolute episode instead, as
 when no upstream reading exists (``pegged`` has said why, so no

@@ -1,4 +1,5 @@
-"""Weather rules (DESIGN § 12): a storm in the forecast, and a gauge its reference disagrees with.
+"""Weather rules (monitor/README.md, "Weather"): a storm in the forecast, and a gauge its reference
+disagrees with.
 
 § 134-9A(2) asks for an inspection "within 24 hours of any storm event producing
 0.5 inch of precipitation or more". The site's own gauge measures that rain; these

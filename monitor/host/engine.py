@@ -34,7 +34,7 @@ from .window import JournalWindow
 log = logging.getLogger("stormwatch.daemon")
 
 #: A row received this much after its event time is backfill (a node's buffer),
-#: like DESIGN § 4's "late data (lateness > 1 h)".
+#: like monitor/README.md, "The rules"'s "late data (lateness > 1 h)".
 BACKFILL_MS = MS_PER_HOUR
 #: A site's backfilled events are logged this long (wall clock) after its last
 #: backfilled row: a node replaying its buffer at a bounded rate pauses briefly.

@@ -19,7 +19,7 @@ steps, from an anchor on the wall clock:
 * the new wall time is taken once event time confirms it: the newest reading
   accepted lies within ``CONFIRM_MS`` of it. Readings are stamped by the nodes'
   own clocks, and the daemon refuses those more than 5 minutes ahead of its own
-  (DESIGN § 3), so readings near a wall time that moved forward mean the
+  (sensors/README.md, "MQTT contract"), so readings near a wall time that moved forward mean the
   nodes agree with it (the cold start NTP corrected); a wall clock stepped
   back finds the nodes' readings refused as ``future_timestamp`` or far ahead,
   and a wall clock stepped forward wrongly finds them hours behind.

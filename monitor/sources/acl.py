@@ -14,7 +14,7 @@ grant, so this module only ever grants. There are three kinds of account:
 
 * the **daemon** (``broker.username``, ``stormwatch`` when unset) reads
   ``{prefix}/#`` and writes the confirmations ``{prefix}/+/+/journaled``
-  (DESIGN § 3, "End-to-end confirmation"); it may also write
+  (sensors/README.md, "MQTT contract", "End-to-end confirmation"); it may also write
   ``{prefix}/+/inspection`` (an inspection published with its account is
   recorded like any other), which stormwatch itself does not need:
   ``stormwatch inspect`` writes the daemon's journal and never logs in to

@@ -1,5 +1,5 @@
-"""End-to-end confirmation (DESIGN § 3): which of a node's readings the daemon may
-tell it are safe, as a pure rule and a book of marks.
+"""End-to-end confirmation (sensors/README.md, "MQTT contract"): which of a node's readings the
+daemon may tell it are safe, as a pure rule and a book of marks.
 
 A PUBACK only says the broker holds a message, and a broker can still lose it.
 So after each journal commit the daemon publishes, per sensor whose readings
@@ -83,8 +83,8 @@ Key = tuple[str, str]
 
 
 def high_water_mark(oldest_seq: int, committed: Sequence[Run]) -> int:
-    """N of DESIGN § 3: the highest seq such that every seq from ``oldest_seq`` to N
-    is in ``committed`` (sorted, disjoint, non-adjacent runs, as ``merge_runs``
+    """N of sensors/README.md, "MQTT contract": the highest seq such that every seq from
+    ``oldest_seq`` to N is in ``committed`` (sorted, disjoint, non-adjacent runs, as ``merge_runs``
     makes them); ``oldest_seq - 1`` when ``oldest_seq`` is not committed.
 
     >>> high_water_mark(10, [(3, 12), (14, 20)])

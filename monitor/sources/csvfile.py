@@ -52,7 +52,7 @@ from .rules import (
     timestamp_ms,
 )
 
-#: Columns every replay CSV has (DESIGN § 6).
+#: Columns every replay CSV has (README.md, "Commands").
 REQUIRED_COLUMNS = ("ts", "site", "sensor")
 #: Excel's "CSV UTF-8" starts the file with U+FEFF; ``utf-8-sig`` drops it.
 ENCODING = "utf-8-sig"
@@ -172,9 +172,9 @@ def _cell_ts(text: str) -> float | str:
 
 def parse_row(config: Config, row: Mapping[str, str], *, when: TimeRule
               ) -> Reading | Inspection | Rejection:
-    """One replay CSV row (DESIGN § 6) as an engine input, or why it is rejected.
+    """One replay CSV row (README.md, "Commands") as an engine input, or why it is rejected.
 
-    Columns ``ts,site,sensor`` and any payload field names of § 3; empty cells
+    Columns ``ts,site,sensor`` and any payload field names of the MQTT contract; empty cells
     (and the ``None`` that ``csv.DictReader`` gives short rows) are absent
     fields. The sensor kind comes from the config. A row whose sensor is
     ``inspection`` (and not a configured sensor of that id) is an inspection;

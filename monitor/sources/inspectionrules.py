@@ -1,4 +1,5 @@
-"""The rules of an inspection message (DESIGN § 3 table), by MQTT, a replay row or a person.
+"""The rules of an inspection message (sensors/README.md, "MQTT contract" table), by MQTT, a replay
+row or a person.
 
 ``inspection_message`` is the one code path every inspection passes, whatever
 brought it (``via``: the field app, ``stormwatch inspect``, MQTT, a replay
@@ -175,7 +176,8 @@ def check_ids(name: str, value: object) -> tuple[str, ...] | Rejection:
 def inspection_message(site: SiteIndex, fields: Mapping[str, object], when: TimeRule,
                        entered_ms: int | None = None,
                        via: Via | None = None) -> Inspection | Rejection:
-    """An inspection by the qualified professional (§ 134-9A(2); DESIGN § 3 table).
+    """An inspection by the qualified professional (§ 134-9A(2); sensors/README.md, "MQTT contract"
+    table).
 
     ``ts`` is required and the ids are stormwatch's (module docstring). The first
     name is the certifying inspector, the person who signs the report; any

@@ -4,7 +4,7 @@ paho-mqtt 2.x with MQTT v5 (falling back to 3.1.1 when the broker refuses
 v5), QoS 1, a persistent session (clean start off, session expiry
 configurable) so the broker keeps messages while the daemon is down, and
 ``manual_ack`` so a message is acknowledged only once its reading is committed
-to the journal (DESIGN § 2 "The journal is the spool").
+to the journal (monitor/README.md, "Architecture" "The journal is the spool").
 
 The network thread only enqueues (parsing happens with the batch in the
 engine thread, next to the journal commit). The queue is bounded: when the
@@ -39,7 +39,8 @@ whatever the broker had queued for the old session is gone (it expired, the
 broker lost its database, or another client took the client id).
 
 The daemon also publishes, on the same connection: the retained end-to-end
-confirmations (``publish``; DESIGN § 3, ``daemon/confirmer.py``). A broker that
+confirmations (``publish``; sensors/README.md, "MQTT contract", ``daemon/confirmer.py``). A broker
+that
 refuses them (an ACL generated before they existed) answers MQTT v5 with PUBACK
 0x87; that is an ERROR, repeated at most every ``REFUSED_LOG_S``: the nodes
 then get no confirmations and fall back to deleting on PUBACK.
@@ -128,7 +129,8 @@ class Received:
     generation: int
     received_ms: int
     #: The broker's retain flag: a copy the broker kept and sends every new
-    #: subscription (an inspection never becomes a record this way: DESIGN § 3).
+    #: subscription (an inspection never becomes a record this way: sensors/README.md, "MQTT
+    #: contract").
     retain: bool = False
 
 

@@ -36,7 +36,7 @@ the whole process group, and systemd's stop the whole control group; the
 parent stops the child in its own time, after the drain. A child whose
 parent died sees the pipe close and exits.
 
-Nothing is acknowledged before the parent has committed (DESIGN § 2): the
+Nothing is acknowledged before the parent has committed (monitor/README.md, "Architecture"): the
 child acknowledges only what the parent names, and only on the connection
 (generation) it came on. If the child dies, the parent logs it and starts
 another; the broker redelivers what was not acknowledged, on a connection of

@@ -1,6 +1,7 @@
-"""Nodes whose clocks are off, by sensor, for ``status`` to name (issue 13).
+"""Nodes whose clocks are off, by sensor, for ``status`` to name.
 
-A node stamps its readings with its own clock (DESIGN § 3). One whose clock is
+A node stamps its readings with its own clock (sensors/README.md, "MQTT contract"). One whose clock
+is
 hours ahead has every reading refused as ``future_timestamp``; one hours behind
 has them accepted as late, or refused as ``too_old`` past the lateness bound.
 Either way the engine does not get the readings where they belong, and the

@@ -1,6 +1,6 @@
 """The National Weather Service API (api.weather.gov): forecasts and reference observations.
 
-What comes in, outside the engine (DESIGN § 12): ``/points/{lat},{lon}`` names the
+What comes in, outside the engine (monitor/README.md, "Weather"): ``/points/{lat},{lon}`` names the
 forecast office's grid cell of a site (cached: the grid of a point does not
 change), ``/gridpoints/{wfo}/{x},{y}`` its forecast (``quantitativePrecipitation``
 and ``probabilityOfPrecipitation``, each a list of ``{validTime: "start/PT6H",

@@ -1,4 +1,5 @@
-"""MQTT messages in (DESIGN § 3): size, topic, JSON, then the rules of ``models.py``.
+"""MQTT messages in (sensors/README.md, "MQTT contract"): size, topic, JSON, then the rules of
+``models.py``.
 
 ``parse_message`` is the daemon's one entry point for a received message; it
 never raises. The cheap checks come first (``oversize``, ``bad_topic``,
@@ -123,7 +124,8 @@ def topic_parts(topic: str, prefix: str) -> tuple[str, str | None, str] | Reject
 def parse_message(config: Config, topic: str, payload: bytes, *, ref_ms: int,
                   received_ms: int | None = None, prefix: str | None = None,
                   retained: bool = False) -> Reading | Inspection | Rejection:
-    """One MQTT message (DESIGN § 3) as an engine input, or why it is rejected.
+    """One MQTT message (sensors/README.md, "MQTT contract") as an engine input, or why it is
+    rejected.
 
     ``topic`` is ``{prefix}/{site}/{sensor}/reading|status`` or
     ``{prefix}/{site}/inspection``; ``prefix`` defaults to

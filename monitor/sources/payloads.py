@@ -1,4 +1,5 @@
-"""The MQTT payloads of DESIGN § 3 as pydantic models: the documented schema.
+"""The MQTT payloads of sensors/README.md, "MQTT contract" as pydantic models: the documented
+schema.
 
 ``model_json_schema()`` of these is what a node developer reads. They
 validate through the very rule functions of ``models.py``, so the schema
@@ -79,7 +80,8 @@ Timestamp = Annotated[
 
 
 class Payload(BaseModel):
-    """Fields every sensor message may carry (DESIGN § 3); unknown keys are ignored."""
+    """Fields every sensor message may carry (sensors/README.md, "MQTT contract"); unknown keys are
+    ignored."""
 
     model_config = ConfigDict(extra="ignore", frozen=True, strict=True, allow_inf_nan=False)
 
@@ -176,7 +178,7 @@ class InspectionPayload(BaseModel):
     ts: Timestamp | None = Field(default=None, description="defaults to the receipt time")
 
 
-#: The schema model of each message kind (DESIGN § 3 table).
+#: The schema model of each message kind (sensors/README.md, "MQTT contract" table).
 PAYLOAD_MODELS: Final[Mapping[str, type[BaseModel]]] = {
     "rain": RainPayload,
     "turbidity": TurbidityPayload,

@@ -1,4 +1,4 @@
-"""Per-tip logger exports for ``replay`` (DESIGN § 4 "Per-tip input"): a row per tip.
+"""Per-tip logger exports for ``replay`` (monitor/README.md, "Per-tip input"): a row per tip.
 
 Many loggers record rain as one row per bucket tip, not as a counter: a
 ``tips`` column of 1 (a number of tips, in general), or rain rows in a file

@@ -1,11 +1,12 @@
-"""Input validation: MQTT payloads (DESIGN § 3) and replay CSV rows (DESIGN § 6).
+"""Input validation: MQTT payloads (sensors/README.md, "MQTT contract") and replay CSV rows
+(README.md, "Commands").
 
 Theory of operation
 -------------------
 Everything that enters stormwatch from outside passes through one of two entry
 points and comes out as an engine input (``Reading`` or ``Inspection``) or as a
 ``Rejection`` naming one ``RejectReason``. Nothing raises: the ingest shell
-counts, logs and dead-letters a rejection with the raw bytes (DESIGN § 3,
+counts, logs and dead-letters a rejection with the raw bytes (sensors/README.md, "MQTT contract",
 "never crash, never silently drop").
 
 ``parse_message``  MQTT (``mqttparse.py``): size limit, topic, JSON, then the shared rules.
@@ -33,7 +34,7 @@ Order of checks, so one message always gets the same reason:
 5. the timestamp: ``missing_field``, ``bad_timestamp``, ``no_timezone``,
    ``not_finite``, ``future_timestamp``, ``too_old`` (``TimeRule``: against what).
 
-Deliberate leniencies (a node may add fields, DESIGN § 3): unknown keys are
+Deliberate leniencies (a node may add fields, sensors/README.md, "MQTT contract"): unknown keys are
 ignored; JSON ``null`` and empty CSV cells are absent; integer fields accept a
 number with no fractional part (``12.0``, as JSON Schema's "integer" does);
 the node-health fields (``battery_v``, ``seq``, ``rssi_dbm``, ``uptime_s``,
@@ -64,9 +65,10 @@ from ..contract.times import MS_PER_DAY, MS_PER_MINUTE, iso_datetime
 
 MessageKind = Literal["rain", "turbidity", "sediment", "status"]
 
-#: "at most 4 KiB" (DESIGN § 3), counted in bytes of the raw payload.
+#: "at most 4 KiB" (sensors/README.md, "MQTT contract"), counted in bytes of the raw payload.
 MAX_PAYLOAD_BYTES: Final = 4096
-#: "more than 5 minutes in the future" is rejected (DESIGN § 3); exactly 5 is accepted.
+#: "more than 5 minutes in the future" is rejected (sensors/README.md, "MQTT contract"); exactly 5
+#: is accepted.
 FUTURE_TOLERANCE_MS: Final = 5 * MS_PER_MINUTE
 #: 9999-12-31T23:59:59.999Z: later instants cannot be written as ISO 8601 by ``times.iso``.
 MAX_TS_MS: Final = 253_402_300_799_999
@@ -81,7 +83,7 @@ ID_RE = re.compile(ID_PATTERN)
 
 @dataclass(frozen=True, slots=True)
 class FieldRule:
-    """How one numeric payload field of DESIGN § 3 is checked.
+    """How one numeric payload field of sensors/README.md, "MQTT contract" is checked.
 
     ``low``/``high`` bound the physically possible values (inclusive). A value
     below a ``low`` of 0 is ``negative_value``; anything else outside the range
@@ -121,7 +123,7 @@ _RULES = (
               "readings the node dropped past its buffer bound, ever"),
 )
 
-#: Every numeric payload field by name (DESIGN § 3 table).
+#: Every numeric payload field by name (sensors/README.md, "MQTT contract" table).
 FIELD_RULES: Final[Mapping[str, FieldRule]] = {rule.name: rule for rule in _RULES}
 
 #: Required fields by message kind: alternative forms, each a tuple of fields that
@@ -343,7 +345,8 @@ def site_index(config: Config) -> dict[str, SiteIndex]:
 
 def sensor_message(site: SiteIndex, sensor: str, kind: MessageKind, fields: Mapping[str, object],
                     when: TimeRule, require_seq: bool = True) -> Reading | Rejection:
-    """The rules of DESIGN § 3 for a reading (``kind`` = the sensor's) or a status message.
+    """The rules of sensors/README.md, "MQTT contract" for a reading (``kind`` = the sensor's) or a
+    status message.
 
     ``require_seq=False`` (replay CSV) accepts ``precip_in`` without ``seq``:
     recorded series often carry a depth per interval and nothing else, and a

@@ -63,7 +63,7 @@ if TYPE_CHECKING:  # imported for a run only (``Simulation.run``): paho is not f
 #: Some readings were not acknowledged (the buffer directory is kept and named).
 EXIT_UNDELIVERED: Final = EXIT_CHECK_FAILED
 
-#: The daemon refuses readings this far ahead of its clock (DESIGN § 3).
+#: The daemon refuses readings this far ahead of its clock (sensors/README.md, "MQTT contract").
 FUTURE_S: Final = 300.0
 #: Age the first readings may reach below the site's lateness bound (delivery takes time).
 LATENESS_MARGIN_S: Final = 600.0

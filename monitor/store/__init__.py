@@ -1,6 +1,6 @@
 """The durable store: one SQLite file (``state_dir/stormwatch.db``) behind the daemon.
 
-DESIGN § 2 makes the journal the spool: an MQTT message is acknowledged only
+monitor/README.md, "Architecture" makes the journal the spool: an MQTT message is acknowledged only
 after the transaction holding its reading has committed; everything else is
 derived from the journal with cursors. One ``Store`` is one connection, used
 from one thread, shared by four parts, each a class over one family of tables:

@@ -1,10 +1,11 @@
-"""The ``dead_letters`` table: every rejected message, kept bounded (DESIGN § 3).
+"""The ``dead_letters`` table: every rejected message, kept bounded (sensors/README.md, "MQTT
+contract").
 
 A reject is never dropped silently: it is counted by reason (``counters``,
 ``rejected.<reason>``, totals that survive everything below) and kept here with
 its raw bytes, so an operator can see what a node actually sent. Kept, but
 bounded, because a misbehaving or malicious node must not be able to fill the
-disk with it (issue 13: 100 000 hostile messages of up to 1 MB grew a database
+disk with it (100 000 hostile messages of up to 1 MB grew a database
 to 492 MB):
 
 * only the first ``KEEP_BYTES`` (4 KiB, the contract's payload limit) of a

@@ -1,4 +1,4 @@
-"""The record: every revision of every § 5 event, and the site log book.
+"""The record: every revision of every event, and the site log book.
 
 ``events`` keeps every revision of every domain event, unique on (id,
 revision); ``logbook`` is the site log book of § 134-9A(2), an append-only
@@ -37,7 +37,7 @@ from .state import put_status
 
 #: The ``prev_hash`` of the first log book row.
 GENESIS_HASH: Final = "0" * 64
-#: Log book row types that record something other than a § 5 event: an archive
+#: Log book row types that record something other than an event of the vocabulary: an archive
 #: file of journal rows and its SHA-256 (``archive.py``).
 ARCHIVED: Final = "journal_archived"
 RECORD_TYPES: Final = frozenset({ARCHIVED})
@@ -81,7 +81,7 @@ class EventLog:
                routes: AlertRoutes | None = None,
                statuses: Mapping[str, str] | None = None,
                defer: Collection[str] = frozenset()) -> int:
-        """Store § 5 events with their outbox and log book rows and the engine cursor,
+        """Store events with their outbox and log book rows and the engine cursor,
         and the sites' status as it stands after them (``statuses``, JSON text by site).
 
         ONE transaction. An event whose (id, revision) is already stored is
@@ -188,8 +188,8 @@ class EventLog:
 
     def current(self, site: str | None = None,
                 types: Sequence[str] | None = None) -> list[Event]:
-        """The authoritative set (DESIGN § 2): the latest revision of each id,
-        without the retracted ones, ordered by (event time, id); of one site, and of
+        """The authoritative set (monitor/README.md, "Architecture"): the latest revision of each
+        id, without the retracted ones, ordered by (event time, id); of one site, and of
         some ``types`` only (the others' bodies are not parsed), when given.
 
         Two plans. Every site: rank the whole table once (its revisions grouped by
@@ -436,8 +436,8 @@ class _Chain:
 
 def seal_record(conn: sqlite3.Connection, recorded_ms: int, site: str, type_: str,
                 record_id: str, data: dict[str, Any]) -> int:
-    """Append one log book row that is no § 5 event (``archive.py``: an archive file and
-    its SHA-256) inside the caller's transaction; its seq. The chain covers it like
+    """Append one log book row that is no event of the vocabulary (``archive.py``: an archive file
+    and its SHA-256) inside the caller's transaction; its seq. The chain covers it like
     any other row; readers of events skip such types (``RECORD_TYPES``)."""
     chain = _Chain.head(conn)
     seq = chain.seal(conn, recorded_ms, site, type_, record_id, 0, data, canonical(data))

@@ -1,9 +1,10 @@
 """The journal: every accepted input in arrival order, the dead letters, the counters.
 
-DESIGN § 2 makes the journal the spool: an MQTT message is acknowledged only
+monitor/README.md, "Architecture" makes the journal the spool: an MQTT message is acknowledged only
 after the transaction holding its reading has committed (``commit``), and
 everything else is derived from it with cursors. ``dead_letters`` keeps every
-rejected message with its raw bytes and reason (§ 3), and ``counters`` the
+rejected message with its raw bytes and reason (sensors/README.md, "MQTT contract"), and
+``counters`` the
 running totals ``status --json`` shows (accepted, duplicates,
 ``rejected.<reason>``), which survive restarts.
 
@@ -13,7 +14,8 @@ MQTT QoS 1 redelivery of a message already journaled changes nothing but the
 ``duplicates`` counter. Rows without a site or sensor (ticks, inspections)
 store ``''`` there.
 
-Identity by ``seq``: for one sensor, ``seq`` identifies a reading (DESIGN § 3).
+Identity by ``seq``: for one sensor, ``seq`` identifies a reading (sensors/README.md, "MQTT
+contract").
 A reading that carries one is also looked up by (``seq``, site, sensor) in the
 same transaction, one query per batch (the ``journal_msg_seq`` index), and
 judged by the one ingest rule that ``replay`` applies too

@@ -1,8 +1,8 @@
 """The transactional outbox: alerts waiting for delivery, and who confirmed them.
 
 ``outbox`` has one row per (event revision, route tag), written in the same
-transaction as its event (``EventLog.record`` calls ``add_alerts``; DESIGN
-§ 2, "Alerts go through a transactional outbox"). The delivery worker
+transaction as its event (``EventLog.record`` calls ``add_alerts``;
+monitor/README.md, "Architecture"). The delivery worker
 (``monitor/notify/worker.py``) drains it: ``due``, then ``receipt`` per target
 that confirmed, then ``mark`` (delivered, retry later, or given up) or
 ``withhold`` (settled without sending, ``monitor/notify/policy.py``: superseded,

@@ -162,8 +162,8 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
         "CREATE INDEX logbook_event ON logbook (event_id)",
     ),
     (
-        # For one sensor, seq identifies a reading (DESIGN § 3): the same seq
-        # with another body is a dead letter (seq_conflict), not a second
+        # For one sensor, seq identifies a reading (sensors/README.md, "MQTT contract"): the same
+        # seq with another body is a dead letter (seq_conflict), not a second
         # reading. msg_seq is the body's seq on reading-topic rows, NULL on
         # everything else (status messages, inspections, ticks, readings
         # without seq). Rows of the last 7 days (the default lateness bound)

@@ -7,7 +7,7 @@ the path is unusable (a file where the directory should be, a directory
 without permission, a database file that is not one) each of those steps
 fails with its own exception, deep inside, in a thread for the demo. Checking
 first turns every such case into one sentence naming the path, so the command
-line can refuse it with exit 2 (DESIGN § 6) and the demo fails at once rather
+line can refuse it with exit 2 (README.md, "Commands") and the demo fails at once rather
 than after its connection timeout.
 
 The checks look at the file system only; they never create the database.

@@ -284,7 +284,7 @@ def _sealed_file(name: str, sha: str, row: LogbookRow) -> ArchiveFile:
 
 
 class LogbookUnreadable(CheckFailed):
-    """A log book row (or a stored event) is no § 5 event any more: it was edited, and
+    """A log book row (or a stored event) is no event of the vocabulary any more: it was edited, and
     nothing can be read from it; ``logbook verify`` says more."""
 
 
@@ -298,12 +298,12 @@ def _latest(rows: Iterable[LogbookRow]) -> dict[str, tuple[LogbookRow, Event]]:
     out: dict[str, tuple[LogbookRow, Event]] = {}
     for row in rows:
         if row.type in RECORD_TYPES:
-            continue  # an archive file's row: sealed by the chain, no § 5 event
+            continue  # an archive file's row: sealed by the chain, no event of the vocabulary
         try:
             event = Event.from_json(row.body)
         except (KeyError, TypeError, ValueError) as exc:
-            raise LogbookUnreadable(f"log book row {row.seq}: its body is not a § 5 event"
-                                    f" ({exc})") from None
+            raise LogbookUnreadable(f"log book row {row.seq}: its body is not an event of"
+                                    f" the vocabulary ({exc})") from None
         held = out.get(event.id)
         if held is None or event.revision >= held[1].revision:
             out[event.id] = (row, event)
@@ -338,8 +338,8 @@ def _events_table_problems(store: Store, rows: Sequence[LogbookRow]) -> list[str
     try:
         table = {e.id: e for e in store.events.current()}
     except (KeyError, TypeError, ValueError):
-        return ["events table: a stored event is no § 5 event any more: edited outside"
-                " stormwatch"]
+        return ["events table: a stored event is no event of the vocabulary any more:"
+                " edited outside stormwatch"]
     book = {eid: held for eid, held in _latest(rows).items() if not held[1].retracted}
     problems = []
     for eid, (row, logged) in sorted(book.items(), key=lambda item: item[1][0].seq):
@@ -369,7 +369,8 @@ def _events_table_problems(store: Store, rows: Sequence[LogbookRow]) -> list[str
 class Recorded:
     """A site's events as the log book holds them, and the head that covers them.
 
-    ``events`` is the current set (DESIGN § 2: the latest revision of each id,
+    ``events`` is the current set (monitor/README.md, "Architecture": the latest revision of each
+    id,
     retracted ones dropped) in ``EventLog.current``'s order (event time, id).
     ``pending`` counts the events of a backlog still being applied, taken from
     the ``events`` table because their log book rows are not written yet: left
@@ -396,8 +397,9 @@ def current_events(store: Store, site: str) -> Recorded:
             pending = [e for e in map(store.events.latest, sorted(_pending_ids(store, site)))
                        if e is not None]
         except (KeyError, TypeError, ValueError):
-            raise LogbookUnreadable("a log book row or a stored event is not JSON or no § 5"
-                                    " event (`stormwatch logbook verify` names it)") from None
+            raise LogbookUnreadable("a log book row or a stored event is not JSON or no"
+                                    " event of the vocabulary (`stormwatch logbook verify`"
+                                    " names it)") from None
     latest = {eid: event for eid, (_, event) in _latest(rows).items()}
     for event in pending:
         held = latest.get(event.id)

@@ -7,7 +7,7 @@ size; it never rebuilds the engine. What depends on time (hours left, which
 sensors are stale) is worked out here by the engine's own rules
 (``engine/summary.py``), at the later of the command's wall clock and the
 engine's recorded event time, so a clock the engine closed is never shown
-open. The ``--json`` shape is the contract of DESIGN § 6.
+open. The ``--json`` shape is the contract of README.md, "Commands".
 
 Missing data is never good news: the caller refuses a missing or unreadable
 database (``cli.py``); a site the daemon has not recorded yet is shown as

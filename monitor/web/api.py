@@ -1,4 +1,5 @@
-"""The API the page's offline queue uses, and anyone with a token (§ 11 of the design).
+"""The API the page's offline queue uses, and anyone with a token (monitor/README.md, "web: the
+field app").
 
 ``POST /api/v1/photos``: one image (multipart field ``photo``) → ``{"sha256", ...}``.
 ``POST /api/v1/sites/{id}/inspections``: JSON, header ``Idempotency-Key`` → 201

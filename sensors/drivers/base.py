@@ -22,7 +22,8 @@ from typing import Protocol
 class Sample:
     """What one read of a sensor gave.
 
-    ``fields`` are payload fields of DESIGN § 3 (``ntu``, ``distance_in`` ...);
+    ``fields`` are payload fields of sensors/README.md, "MQTT contract" (``ntu``, ``distance_in``
+    ...);
     empty means nothing to publish this time (the counts may still say why).
     Rain comes as ``tips`` (tips since the last read, from counting edges) or as
     ``counter`` (a hardware counter's raw value, ``counter_bits`` wide when

@@ -3,7 +3,7 @@
 The file has a header with ``ts`` and the sensor's fields (``tips_total`` or
 ``precip_in`` for rain, ``ntu`` and ``temp_c`` for turbidity, ``depth_in`` or
 ``distance_in`` for sediment, ``battery_v`` for any). A full replay file
-(``ts,site,sensor,...``, DESIGN § 6) works too: rows of other sensors are
+(``ts,site,sensor,...``, README.md, "Commands") works too: rows of other sensors are
 skipped. ``ts`` is ISO 8601 with an offset or Unix seconds; empty cells are
 absent fields. A quoted cell may not span lines.
 

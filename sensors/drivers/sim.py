@@ -13,7 +13,7 @@ publish:
    ``floor(N · F(t))`` with ``N = round(depth_in / in_per_tip)`` tips in all
    (``DesignStorm.tips_at``). The gauge reports the tips since its last
    reading; the node turns them into its own ``tips_total``, which it publishes
-   every interval, rain or not (the dry heartbeat of DESIGN § 3).
+   every interval, rain or not (the dry heartbeat of sensors/README.md, "MQTT contract").
 2. **Turbidity** is a background that drifts slowly (shared by both probes of
    a pair when they have the same ``background_ntu``) plus ``ntu_per_in_per_h``
    times the mean rain intensity of the last 30 minutes (the time runoff takes

@@ -1,7 +1,7 @@
-"""The command line at its edges, as a new user meets it (issue 13, first list).
+"""The command line at its edges, as a new user meets it.
 
 Every case runs the real ``stormwatch`` as a process and asks of a refusal
-what DESIGN § 6 asks: exit 2, exactly one line on stderr (naming what is
+what README.md, "Commands" asks: exit 2, exactly one line on stderr (naming what is
 wrong), no traceback. And what should work does: a CSV saved by Excel as
 "CSV UTF-8", a closed pipe, the demo's kept state with the configuration it
 wrote, times in the site's local time.

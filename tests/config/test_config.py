@@ -1,4 +1,4 @@
-"""Configuration: the reference example, the § 4 defaults, and one clear line per mistake.
+"""Configuration: the reference example, the rules' defaults, and one clear line per mistake.
 
 Every error line is checked as the exact text ``check-config`` prints, because
 the path in it is what tells a user which line of the file to edit.
@@ -25,7 +25,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "config" / "example.yaml"
 
 
 def site(**changes: Any) -> dict[str, Any]:
-    """The § 7 sketch of branch-meadows, with nothing but what it must say."""
+    """The configuration reference's sketch of branch-meadows, with nothing but what it must say."""
     data: dict[str, Any] = {
         "id": "branch-meadows",
         "sensors": [
@@ -99,7 +99,7 @@ def test_example_keeps_secrets_out_of_validated_values() -> None:
             assert line.lstrip().startswith("#"), line
 
 
-# --------------------------------------------------------------------------- § 4 defaults
+# --------------------------------------------------------------------------- the rules' defaults
 
 
 def test_every_section_4_default_is_in_force_when_omitted() -> None:
@@ -107,7 +107,7 @@ def test_every_section_4_default_is_in_force_when_omitted() -> None:
     s = config.sites[0]
     rain = s.rain
     assert rain.threshold_in == 0.5              # § 134-9A(2): 0.5 inch
-    assert rain.mode == "event_total"            # issue 10: the law's plain reading
+    assert rain.mode == "event_total"            # The law's plain reading
     assert rain.dry_gap_hours == 6
     assert rain.clock_start == "qualified"
     assert rain.gauges == "any"
@@ -115,7 +115,7 @@ def test_every_section_4_default_is_in_force_when_omitted() -> None:
     assert rain.remind_before_hours == [6, 1]
     assert rain.overdue_repeat_hours == 4
     assert s.routine_inspection_days == 7        # § 134-9A(2): every seven days
-    assert s.lateness_days == 7                  # § 3: lateness bound
+    assert s.lateness_days == 7                  # the MQTT contract's lateness bound
     assert all(sensor.stale_after_minutes == 15 for sensor in s.sensors)
     pair = s.turbidity_pairs[0]
     assert pair.rule == "wa-173-201a"
@@ -230,7 +230,7 @@ def _edit(path: str, value: Any) -> dict[str, Any]:
     ("sites.0.sensors.3", {"id": "trap1-depth", "kind": "sediment", "max_ntu": 4000},
      "sites.branch-meadows.sensors.trap1-depth.max_ntu: applies to turbidity sensors only, not "
      "to a sediment sensor"),
-    # Issue 18: the sensor-fault, re-arm and suspect-probe fields.
+    # The sensor-fault, re-arm and suspect-probe fields.
     ("sites.0.sensors.0", {"id": "rg1", "kind": "rain", "max_step_in": 12},
      "sites.branch-meadows.sensors.rg1.max_step_in: applies to sediment sensors only, not to a "
      "rain sensor"),

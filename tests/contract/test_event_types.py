@@ -1,4 +1,5 @@
-"""The § 5 event contract is checked by the type checker, and the JSON is what it was.
+"""The event contract (monitor/README.md, "Events") is checked by the type checker, and the JSON is
+what it was.
 
 Each event type is a frozen dataclass (``monitor/engine/events.py``): a rule
 that builds one with a misspelt or missing field, or a consumer that reads a

@@ -1,4 +1,4 @@
-"""One ingest rule in the daemon and in ``replay`` (DESIGN § 3, issue 18 item 6).
+"""One ingest rule in the daemon and in ``replay`` (sensors/README.md, "MQTT contract").
 
 ``replay`` counted a repeated ``seq`` with another body as more rain (the
 daemon dead-letters it as ``seq_conflict``), and judged ``too_old`` against

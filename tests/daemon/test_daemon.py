@@ -1,4 +1,5 @@
-"""The daemon against a real Mosquitto (DESIGN §§ 2-3, 6): nothing lost, nothing twice."""
+"""The daemon against a real Mosquitto (monitor/README.md, "Architecture"; sensors/README.md, "MQTT
+contract"; README.md, "Commands"): nothing lost, nothing twice."""
 
 from __future__ import annotations
 
@@ -280,7 +281,7 @@ def _bad_messages(now_s: int) -> list[tuple[str, str, bytes]]:
         ("no_timezone", r("tb-up"), j({"ts": "2026-05-01T12:00:00", "ntu": 1.0})),
         ("future_timestamp", r("tb-up"), j({"ts": now_s + 3600, "ntu": 1.0})),
         ("too_old", r("tb-up"), j({"ts": now_s - 8 * 86400, "ntu": 1.0})),
-        # An inspection dated ahead has its own code (DESIGN § 3).
+        # An inspection dated ahead has its own code (sensors/README.md, "MQTT contract").
         ("future", f"{PREFIX}/{SITE}/inspection", j({"ts": now_s + 3600, "inspector": "J"})),
         ("missing_ts", f"{PREFIX}/{SITE}/inspection", j({"inspector": "J"})),
         ("bad_value", r("tb-up"), j({"ts": now_s, "ntu": "cloudy"})),

@@ -1,5 +1,5 @@
-"""Inspections over MQTT as the site's qualified-professional account sends them (issue 27,
-items 1, 4 and 9): the real daemon, a real Mosquitto with the ACL and the accounts that
+"""Inspections over MQTT as the site's qualified-professional account sends them (items 1, 4 and 9):
+the real daemon, a real Mosquitto with the ACL and the accounts that
 ``stormwatch acl`` generates, and the ``{site}.qp`` account publishing.
 
 * A retained inspection is recorded once, however often the daemon restarts (the

@@ -1,4 +1,4 @@
-"""The daemon's side of sensor nodes (issue 12, items 7 and 9): a node's status in
+"""The daemon's side of sensor nodes: a node's status in
 ``status`` and one MQTT account per node in ``stormwatch acl``."""
 
 from __future__ import annotations

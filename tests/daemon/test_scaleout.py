@@ -4,7 +4,7 @@ Two real daemons share one real Mosquitto. Each must journal exactly its own
 sites' messages, including those the broker queued in its persistent session
 while it was down, dead-letter nothing, and lose nothing between them. With
 the default ``subscribe: all`` a message for an unknown site is still
-dead-lettered (DESIGN § 3).
+dead-lettered (sensors/README.md, "MQTT contract").
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A construction season, not minutes: the engine and the daemon over weeks of event time.
 
-Issue 8: once a timeline compacted (more than ``lateness_days`` + 1 day of
+Once a timeline compacted (more than ``lateness_days`` + 1 day of
 history), every snapshot failed on a ``-inf`` in the health timeline's base
 key, the failure killed the daemon's main loop, and each restart replayed the
 whole journal only to fail again.
@@ -377,7 +377,7 @@ def _order(event: dict[str, Any]) -> tuple[str, str, str]:
 
 
 def test_status_reads_the_recorded_state_not_the_journal(tmp_path: Path) -> None:
-    """``status`` answers from what the daemon recorded (issue 8, item 5): it took 14 s
+    """``status`` answers from what the daemon recorded: it took 14 s
     at a million journal rows when it rebuilt the engine. Rows the engine cannot even
     read prove it no longer does; they are counted as not applied yet."""
     cfg = write_config(tmp_path, 1883)
@@ -413,6 +413,6 @@ def test_status_without_a_database_says_so(tmp_path: Path) -> None:
     cfg = write_config(tmp_path, 1883)
     out = subprocess.run([sys.executable, "-m", "monitor.cli", "status", "--config", str(cfg)],
                          capture_output=True, text=True, timeout=60)
-    assert out.returncode == 2  # issue 11: refused like bad usage, naming the path
+    assert out.returncode == 2  # Refused like bad usage, naming the path
     assert "no database" in out.stderr and "Traceback" not in out.stderr
     assert "no open inspection clocks" not in out.stdout

@@ -41,7 +41,7 @@ from tests.support.nodekit import Subscriber, buffer_counts, unacknowledged, wri
 
 pytestmark = pytest.mark.integration
 
-#: What issue 17 asks of a stop: well under 10 s at any traffic.
+#: What a service manager expects of a stop: well under 10 s at any traffic.
 STOP_WITHIN_S = 10.0
 RATE_PER_S = 20.0
 

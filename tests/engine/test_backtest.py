@@ -3,7 +3,7 @@
 The hand-computed cases state the § 134-9A(2) numbers directly; the property
 test checks that, on generated one-minute series, the backtest finds exactly
 the storm events of the streaming ``GaugeFold`` driven through a ``Timeline``
-(DESIGN § 4), in all three rain modes and for both input forms.
+(monitor/README.md, "The rules"), in all three rain modes and for both input forms.
 """
 
 from __future__ import annotations

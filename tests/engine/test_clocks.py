@@ -183,7 +183,7 @@ def test_stale_and_recovered_in_event_time() -> None:
         ("2026-05-01T02:24:00Z", "2026-05-01T02:09:00Z")]
     (rec,) = final(eng, "sensor_recovered")
     assert rec["at"] == "2026-05-01T02:00:00Z"
-    # The site's other sensors never reported: stale since 00:15 (issue 10, item 3).
+    # The site's other sensors never reported: stale since 00:15.
     silent = sorted((e["sensor"], e["at"], e["last_seen"]) for e in final(eng, "sensor_stale")
                     if e["sensor"] != "rg1")
     assert silent == [(s, "2026-05-01T00:15:00Z", None)

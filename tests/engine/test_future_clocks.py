@@ -1,4 +1,4 @@
-"""A clock is listed only once it exists (DESIGN § 4, issue 18 item 5).
+"""A clock is listed only once it exists (monitor/README.md, "The rules").
 
 A pause planned for next year made ``replay --format table`` list next year's
 routine clock as OPEN today (the README's own sample showed it). No view

@@ -1,4 +1,4 @@
-"""The inspection record a regulator would accept (issue 11), through the whole engine.
+"""The inspection record a regulator would accept, through the whole engine.
 
 Who inspected (the roster, kind ``other``), when it was entered (backdated
 inspections are marked and the officer alerted), clock identity at one

@@ -1,4 +1,4 @@
-"""A site that cannot be watched does not pass as fine (DESIGN § 4, issue 18 item 5).
+"""A site that cannot be watched does not pass as fine (monitor/README.md, "The rules").
 
 A Condition A–C site has the storm duty of § 134-9A(2); without a rain gauge no
 storm is ever seen. ``check-config`` warns (``--strict`` refuses) and does not

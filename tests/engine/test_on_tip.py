@@ -1,4 +1,4 @@
-"""Gauges that report only when the bucket tips (issue 18, item 1; DESIGN § 4).
+"""Gauges that report only when the bucket tips (monitor/README.md, "The rules").
 
 An event logger writes a row only when its bucket tips. Read with the
 ``interval`` rule, every dry spell longer than ``stale_after_minutes`` is a

@@ -1,6 +1,6 @@
 """What became of each storm (``engine/outcomes.py``): the report's storms, decided here.
 
-Expected outcomes are worked out from DESIGN § 4 by hand: which storm opened a
+Expected outcomes are worked out from monitor/README.md, "The rules" by hand: which storm opened a
 clock, when it is due (24 h after ``qualified_at``), and that an inspection on
 or before due meets it.
 """

@@ -1,4 +1,4 @@
-"""Per-tip logger exports, and their double tips (issue 18, item 10; DESIGN § 4).
+"""Per-tip logger exports, and their double tips (monitor/README.md, "The rules").
 
 A public per-tip record holds 4-14 % of tips written 1 s after the tip before
 (the bucket bouncing); counted, they make storms qualify that did not. Both

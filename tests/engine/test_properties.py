@@ -1,4 +1,4 @@
-"""Invariants of the engine (DESIGN § 2 "Event time, not arrival time").
+"""Invariants of the engine (monitor/README.md, "Architecture" "Event time, not arrival time").
 
 Arrival order within the lateness bound, duplicated messages (and steps of
 corrective actions: sent, reported done) and a
@@ -37,10 +37,10 @@ START = ts("2026-05-01T00:00:00Z")
 SPAN_MIN = 12 * 60  # half a day: two storms and a silence fit, and 200 examples run in CI
 
 #: rg1 publishes its counter every 5 minutes (with a 40-minute silence, rain
-#: revealed after it, sometimes a 16-bit wrap, and issue 28: sometimes a reboot to 0,
+#: revealed after it, sometimes a 16-bit wrap, and sometimes a reboot to 0,
 #: near its maximum a wrap too much rain to be one), rg2 only when it rains
 #: (stale most of the time), rg3 never (stale from the start): with gauges
-#: all or mean, which gauges count changes all the time. Issue 18: rg4 and rg5
+#: all or mean, which gauges count changes all the time. rg4 and rg5
 #: report only when they tip (``on_tip``), rg4 with heartbeats (its own status
 #: and its node's, tb-up's, which sometimes stop), rg5 without (health unknown);
 #: rg1's node status sometimes says it holds a backlog (``buffered``).
@@ -55,7 +55,7 @@ SENSORS = [
     {"id": "tb-down", "kind": "turbidity", "max_ntu": 400},
     {"id": "trap1-depth", "kind": "sediment", "sensor_height_in": 60},
 ]
-#: Issue 18: suspect probes on (a swapped stretch is generated), a re-arm delay short
+#: Suspect probes on (a swapped stretch is generated), a re-arm delay short
 #: enough to pass within the span. The notice of unknown contrast within it.
 PAIRS = [{"id": "outfall-1", "upstream": "tb-up", "downstream": "tb-down",
           "suspect_delta_ntu": 3, "suspect_hours": 0.5, "unknown_notice_hours": 0.75}]
@@ -132,9 +132,9 @@ def scenario(seed: int, storm_list: list[tuple[int, int, int]], n_insp: int) -> 
                                  battery_v=3.8, buffered=rng.choice([0, 1])))
         up = 8 + rng.random() * 4 + tips
         down = up + (rng.random() * 12 if any(rate[max(0, m - 60):m + 1]) else rng.random())
-        if swapped <= m < swapped + 60:  # issue 18: probes swapped for an hour
+        if swapped <= m < swapped + 60:  # Probes swapped for an hour
             up, down = down + 5, up
-        if rng.random() < 0.03:  # issue 18: the upstream probe pegged (max_ntu 400)
+        if rng.random() < 0.03:  # The upstream probe pegged (max_ntu 400)
             up = 400.0
         if not up_dead[0] <= m < sum(up_dead):
             items.append(Reading(SITE, "tb-up", "turbidity", t, ntu=round(up, 2)))
@@ -144,7 +144,7 @@ def scenario(seed: int, storm_list: list[tuple[int, int, int]], n_insp: int) -> 
         if m % 10 == 0:
             items.append(_sediment(rng, t, m, cleaned))
     for i in range(n_insp):
-        # Issue 11: any kind (``other`` closes nothing), some entered a day and more
+        # Any kind (``other`` closes nothing), some entered a day and more
         # late (backdated), asking for corrective actions and resolving earlier ones.
         t = START + rng.randrange(SPAN_MIN) * MS_PER_MINUTE
         items.append(Inspection(
@@ -153,7 +153,7 @@ def scenario(seed: int, storm_list: list[tuple[int, int, int]], n_insp: int) -> 
             corrective_actions=(
                 CorrectiveAction(f"ca-{i}", "fix", t + rng.randrange(48) * 3_600_000),),
             resolves=tuple(f"ca-{j}" for j in range(i) if rng.random() < 0.5),
-            # Issue 20: some from the field app, with a photo, a location and certified.
+            # Some from the field app, with a photo, a location and certified.
             **({"via": "web", "certified": True, "location": Location(40.7, -74.0, 9.0),
                 "photos": (Photo(f"{i:064x}", None, 40.7, -74.0, f"resolves ca-{i - 1}"),)}
                if rng.random() < 0.4 else {"via": rng.choice(("mqtt", "cli", None))})))
@@ -170,7 +170,7 @@ def scenario(seed: int, storm_list: list[tuple[int, int, int]], n_insp: int) -> 
 
 
 def _sediment(rng: random.Random, t: int, m: int, cleaned: int | None) -> Reading:
-    """Issue 18: a trap filling up to and about the 50 % line (31.8 in in this trap) with
+    """A trap filling up to and about the 50 % line (31.8 in in this trap) with
     noise, perhaps cleaned out, and faulty readings: past the bottom, above the maximum,
     impossible steps; as depth_in or as distance_in from 60 in up (in whole
     centimetres, as a laser range finder reads)."""

@@ -1,4 +1,4 @@
-"""Storm events from a gauge, hand-computed (DESIGN § 4, § 134-9A(2))."""
+"""Storm events from a gauge, hand-computed (monitor/README.md, "The rules", § 134-9A(2))."""
 
 from __future__ import annotations
 
@@ -174,7 +174,7 @@ def counter(sensor: str, at_ms: int, total: int, seq: int) -> Reading:
     return Reading(site=SITE, sensor=sensor, kind="rain", ts_ms=at_ms, tips_total=total, seq=seq)
 
 
-# --------------------------------------------------------------------------- issue 28: wraps
+# --------------------------------------------------------------------------- wraps
 
 
 def run_gauge(readings: list[Reading], **sensor: Any) -> dict[str, list[Fact]]:

@@ -1,5 +1,5 @@
 """Rain revealed after a silence may have qualified a storm long before the reveal
-(issue 18, item 7; DESIGN § 4 and § 5).
+(monitor/README.md, "The rules" and "Events").
 
 A gauge that publishes every interval and falls silent, then comes back with
 more tips, reveals rain of unknown timing: it fell somewhere in the silence.

@@ -1,4 +1,4 @@
-"""Missing and odd data is never read as "all clear" (issue 10, DESIGN § 4).
+"""Missing and odd data is never read as "all clear" (monitor/README.md, "The rules").
 
 Each case is the input of the issue as a replay CSV, run through ``replay``
 exactly as a user would, with the expected events asserted field by field,
@@ -114,7 +114,7 @@ def test_rain_revealed_after_a_silence_stays_in_the_storm(tmp_path: Path) -> Non
         "total_in": 0.7, "max_24h_in": 0.7, "due": iso(T0 + 35 * H), "uncertain_in": 0.4,
         "gauges": ["rg1"], "threshold_in": 0.5, "mode": "event_total",
         "clock_id": "storm-rg1-20260501T000100Z",
-        # Issue 18, item 7: the 0.40 in fell somewhere in 01:00..11:00, so the storm may
+        # The 0.40 in fell somewhere in 01:00..11:00, so the storm may
         # have qualified as early as 01:00, and the inspection been due at 01:00 + 24 h.
         "qualified_not_before": iso(T0 + 60 * MIN), "due_not_before": iso(T0 + 25 * H)}
     (end,) = of(events, "storm_ended")

@@ -1,4 +1,5 @@
-"""Site storms from several gauges (DESIGN § 4; § 134-9A(2): one inspection per storm).
+"""Site storms from several gauges (monitor/README.md, "The rules"; § 134-9A(2): one inspection per
+storm).
 
 Overlap is judged between qualifying gauge events only: a drizzle at one gauge
 must not swallow the next storm at another, and a storm seen by two gauges a

@@ -108,7 +108,8 @@ def test_a_summary_recorded_by_an_older_version_reads_with_the_old_meanings() ->
 
 
 def test_the_status_site_object_keeps_its_keys() -> None:
-    """The keys of DESIGN § 6 and those added since, in their order (``status --json``)."""
+    """The keys of README.md, "Commands" and those added since, in their order (``status
+    --json``)."""
     eng, now = _busy_site()
     site = status_at(summarize(eng, SITE), now).to_json()
     assert list(site) == ["name", "condition", "open_clocks", "last_inspection", "traps",
@@ -140,7 +141,8 @@ def test_the_status_site_object_keeps_its_keys() -> None:
 
 
 def test_overdue_is_after_due_not_at_it() -> None:
-    # Closed on or before due is met (DESIGN § 4): at due itself the clock is not late.
+    # Closed on or before due is met (monitor/README.md, "The rules"): at due itself the clock is
+    # not late.
     due = ts("12:00")
     assert (is_overdue(due, due - 1), is_overdue(due, due), is_overdue(due, due + 1)) == (
         False, False, True)

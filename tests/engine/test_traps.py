@@ -37,7 +37,7 @@ from ..support.util import run as run_engine
 SITE = "branch-meadows"
 T0 = parse_iso("2026-05-01T12:00:00Z")
 
-# The trapezoidal trap of DESIGN § 7.
+# The trapezoidal trap of config/README.md.
 BLUE_BOOK_TRAP = TrapConfig(id="trap-1", sensor="trap1-depth", shape="trapezoidal",
                             bottom_length_ft=20, bottom_width_ft=10, side_slope=2,
                             design_depth_ft=4)
@@ -267,7 +267,7 @@ def test_trap_cleaned_on_a_drop_of_0_2_within_24h() -> None:
     readings = [
         depth(0, 24.0),           # 0.5
         depth(60, 14.4),          # 0.3: a drop of exactly 0.2 → cleaned
-        depth(70, 4.8),           # 0.1: the same fall goes on (issue 18: no second record)
+        depth(70, 4.8),           # 0.1: the same fall goes on (no second record)
         # One reading not lower is no end of it; at 130 min the fill has
         # stayed 0.1 for the hour since 70 min (settle_minutes 60): the record revised.
         *every(10, 80, 140, 4.8),
@@ -416,7 +416,7 @@ def test_volume_is_continuous_in_depth() -> None:
     assert math.isclose(fill_fraction(BLUE_BOOK_TRAP, 48.0), 1.0)
 
 
-# --------------------------------------------------------------------------- issue 10: warm-up
+# --------------------------------------------------------------------------- warm-up
 
 DAY_MIN = 24 * 60
 TRAP1 = SensorConfig(id="trap1-depth", kind="sediment")
@@ -439,7 +439,7 @@ def test_an_echo_as_the_first_reading_is_no_fact() -> None:
     assert "trap_cleaned" not in types
 
     # Status and the plotted series agree: no fill during warm-up, then the median.
-    # Issue 18: 60 in is a valid first reading (nothing to step from; below 1.5 x 48 in),
+    # 60 in is a valid first reading (nothing to step from; below 1.5 x 48 in),
     # and the 50 in step down to 10 in is held until it is sustained for five readings.
     state = fold.initial()
     for r in readings[:5]:
@@ -489,7 +489,7 @@ def test_a_single_reading_beyond_the_design_depth_is_not_a_fill(position: int) -
     fold = TrapFold(SITE, BOX5, BOX_SENSOR)
     facts = run(fold, readings)
     assert not {"trap_fill", "trap_cleanout_required", "trap_cleaned"} & {f.type for f in facts}
-    # Issue 18: a step of 48 in that does not last is an impossible_step, reported once
+    # A step of 48 in that does not last is an impossible_step, reported once
     # it is known (the next reading is back at 12 in); as the first reading it is valid
     # (nothing to step from) and the 12 in after it are the sustained step; as the last
     # one it is still held.
@@ -516,7 +516,7 @@ def test_five_readings_beyond_the_design_depth_are_a_fill() -> None:
     assert facts[1].fields["depth_in"] == 60.0
 
 
-# --------------------------------------------------------------------------- issue 10: repeats
+# --------------------------------------------------------------------------- repeats
 
 
 def cleanout_ids(facts: list[Fact]) -> list[tuple[int, int, str]]:
@@ -661,7 +661,7 @@ def test_a_standing_demand_survives_dump_load_and_copy() -> None:
     assert [f.fields["repeat"] for f in whole if f.type == "trap_cleanout_required"] == [0, 1, 2]
 
 
-# --------------------------------------------------------------------------- issue 18: faults
+# --------------------------------------------------------------------------- faults
 
 MOUNTED = SensorConfig(id="box-depth", kind="sediment", sensor_height_in=60)
 
@@ -815,12 +815,12 @@ def test_the_engine_reports_the_fault_and_status_shows_it() -> None:
     assert trap["sensor_fault"] == {"reason": "beyond_bottom", "since": iso(at(60))}
 
 
-# --------------------------------------------------------------------------- issue 18: re-arm
+# --------------------------------------------------------------------------- re-arm
 
 
 def test_alternating_noise_about_the_line_is_one_demand_and_its_repeats() -> None:
     # The box (median_of 1), hourly for three days: 0.52 (24.96 in) at even hours, 0.44
-    # (21.12 in, 0.06 below the line) at odd ones. Before issue 18 every 0.44 re-armed
+    # (21.12 in, 0.06 below the line) at odd ones. Once every 0.44 re-armed
     # the demand: a new "repeat 0" every two hours. Now the fill never stays 0.05 below
     # for rearm_hours (6): one demand, repeated at 24 h and 48 h (even hours, 0.52).
     readings = [depth(60 * h, 24.96 if h % 2 == 0 else 21.12) for h in range(72)]
@@ -865,13 +865,13 @@ def test_random_noise_about_the_line_is_one_demand() -> None:
     assert [f.type for f in facts if f.type not in ("trap_cleanout_required", "trap_fill")] \
         == []
     assert len([f for f in facts if f.type == "trap_fill"]) == 1
-    # Before issue 18 the dips re-armed it: the same readings gave many "repeat 0".
+    # Once the dips re-armed it: the same readings gave many "repeat 0".
     no_delay = run(TrapFold(SITE, BOX5.model_copy(update={"rearm_hours": 0.0}), BOX_SENSOR),
                    readings)
     assert sum(1 for _, r, _, _ in demands(no_delay) if r == 0) > 1
 
 
-# --------------------------------------------------------------------------- issue 18: falls
+# --------------------------------------------------------------------------- falls
 
 
 def test_one_fall_in_four_steps_is_one_record_revised_to_where_it_settled() -> None:

@@ -341,7 +341,7 @@ def absolute_fields(state: str, started: int, downstream_ntu: float) -> dict[str
 
 
 def test_gross_turbidity_without_background_is_exceeded_on_an_absolute_basis() -> None:
-    # Issue 10, item 8: the upstream probe silent from the start, downstream 800 NTU
+    # The upstream probe silent from the start, downstream 800 NTU
     # every minute for an hour. Above 250 NTU from 0:00; exceeded at 0:10 (sustain).
     facts = run(fold(), gross(0, 60, 800.0), now_minutes=61)
     assert [(f.type, f.at_ms) for f in facts] == [
@@ -603,7 +603,7 @@ def test_state_round_trips_through_json() -> None:
     assert [x.fields["state"] for x in outs[0]] == ["cleared"]
 
 
-# --------------------------------------------------------------------------- issue 18
+# --------------------------------------------------------------------------- more
 
 UP_400 = SensorConfig(id="tb-up", kind="turbidity", max_ntu=400)
 
@@ -700,7 +700,7 @@ def test_a_pegged_upstream_counts_as_at_least_its_full_scale_for_suspicion() -> 
 
 
 def test_the_report_table_shows_absolute_findings_and_suspect_probes() -> None:
-    # Before issue 18 an absolute-basis row (no upstream NTU) crashed the report.
+    # Once an absolute-basis row (no upstream NTU) crashed the report.
     facts = run(fold(upstream=UP_400), minutely(0, 15, 400.0, 300.0), now_minutes=16)
     suspect = of_type(run(fold(SUSPECT), every_10(480, 30.0, 10.0), now_minutes=481),
                       "probes_suspect")

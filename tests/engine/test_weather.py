@@ -1,4 +1,4 @@
-"""The weather rules (DESIGN § 12), with hand-computed expectations.
+"""The weather rules (monitor/README.md, "Weather"), with hand-computed expectations.
 
 Site threshold 0.5 in = 12.7 mm. ``T0`` is 2026-05-01T00:00Z; intervals and hours
 are offsets from it. Each case says how its numbers were worked out.

@@ -1,5 +1,6 @@
 """The weather rules inside the engine: revisions, retractions, the gauge's own readings,
-and the invariants of DESIGN § 2 (order, duplicates, a snapshot restored) with the new
+and the invariants of monitor/README.md, "Architecture" (order, duplicates, a snapshot restored)
+with the new
 inputs (hypothesis).
 
 Numbers as in ``test_weather.py``: threshold 0.5 in = 12.7 mm, ``T0`` 2026-05-01T00:00Z.

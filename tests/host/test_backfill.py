@@ -1,5 +1,5 @@
-"""A node replaying its buffer: the log book and the outbox get the settled revisions
-(issue 10, item 9), while the events themselves, and replay, are unchanged.
+"""A node replaying its buffer: the log book and the outbox get the settled revisions, while the
+events themselves, and replay, are unchanged.
 
 Real SQLite store and the daemon's ``EngineHost`` with a fake wall clock; the
 readings are committed to the journal and applied exactly as the daemon's run

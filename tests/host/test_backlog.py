@@ -1,5 +1,5 @@
-"""A node draining a backlog: health judged in the readings' event time (issue 18,
-item 9; DESIGN § 4 "Sensor health").
+"""A node draining a backlog: health judged in the readings' event time (item 9; monitor/README.md,
+"Sensor health").
 
 The node was offline for days and buffered a reading a minute. Back online, it
 publishes its ``status`` stamped now (``buffered``: what it still holds) and

@@ -1,4 +1,4 @@
-"""``stormwatch inspect`` and ``stormwatch site close`` as a user meets them (issue 11).
+"""``stormwatch inspect`` and ``stormwatch site close`` as a user meets them.
 
 No daemon runs: the command takes the state lock itself, journals the input
 and brings the engine up to date in the real SQLite database, so the log book

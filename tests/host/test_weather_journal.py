@@ -1,4 +1,4 @@
-"""Weather inputs are journaled as input (DESIGN § 12), so a replay of the journal
+"""Weather inputs are journaled as input (monitor/README.md, "Weather"), so a replay of the journal
 reproduces every weather conclusion the daemon drew.
 
 Real SQLite store and the daemon's ``EngineHost`` fed as the run loop does

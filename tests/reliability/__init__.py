@@ -1,1 +1,1 @@
-"""The reliability suite (issue 13, Build 4): outages of a season, asserted by counts."""
+"""The reliability suite: outages of a season, asserted by counts."""

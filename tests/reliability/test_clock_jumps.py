@@ -1,4 +1,4 @@
-"""Clock jumps (issue 13, build 3): the daemon host's wall clock stepped by hours, and a
+"""Clock jumps: the daemon host's wall clock stepped by hours, and a
 node whose own clock is hours off.
 
 The real daemon runs under libfaketime (its wall clock only: the monotonic clock
@@ -10,7 +10,7 @@ runs true, as on a real machine, where NTP steps the one and never the other).
   and ``status`` reports the step.
 * Set right again: the step is gone from ``status``.
 * A node three hours ahead: its readings are refused as ``future_timestamp``
-  (DESIGN § 3), counted, and ``status`` names the sensor and its node.
+  (sensors/README.md, "MQTT contract"), counted, and ``status`` names the sensor and its node.
 * Stepped back by six hours: the ticks neither rewind nor stop.
 """
 

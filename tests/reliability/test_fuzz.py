@@ -1,4 +1,4 @@
-"""Fuzzing the daemon's ingest path with hostile MQTT topics and payloads (issue 13, build 5).
+"""Fuzzing the daemon's ingest path with hostile MQTT topics and payloads.
 
 The target is the daemon's own code for one batch from its queue,
 ``Daemon.ingest_batch``: ``mqttparse.parse_message`` for each message, the
@@ -115,7 +115,8 @@ MESSAGES_PER_EXAMPLE = 200
 EXAMPLES = int(os.environ.get("STORMWATCH_FUZZ_EXAMPLES", "560"))
 RANDOM_INPUTS = os.environ.get("STORMWATCH_FUZZ_RANDOM", "") not in ("", "0")
 #: A batch takes tens of milliseconds; one still running after this long hangs.
-#: Not a speed assertion (DESIGN § 9): only the liveness guard of ``_hang_guard``.
+#: Not a speed assertion (monitor/README.md, "Development"): only the liveness guard of
+#: ``_hang_guard``.
 HANG_S = 120
 
 CONFIG = """\
@@ -170,7 +171,7 @@ NASTY_VALUES: tuple[Any, ...] = (
     "2026-02-30T00:00:00Z", "2026-05-01", "yesterday", "\x00", "\u202e", "🌧" * 40,
     "a" * 300, 1_777_636_800_000, -1_777_636_800, 1_777_636_800.5,
 )
-#: Keys a payload may carry (DESIGN § 3), and a few it may not.
+#: Keys a payload may carry (sensors/README.md, "MQTT contract"), and a few it may not.
 FIELD_NAMES = ("ts", "site", "sensor", "tips_total", "precip_in", "seq", "ntu", "temp_c",
                "depth_in", "distance_in", "battery_v", "rssi_dbm", "uptime_s", "buffered",
                "dropped", "inspector", "kind", "notes", "findings", "corrective_actions",
@@ -252,7 +253,7 @@ def iso_ms(ts_ms: int, offset_hours: int = 0) -> str:
 
 
 def fmt_ts(ts_ms: int, rng: random.Random) -> Any:
-    """``ts`` in one of its accepted spellings (DESIGN § 3)."""
+    """``ts`` in one of its accepted spellings (sensors/README.md, "MQTT contract")."""
     form = rng.randrange(5)
     if form == 0:
         return iso_ms(ts_ms)
@@ -856,7 +857,8 @@ def test_hostile_messages_are_journaled_or_dead_lettered_and_valid_ones_get_thro
 
     # No shrinking: a new seed is a new batch, so shrinking the atoms does not make a
     # failure smaller; ``_culprits`` does that instead (once, on the failing example).
-    # No deadline: DESIGN § 9 has no timed assertions (``_hang_guard`` catches hangs).
+    # No deadline: monitor/README.md, "Development" has no timed assertions (``_hang_guard`` catches
+    # hangs).
     @settings(max_examples=EXAMPLES, deadline=None, derandomize=not RANDOM_INPUTS,
               database=None, phases=(Phase.explicit, Phase.reuse, Phase.generate),
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -1,4 +1,4 @@
-"""Reliability scenarios (issue 13, Build 4): the real daemon through the outages of a season.
+"""Reliability scenarios: the real daemon through the outages of a season.
 
 Each test runs ``stormwatch run`` as a child process against real services
 (Mosquitto, InfluxDB 1.x, an aiosmtpd mail server, an HTTP hook), breaks one
@@ -100,7 +100,7 @@ def test_sigkill_during_storm(tmp_path: Path, make_mosquitto: MakeMosquitto,
     """SIGKILL of the daemon in the middle of a storm's burst of readings, after the
     storm has qualified and its alert has gone out.
 
-    Proves the journal-before-acknowledge contract (DESIGN § 2) and event
+    Proves the journal-before-acknowledge contract (monitor/README.md, "Architecture") and event
     identity across a crash: the readings the daemon had not committed were
     never acknowledged, so the broker delivers them to the next start (no
     loss), those it had committed are recognised when delivered again (no
@@ -268,7 +268,8 @@ def test_smtp_outage(tmp_path: Path, make_mosquitto: MakeMosquitto, daemons: Dae
     """The mail server is down when a storm alert falls due and comes back later: the
     qualified professional gets the alert exactly once.
 
-    Proves the transactional outbox (DESIGN § 2): the alert is written with its
+    Proves the transactional outbox (monitor/README.md, "Architecture"): the alert is written with
+    its
     event, survives failed attempts (each recorded, with its error, in the
     store) and is delivered once the server answers; a receipt per target
     keeps the retries from sending it twice.

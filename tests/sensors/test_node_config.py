@@ -1,4 +1,4 @@
-"""The node's configuration and ``stormwatch-node check-config`` (DESIGN § 10).
+"""The node's configuration and ``stormwatch-node check-config`` (sensors/README.md, "Sensor node").
 
 Bad values: one ``path.to.field: message`` line per problem, exit 2, no
 traceback; the password is read from its file and never printed.

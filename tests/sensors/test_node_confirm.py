@@ -1,6 +1,6 @@
-"""The node's end-to-end confirmations (DESIGN § 3, § 10; ``sensors/confirm.py``) with a
-fake link and a clock moved by hand: what is kept, sent again, dropped, and when
-the node falls back to deleting on PUBACK.
+"""The node's end-to-end confirmations (sensors/README.md, "MQTT contract"; sensors/README.md,
+"Sensor node"; ``sensors/confirm.py``) with a fake link and a clock moved by hand: what is kept,
+sent again, dropped, and when the node falls back to deleting on PUBACK.
 
 The same through real brokers and the real daemon is ``tests/reliability/test_delivery.py``.
 """

@@ -1,4 +1,4 @@
-"""Node to daemon, end to end (issue 12, "Done when"): a real ``stormwatch-node`` with
+"""Node to daemon, end to end: a real ``stormwatch-node`` with
 the ``csv`` driver publishes 5 000 readings through a real Mosquitto to the real daemon.
 
 Halfway through, the broker stops; while it is down the node is SIGKILLed and

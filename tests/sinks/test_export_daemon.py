@@ -2,7 +2,7 @@
 
 Readings go in over MQTT and come back out of InfluxDB with InfluxQL: every
 journal row exactly once, the derived measurements with hand-computed values
-(DESIGN § 4), and an InfluxDB outage in the middle of a burst that delays the
+(monitor/README.md, "The rules"), and an InfluxDB outage in the middle of a burst that delays the
 export but neither loses a point nor holds back an alert.
 """
 
@@ -150,7 +150,7 @@ def test_storm_trap_and_turbidity_arrive_in_influxdb_once_with_derived_values(
 
     trap = server.rows('SELECT "fill_fraction", "state" FROM "trap"', db)
     assert len(trap) == 30
-    # The first four readings are the median's warm-up: no fill yet (issue 10).
+    # The first four readings are the median's warm-up: no fill yet.
     warm, filled = trap[:4], trap[4:]
     assert all(r["fill_fraction"] is None and r["state"] == "unknown" for r in warm)
     assert {round(r["fill_fraction"], 6) for r in filled} == {
@@ -166,7 +166,7 @@ def test_storm_trap_and_turbidity_arrive_in_influxdb_once_with_derived_values(
     assert by_minute[110]["state"] == "exceeded"
     assert by_minute[98]["delta_ntu"] == 1.0 and by_minute[98]["state"] == "ok"
 
-    # §5 events for annotations, the latest revision current.
+    # events for annotations, the latest revision current.
     events = server.rows('SELECT "title", "current", "revision" FROM "event" '
                          "WHERE \"type\" = 'storm_qualified'", db)
     assert [e["current"] for e in events] == [True]
@@ -213,7 +213,7 @@ def test_influxdb_outage_mid_burst_delays_the_export_but_no_alert_and_loses_noth
         with Store(cfg.parent / "state" / "stormwatch.db", readonly=True) as store:
             return [b for b in store.events.logbook() if b.type == "storm_qualified"]
 
-    # A backfill's events reach the log book once its backlog settles (issue 10).
+    # A backfill's events reach the log book once its backlog settles.
     (book,) = wait_until(logged, 30, "the storm in the log book")
     with Store(cfg.parent / "state" / "stormwatch.db", readonly=True) as store:
         qualifying = [r for r in store.journal.after(0, limit=100_000)
@@ -226,7 +226,7 @@ def test_influxdb_outage_mid_burst_delays_the_export_but_no_alert_and_loses_noth
     # ... and was recorded (and queued for alerting) soon after its reading was
     # journaled: the engine does not wait for the exporter. These readings are 60
     # hours old (a backfill), so their events reach the log book once the backlog
-    # has settled, and never later than BACKFILL_MAX_DEFER_MS (issue 10, item 9).
+    # has settled, and never later than BACKFILL_MAX_DEFER_MS.
     assert recorded_ms - reading.received_ms < BACKFILL_MAX_DEFER_MS + 5000, (
         recorded_ms, reading.received_ms)
 

@@ -81,7 +81,8 @@ def test_every_reference_is_to_the_provisioned_influxql_data_source(path: Path) 
         assert len(refs) == len(set(refs))
         for target in panel["targets"]:
             assert target["datasource"] == DS
-            # Raw InfluxQL, which InfluxDB 1.x, 2.x (DBRP) and 3.x all answer (DESIGN § 8).
+            # Raw InfluxQL, which InfluxDB 1.x, 2.x (DBRP) and 3.x all answer (deploy/README.md,
+            # "InfluxDB and Grafana").
             assert target["rawQuery"] is True
             assert re.match(r"(SELECT|SHOW) ", target["query"]), target["query"]
             assert "from(bucket" not in target["query"]  # no Flux
@@ -163,8 +164,8 @@ def dashboard_data(influx_server: Influxd, tmp_path_factory: pytest.TempPathFact
     config = export_config(tmp, influx_server, "dash", weather=WEATHER)
     now_ms = int(time.time()) * 1000
     items: list[Input] = [*site_readings(now_ms - 20 * 3_600_000, 19 * 60)]
-    # The weather inputs (forecast vs observed, gauge vs reference): an issue 18 hours
-    # ago for the next day, and KHPN's hours since.
+    # The weather inputs (forecast vs observed, gauge vs reference): a forecast
+    # issued 18 hours ago for the next day, and KHPN's hours since.
     issued = now_ms - 18 * H
     items.append(Forecast(SITE, "nws", "OKX/33,37", issued,
                           tuple((issued + k * 6 * H, issued + (k + 1) * 6 * H, 3.0 * k)
@@ -173,7 +174,7 @@ def dashboard_data(influx_server: Influxd, tmp_path_factory: pytest.TempPathFact
               for h in range(18)]
     items.append(Reading(SITE, "tb-up", "status", now_ms - 3_700_000, battery_v=3.61,
                          buffered=12, dropped=0))
-    # Issue 18: one sediment reading past the trap bottom, a sensor_fault for the
+    # One sediment reading past the trap bottom, a sensor_fault for the
     # dashboard's trap table (the next reading, valid, ends it).
     items.append(Reading(SITE, "trap1-depth", "sediment", now_ms - 10 * 3_600_000 + 5_000,
                          depth_in=-2.0))

@@ -1,7 +1,7 @@
 """The exporter's pure parts: line protocol, points of journal rows, events and engine state.
 
 No server here: what InfluxDB does with these lines is in test_export_session.py.
-Expected values are worked out by hand from DESIGN § 4 (trap geometry, the
+Expected values are worked out by hand from monitor/README.md, "The rules" (trap geometry, the
 wa-173-201a limit, inches per tip), not read back from the code under test.
 """
 
@@ -190,7 +190,7 @@ def test_trap_points_are_the_smoothed_fill_of_design_volume() -> None:
     _, points = replay(config, list(items))
     trap = final(points, "trap")
 
-    # Trapezoidal trap, bottom 20 x 10 ft, side slope 2:1, design depth 4 ft (§ 4):
+    # Trapezoidal trap, bottom 20 x 10 ft, side slope 2:1, design depth 4 ft:
     # V(h) = L W h + (L + W) z h^2 + 4/3 z^2 h^3.
     def volume(h: float) -> float:
         return 20 * 10 * h + 30 * 2 * h**2 + 4 / 3 * 4 * h**3
@@ -202,11 +202,11 @@ def test_trap_points_are_the_smoothed_fill_of_design_volume() -> None:
         assert p["depth_in"] == 20.0
         assert (p["warn_fraction"], p["cleanout_fraction"]) == (0.4, 0.5)
         if i < 4:
-            # Fewer than median_of readings: no fill yet, as no trap event (issue 10).
+            # Fewer than median_of readings: no fill yet, as no trap event.
             assert math.isnan(p["fill_fraction"]) and p["state"] == "unknown"
             continue
         assert p["fill_fraction"] == pytest.approx(expected, abs=1e-6)
-        # Issue 18: 99 in is above 1.5 x 48 in, a sensor fault: that point holds the
+        # 99 in is above 1.5 x 48 in, a sensor fault: that point holds the
         # last valid fill and says so.
         assert (p["state"], p.get("fault")) == (
             ("fault", "above_max_fill") if i == 5 else ("ok", None))
@@ -256,7 +256,8 @@ def _site_mix(seed: int) -> list[Reading | Inspection]:
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_late_readings_rewrite_the_points_they_change(seed: int) -> None:
-    """Arrival order does not change what InfluxDB ends up holding (event time, DESIGN § 2).
+    """Arrival order does not change what InfluxDB ends up holding (event time, monitor/README.md,
+    "Architecture").
 
     The readings arrive shuffled within 30 minutes (a node flushing its buffer,
     two probes on different links). Every late reading re-derives the points

@@ -1,7 +1,7 @@
 """``api: v2`` (influxdb-client, ``/api/v2/write``) against a recording HTTP server.
 
 Why no InfluxDB 2 server runs here: the tests use Debian's packages only
-(DESIGN § 9), and Debian ships InfluxDB 1.6 (package ``influxdb``) but neither
+(monitor/README.md, "Development"), and Debian ships InfluxDB 1.6 (package ``influxdb``) but neither
 InfluxDB 2.x nor 3.x; fetching their release binaries from the network is not
 something the test suite may do. So the v2 path is checked in two halves:
 

@@ -46,17 +46,17 @@ H = 3_600_000
 MIN = 60_000
 NY = ZoneInfo("America/New_York")
 
-#: The event types of DESIGN § 5, as its table lists them.
-DESIGN_5_TYPES = [
+#: The event types of monitor/README.md, "Events", as its table lists them.
+VOCABULARY_TYPES = [
     "storm_started", "storm_qualified", "storm_ended", "inspection_recorded",
     "inspection_due_soon", "inspection_overdue", "clock_closed", "trap_fill",
     "trap_cleanout_required", "trap_cleaned", "turbidity_contrast", "sensor_stale",
     "sensor_recovered", "battery_low", "counter_reset", "background_missing", "pegged",
-    # Issue 11: the inspection record.
+    # The inspection record.
     "inspection_backdated", "inspection_missed", "corrective_action_due", "site_closed",
-    # Issue 18: sensor faults and suspect probes.
+    # Sensor faults and suspect probes.
     "sensor_fault", "probes_suspect",
-    # Issue 22: the weather.
+    # The weather.
     "storm_forecast", "gauge_disagrees",
     # Turbidity that cannot be checked.
     "turbidity_unmonitored", "turbidity_monitored",
@@ -183,12 +183,12 @@ def harness(made: list[Harness], config: Config, now: int = T0) -> Harness:
 
 
 def test_every_design_5_event_type_has_a_decided_default_route() -> None:
-    assert sorted(EVENT_FIELDS) == sorted(DESIGN_5_TYPES)
-    assert [t for t in DESIGN_5_TYPES if t not in DEFAULT_ROUTES] == []
+    assert sorted(EVENT_FIELDS) == sorted(VOCABULARY_TYPES)
+    assert [t for t in VOCABULARY_TYPES if t not in DEFAULT_ROUTES] == []
     assert set(DEFAULT_ROUTES) <= set(ROUTE_KEYS)
     # Every urgent type reaches the qualified professional by default.
     assert all("qp" in DEFAULT_ROUTES[t] for t in URGENT_TYPES)
-    # Issue 4: an overdue clock also notifies the officer.
+    # An overdue clock also notifies the officer.
     assert DEFAULT_ROUTES["inspection_overdue"] == ("qp", "officer")
 
 
@@ -248,7 +248,8 @@ def test_what_is_never_routed() -> None:
                            total_in=0.5, max_24h_in=0.5, last_rain=iso(T0), uncertain_in=0.0,
                            gauges=("rg1",))
     assert router(Event(Fact(SITE, T0, "g", gauge))) == []
-    # Revisions: only the storm, whose deadline a late reading can move (DESIGN § 2).
+    # Revisions: only the storm, whose deadline a late reading can move (monitor/README.md,
+    # "Architecture").
     assert router(ev("trap_fill", "f", T0, revision=1, trap="trap-1")) == []
     assert router(notice("inspection_overdue", "o", T0, revision=1)) == []
     assert router(storm(revision=2)) == ["qp", "officer"]
@@ -916,7 +917,7 @@ def test_no_escalation_to_the_target_that_failed(
         "'officer'" in caplog.text
 
 
-# --------------------------------------------------------------------------- issue 18
+# --------------------------------------------------------------------------- more
 
 
 def test_a_sensor_fault_says_what_the_sensor_read_and_what_it_means() -> None:

@@ -100,7 +100,8 @@ def hours_left_in(text: str) -> float:
 
 
 def trap_fill_fraction(depth_ft: float) -> float:
-    """DESIGN § 4 trapezoid, 20 × 10 ft bottom, 2:1 slopes, design depth 4 ft (by hand)."""
+    """monitor/README.md, "The rules" trapezoid, 20 × 10 ft bottom, 2:1 slopes, design depth 4 ft
+    (by hand)."""
     def volume(h: float) -> float:
         return 20 * 10 * h + (20 + 10) * 2 * h ** 2 + 4 / 3 * 2 ** 2 * h ** 3
     return volume(depth_ft) / volume(4.0)

@@ -1,4 +1,4 @@
-"""The daemon and its broker when things go wrong (issue 13): an unreachable broker,
+"""The daemon and its broker when things go wrong: an unreachable broker,
 a session the broker no longer has, and the shipped broker configuration that
 keeps one account from taking another's session. Against a real Mosquitto and
 the real daemon process (``tests/support/daemonkit.py``).

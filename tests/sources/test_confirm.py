@@ -1,5 +1,6 @@
-"""The end-to-end confirmation rule (DESIGN § 3, ``monitor/sources/confirm.py``): what N
-the daemon may publish for a sensor, worked out by hand for each case."""
+"""The end-to-end confirmation rule (sensors/README.md, "MQTT contract",
+``monitor/sources/confirm.py``): what N the daemon may publish for a sensor, worked out by hand for
+each case."""
 
 from __future__ import annotations
 

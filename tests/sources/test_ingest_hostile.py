@@ -1,11 +1,11 @@
-"""The daemon's ingest under hostile input (issue 13): seq identity, a bounded
+"""The daemon's ingest under hostile input: seq identity, a bounded
 dead-letter table, linear-time log redaction, a bounded reject log, and the
 health file that ``status`` reads. (The broker side: ``test_broker_hostile.py``;
 a full disk: ``test_disk_full.py``.)
 
 The store, the log formatter and the reject log are tested directly, then
 through a real Mosquitto and the real daemon process (``tests/support/daemonkit.py``).
-No assertion here is on elapsed time (DESIGN § 9): the redaction is tested for
+No assertion here is on elapsed time (monitor/README.md, "Development"): the redaction is tested for
 its output and for linear *structure* (each ``://`` looked at once), the
 reject log for its size; ``bench/hostile.py`` has the speed.
 """

@@ -1,4 +1,5 @@
-"""Input validation of MQTT payloads (DESIGN § 3) and replay CSV rows (DESIGN § 6)."""
+"""Input validation of MQTT payloads (sensors/README.md, "MQTT contract") and replay CSV rows
+(README.md, "Commands")."""
 
 from __future__ import annotations
 
@@ -384,7 +385,7 @@ def test_prefix_from_argument_and_config() -> None:
     ("tb-up", {"ntu": 1, "temp_c": 90.5}, RejectReason.impossible_value),
     # depth_in, distance_in
     ("trap1-depth", {"depth_in": 1200}, None),
-    # Issue 18: past the trap bottom is a sensor fault the engine reports, as for the
+    # Past the trap bottom is a sensor fault the engine reports, as for the
     # same depth sent as distance_in; only beyond any trap is impossible.
     ("trap1-depth", {"depth_in": -0.1}, None),
     ("trap1-depth", {"depth_in": -1200.1}, RejectReason.impossible_value),

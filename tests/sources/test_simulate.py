@@ -1,4 +1,4 @@
-"""``stormwatch simulate`` (issue 12, item 6): the design storm, the simulated sensors, and
+"""``stormwatch simulate``: the design storm, the simulated sensors, and
 the last "Done when" — the simulation drives the real daemon through a real Mosquitto,
 and a 1.0 in / 24 h type II storm qualifies when a hand computation of the hyetograph
 reaches 0.5 in, within one publishing interval.

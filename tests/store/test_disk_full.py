@@ -1,4 +1,4 @@
-"""Disk full (issue 13, Build item 2): the daemon's state directory on a small tmpfs.
+"""Disk full: the daemon's state directory on a small tmpfs.
 
 When a journal commit fails with "database or disk is full", the daemon must
 not acknowledge (the broker keeps the messages), log one clear ERROR, show it

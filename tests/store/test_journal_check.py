@@ -1,4 +1,4 @@
-"""The journal's inspections against the log book (issue 27, item 8).
+"""The journal's inspections against the log book.
 
 The attack: with write access to the SQLite file, ``UPDATE`` an inspection's
 corrective action in the journal and delete the snapshots. The log book keeps the

@@ -1,4 +1,4 @@
-"""The log book's anchor (issue 13, Build item 6): ``logbook anchor`` prints and sends the
+"""The log book's anchor: ``logbook anchor`` prints and sends the
 chain head, ``logbook verify --anchor`` detects a rewrite the chain alone cannot, and
 the report prints the head and reads its events from the log book.
 
@@ -320,7 +320,7 @@ def test_an_unreadable_row_is_a_verdict_not_a_traceback(site: Path, tmp_path: Pa
         assert proc.returncode == 1, (args, proc.stdout, proc.stderr)
         assert "Traceback" not in proc.stderr
         assert "logbook row 5: edited" in proc.stderr or \
-            "log book row 5: its body is not a § 5 event" in proc.stderr, proc.stderr
+            "log book row 5: its body is not an event of the vocabulary" in proc.stderr, proc.stderr
     proc = stormwatch(site, ("report", "--site", SITE, "--from", "2026-05-01", "--to",
                              "2026-05-31"), out=tmp_path / "r.html")
     assert proc.returncode == 1 and "Traceback" not in proc.stderr

@@ -1,4 +1,4 @@
-"""No data is not all clear (issue 11, item 7).
+"""No data is not all clear.
 
 Every command that reads the state refuses a missing or unreadable database
 with one line naming its path (exit 2); ``status`` says how old the newest
@@ -255,7 +255,7 @@ def test_status_judges_clocks_in_the_engines_event_time(tmp_path: Path) -> None:
     storm = {c["clock_id"] for c in recorded["clocks"] if c["clock"] == "storm"}
     assert storm and storm <= closed
     # Read at the wall clock, the storm clock has not even begun (it starts two hours
-    # ahead): a clock is listed only once it exists (issue 18), so not there either.
+    # ahead): a clock is listed only once it exists, so not there either.
     assert not storm & {c["clock_id"] for c in at_now(recorded, wall_ms)["open_clocks"]}
 
     status = _status_json(cfg)

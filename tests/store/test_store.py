@@ -73,7 +73,7 @@ def tick(now_ms: int) -> JournalIn:
 
 def event(body: Body, id_: str, at_ms: int, revision: int = 0, *, site: str = SITE,
           retracted: bool = False) -> Event:
-    """A § 5 event exactly as the engine publishes it."""
+    """An event exactly as the engine publishes it."""
     return Event(Fact(site, at_ms, id_, body), revision, retracted)
 
 
@@ -265,7 +265,7 @@ def test_dead_letters_keep_raw_bytes_and_count_reasons(store: Store) -> None:
     letters = store.journal.dead_letters()
     assert [d.reason for d in letters] == ["oversize", "unknown_site", "invalid_json"]
     assert letters[2].payload == junk and isinstance(letters[2].payload, bytes)
-    # Only the first 4 KiB of a body are kept, with its original length (issue 13).
+    # Only the first 4 KiB of a body are kept, with its original length.
     assert letters[0].topic is None and letters[0].payload == b"\x00" * 4096
     assert letters[0].cut_from == letters[0].size == 5000
     assert dataclasses.replace(letters[1], id=0) == DeadLetter(

@@ -1,4 +1,5 @@
-"""A real InfluxDB 1.x server for the tests (DESIGN § 9): Debian's ``influxdb`` package.
+"""A real InfluxDB 1.x server for the tests (monitor/README.md, "Development"): Debian's
+``influxdb`` package.
 
 ``Influxd`` runs ``/usr/bin/influxd -config <its own file>`` on free ports of
 127.0.0.1 with its meta, data and WAL directories in one working directory,

@@ -1,4 +1,5 @@
-"""Real alert receivers for the notification tests (DESIGN § 9): SMTP and HTTP, on free ports.
+"""Real alert receivers for the notification tests (monitor/README.md, "Development"): SMTP and
+HTTP, on free ports.
 
 ``SmtpReceiver`` is an aiosmtpd server on 127.0.0.1 that keeps every message
 it accepts. It can require a login (AUTH over plain SMTP, as Apprise's

@@ -3,8 +3,9 @@
 ``Mosquitto`` runs the Debian broker (``/usr/sbin/mosquitto``) in the
 foreground on a free port of 127.0.0.1, with its configuration, persistence
 database and log in its own directory. Its defaults are those of the shipped
-``deploy/mosquitto/stormwatch.conf`` that matter for "nothing lost" (DESIGN
-§ 2): an unlimited per-client queue guarded by ``max_queued_bytes``, 1000
+``deploy/mosquitto/stormwatch.conf`` that matter for "nothing lost"
+(monitor/README.md, "Architecture"): an unlimited per-client queue guarded by ``max_queued_bytes``,
+1000
 messages in flight, persistence on.
 
 Things about Mosquitto 2.0 that this module handles:

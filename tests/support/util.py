@@ -126,7 +126,7 @@ def final(eng: Engine, kind: str) -> list[dict[str, Any]]:
 
 # --------------------------------------------------------------------------- events
 
-#: A complete example body of every § 5 type (the values of an ordinary site).
+#: A complete example body of every event type (the values of an ordinary site).
 SAMPLE_BODIES: dict[str, Body] = {body.TYPE: body for body in (
     StormStarted(gauge="rg1", event_id="e1", started_at="2026-11-30T10:15:00Z"),
     StormQualified(gauge="rg1", event_id="e1", started_at="2026-11-30T10:15:00Z",

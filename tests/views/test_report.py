@@ -1,4 +1,4 @@
-"""``stormwatch report`` (DESIGN § 6): an HTML compliance report with inline plots."""
+"""``stormwatch report`` (README.md, "Commands"): an HTML compliance report with inline plots."""
 
 from __future__ import annotations
 
@@ -106,7 +106,7 @@ def test_no_database_is_refused_and_no_report_written(tmp_path: Path) -> None:
     out = tmp_path / "r.html"
     proc = _report(cfg, "--site", SITE, "--from", "2026-05-01", "--to", "2026-05-01",
                    "--out", str(out))
-    # Issue 11: an empty report would read as "nothing happened".
+    # An empty report would read as "nothing happened".
     assert proc.returncode == 2, proc.stderr
     assert "no database" in proc.stderr and "Traceback" not in proc.stderr
     assert not out.exists()
@@ -162,7 +162,7 @@ def test_the_plots_show_what_the_alerts_were_decided_on(tmp_path: Path) -> None:
 
     traps = {s.ts_ms: s for s in series.traps["trap-1"]}
     echo_at = START + 3 * 10 * MS_PER_MINUTE
-    # Issue 18: the 39 in step to 60 is held, then (back at 21.5 in) a sensor fault: it
+    # The 39 in step to 60 is held, then (back at 21.5 in) a sensor fault: it
     # never reaches the median, so the plot has no point at it.
     assert echo_at not in traps
     assert traps[echo_at + 10 * MS_PER_MINUTE].depth_in == 20.75  # median of 20 .. 21.5

@@ -1,4 +1,4 @@
-"""A month of a site in the compliance report, checked by value (issue 11).
+"""A month of a site in the compliance report, checked by value.
 
 May 2026 at a Condition B site: two storms (0.70 in and 0.61 in), the first
 inspected on time, the second by an inspection entered three days after its

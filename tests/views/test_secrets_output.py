@@ -1,4 +1,4 @@
-"""No command prints a secret (issue 13, item 6): the broker password, the InfluxDB
+"""No command prints a secret: the broker password, the InfluxDB
 token and a notification URL's credentials stay out of every output a user or a
 log collector sees. The real commands as processes, on a real database."""
 

@@ -4,8 +4,7 @@ sign-in posts from other sites, sites a person may not read, the sign-in limit
 that no forged header lifts, and revocation, removal, new sites and token expiry
 taking effect on the very next request of the running app.
 
-Issue 27, items 5, 10 and 11, and the 404/403 difference and the X-Forwarded-For it
-noticed.
+The 404/403 difference and the X-Forwarded-For header are covered too.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Idempotency keys through the real app (issue 27, item 12): each person's own, kept
+"""Idempotency keys through the real app: each person's own, kept
 with a hash of the inspection, so the same key with a different inspection is 422
 and never the first answer for a second inspection dropped in silence; and a
 ``web.sqlite`` of before is migrated in place.

@@ -1,8 +1,8 @@
-"""No traceback for a user's error, and no reset connection for ours (issue 27, item 13).
+"""No traceback for a user's error, and no reset connection for ours.
 
 A report period past year 9999 (or before the epoch) is a 422 naming the bound,
 from the page and from ``stormwatch report`` (exit 2, one line). Anything no
-route means to raise is a 500 in the shape of § 11, logged with its traceback,
+route means to raise is a 500 in the field app's error shape, logged with its traceback,
 and the keep-alive connection it came on serves the next request: proved with
 a real ``stormwatch web`` process and one ``httpx.Client``.
 """
@@ -96,7 +96,7 @@ def test_an_inspection_at_year_one_is_422_and_exit_2(env: dict[str, Any]) -> Non
 
 def test_an_unexpected_error_is_a_500_that_keeps_the_connection(tmp_path: Path) -> None:
     """The photos directory is a file (a mount gone wrong): storing a photo fails in a
-    way no route refuses. The answer is § 11's JSON with 500, the traceback is in
+    way no route refuses. The answer is the error JSON with 500, the traceback is in
     the log (and no token), and the next request on the same keep-alive connection
     is served."""
     port = free_port()

@@ -1,5 +1,5 @@
 """An inspection cites only photos its recorder uploaded, or photos already cited at
-that site (issue 27, "also noticed"): a photo is named by its hash alone, and
+that site: a photo is named by its hash alone, and
 before this one site's inspection could cite another site's evidence.
 
 Through the real app and the real journal path (an MQTT inspection citing a

@@ -1,5 +1,4 @@
-"""A decompression bomb is refused at upload and never decoded in a report (issue 27,
-items 6 and 13).
+"""A decompression bomb is refused at upload and never decoded in a report (items 6 and 13).
 
 A 20 KB PNG can say 13 000 x 13 000 pixels; decoding it takes most of a gigabyte
 and seconds of CPU. The upload reads the header only and refuses more than

@@ -1,4 +1,4 @@
-"""Photo storage is bounded (issue 27, item 7): a per-person rate and daily quota (429),
+"""Photo storage is bounded: a per-person rate and daily quota (429),
 a free-disk floor (507), and photos no inspection names removed a day after their
 last upload, never one an inspection names, archived rows included.
 

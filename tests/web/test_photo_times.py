@@ -1,4 +1,4 @@
-"""A photo's time never breaks a page, a report or the log book (issue 27, items 3 and 13).
+"""A photo's time never breaks a page, a report or the log book.
 
 A camera's EXIF time that is no plausible instant (year 1 at +05:00, year 9999,
 before 1990, days ahead of the upload) is stored as unknown: ``taken_at`` null,

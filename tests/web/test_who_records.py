@@ -1,4 +1,4 @@
-"""Who records what through the field app's API (issue 27, items 2 and 4, and the
+"""Who records what through the field app's API (and the
 practices): the real app, its real store, bearer tokens of real people.
 
 * Two people recording in the same minute each keep their corrective actions: the

@@ -1,4 +1,5 @@
-"""Sinks that send what the journal holds to other systems (DESIGN § 2, § 8).
+"""Sinks that send what the journal holds to other systems (monitor/README.md, "Architecture";
+deploy/README.md, "InfluxDB and Grafana").
 
 ``influx`` is the InfluxDB exporter (a daemon worker), ``derive`` turns
 journal rows, engine state and events into points, ``lineprotocol`` writes

@@ -22,7 +22,8 @@ again, with the same series and timestamps, so InfluxDB replaces them. The
 report's plots use the very same samples: a plot and an alert cannot
 disagree.
 
-Identity (DESIGN § 8 and the idempotence of the exporter): every point is
+Identity (deploy/README.md, "InfluxDB and Grafana" and the idempotence of the exporter): every point
+is
 keyed by measurement, tags and the event time of what it describes, in ms.
 Replaying a batch writes identical points; re-deriving after late data
 writes the same keys with corrected values; the later write wins.
@@ -60,8 +61,8 @@ from ...host.window import JournalWindow
 from ...store import JournalRow, canonical
 from .lineprotocol import FieldValue, Int, Point, raw_series
 
-#: Measurement of each reading kind (DESIGN § 8; ``sensor_status`` holds the
-#: ``{site}/{sensor}/status`` messages).
+#: Measurement of each reading kind (deploy/README.md, "InfluxDB and Grafana"; ``sensor_status``
+#: holds the ``{site}/{sensor}/status`` messages).
 RAW_MEASUREMENTS = {"rain": "rain", "turbidity": "turbidity", "sediment": "sediment",
                     "status": "sensor_status"}
 #: Payload fields that are integers by nature (the rest are written as floats).
@@ -149,7 +150,8 @@ EVENT_SUBJECTS = ("gauge", "trap", "pair", "sensor", "clock_id", "inspector")
 
 
 def event_points(event: Event, earlier: Iterable[Event] = ()) -> list[Point]:
-    """The ``event`` points of one stored event revision (DESIGN § 5, for annotations).
+    """The ``event`` points of one stored event revision (monitor/README.md, "Events", for
+    annotations).
 
     Series: site, type and the event's subject (``EVENT_SUBJECTS``: the gauge,
     trap, pair, sensor, clock or inspector it is about); time: the event's
@@ -194,8 +196,8 @@ def event_points(event: Event, earlier: Iterable[Event] = ()) -> list[Point]:
 
 
 def _event_numbers(event: Event) -> dict[str, FieldValue]:
-    """The fields of DESIGN § 5 a dashboard filters or sums on, as typed fields of their
-    own: rain of unknown timing, the basis of a turbidity finding, a clean-out repeat,
+    """The fields of monitor/README.md, "Events" a dashboard filters or sums on, as typed fields of
+    their own: rain of unknown timing, the basis of a turbidity finding, a clean-out repeat,
     the reason of a sensor fault or of unmonitored turbidity, how long probes have been
     suspect."""
     body = event.body

@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-The journal is the spool (DESIGN § 2). The exporter keeps two cursors in the
+The journal is the spool (monitor/README.md, "Architecture"). The exporter keeps two cursors in the
 store: ``cursor.influx`` (the last journal ``seq`` whose points InfluxDB has
 stored) and ``cursor.influx_events`` (the same for the events table). One
 pass of the loop (``ExportSession.step``):
@@ -456,7 +456,7 @@ class InfluxExporter:
 
 
 def export_status(store: Store, now_ms: int) -> dict[str, Any]:
-    """The ``export`` part of ``status --json`` (DESIGN § 6), computed from the cursors.
+    """The ``export`` part of ``status --json`` (README.md, "Commands"), computed from the cursors.
 
     ``behind_rows``: journal rows not yet in InfluxDB; ``behind_s``: how long
     the oldest of them has been waiting (0 when none); ``behind_events``:

@@ -1,7 +1,7 @@
 """Alerts that reach the qualified professional: routing, messages, delivery, escalation.
 
-The alert path of DESIGN § 2 ("Alerts go through a transactional outbox")
-and the ``notify`` section of DESIGN § 7. An alert that is lost or late can
+The alert path of monitor/README.md, "Architecture" ("Alerts go through a transactional outbox")
+and the ``notify`` section of config/README.md. An alert that is lost or late can
 cost a site a violation (§ 134-12D: up to $350, each week a separate one),
 so every step either succeeds, retries, escalates, or says loudly that it
 did not.

@@ -1,4 +1,4 @@
-"""Alert texts: a title and a body per § 5 event type that a person can act on from a phone.
+"""Alert texts: a title and a body per event type that a person can act on from a phone.
 
 Pure functions of the alert (event, site, *now*): no I/O, so every text is
 tested without a mail server. Each message says
@@ -129,7 +129,7 @@ class Alert:
     """Everything a message is rendered from.
 
     ``previous`` is the revision of the same event last delivered to this
-    tag, when this one is sent as its correction (DESIGN § 2).
+    tag, when this one is sent as its correction (monitor/README.md, "Architecture").
     """
 
     alert_id: str
@@ -373,8 +373,8 @@ def _no_deadline(c: _Ctx, e: StormQualified) -> str:
 
 
 def _storm_revealed(c: _Ctx, e: StormQualified, facts: list[Line]) -> Content:
-    """A storm that qualified on rain a silent gauge revealed (DESIGN § 4): when it
-    qualified is known only to lie after the silence began, so the deadline may lie
+    """A storm that qualified on rain a silent gauge revealed (monitor/README.md, "The rules"): when
+    it qualified is known only to lie after the silence began, so the deadline may lie
     before the one counted from the reveal, and may have passed already."""
     early = ms_of(e.due_not_before)
     facts.append(Line("May have qualified as early as",

@@ -30,7 +30,7 @@ in the log book):
 5. **Correction or nothing.** A ``storm_qualified`` revision > 0 is compared
    with the revision last *delivered* to the same tag (what the person
    knows): it is sent, titled as a correction, when its deadline is earlier
-   by more than ``CORRECTION_MIN_MS`` (5 minutes, DESIGN § 2) or is newly
+   by more than ``CORRECTION_MIN_MS`` (5 minutes, monitor/README.md, "Architecture") or is newly
    known (``clock_start: event_end``, the storm has ended); otherwise it is
    withheld. With nothing delivered before (the earlier revision was still
    queued, and rule 4 dropped it), it is sent as a new alert.
@@ -70,8 +70,8 @@ from ...contract.times import MS_PER_MINUTE, iso
 from ...store import DueAlert, Store
 from .messages import ms_of
 
-#: DESIGN § 2: "A revision that moves a deadline earlier by more than 5 minutes
-#: is alerted as a correction."
+#: monitor/README.md, "Architecture": "A revision that moves a deadline earlier by more than 5
+#: minutes is alerted as a correction."
 CORRECTION_MIN_MS: Final = 5 * MS_PER_MINUTE
 CLOCK_NOTICES: Final = (InspectionDueSoon.TYPE, InspectionOverdue.TYPE)
 

@@ -1,4 +1,4 @@
-"""Which tags an event is alerted to: the routing table of DESIGN § 7 ``notify.routes``.
+"""Which tags an event is alerted to: the routing table of config/README.md ``notify.routes``.
 
 Theory of operation
 -------------------
@@ -8,7 +8,7 @@ row is written per tag it returns. So this module is pure and cheap: no I/O,
 no clock, the same answer for the same event every time (a replayed event
 must get the same rows, which ``ON CONFLICT DO NOTHING`` then ignores).
 
-A route key is an event type of DESIGN § 5, or ``type.variant`` for the few
+A route key is an event type of monitor/README.md, "Events", or ``type.variant`` for the few
 types whose meaning depends on a field (``VARIANTS``): a storm at a site
 without inspection clocks is ``storm_qualified.informational``, an
 inspection recorded after its deadline closes ``clock_closed.late``, a
@@ -29,7 +29,7 @@ need the store and are applied at delivery time, see ``policy.py``):
   true``): they are not new facts for a person; the log book keeps them;
 * revisions (``revision > 0``) of every type except ``storm_qualified``:
   only the storm carries the deadline that a late reading can move earlier
-  (DESIGN § 2), and its correction is decided at delivery against what was
+  (monitor/README.md, "Architecture"), and its correction is decided at delivery against what was
   actually sent. A late reading that refines a trap's fill fraction or the
   start of a turbidity episode is not worth a second message.
 
@@ -57,7 +57,7 @@ from ...contract.routes import ROUTE_KEYS
 #: The qualified professional's tag: alerts routed to it carry the form link (``links.py``).
 QP_TAG: Final = "qp"
 
-#: The default route of every § 5 event type: a decision for each, [] = log book only.
+#: The default route of every event type of the vocabulary: a decision for each, [] = log book only.
 DEFAULT_ROUTES: Final[dict[str, tuple[str, ...]]] = {
     # A drizzle starts and ends a storm event; only a qualifying one is news.
     "storm_started": (),
@@ -69,7 +69,7 @@ DEFAULT_ROUTES: Final[dict[str, tuple[str, ...]]] = {
     # The qualified professional recorded it; clock_closed says what it settled.
     "inspection_recorded": (),
     # Entered long after its own time: it may have closed a clock that stood
-    # overdue meanwhile, so the officer hears of it (issue 11).
+    # overdue meanwhile, so the officer hears of it.
     "inspection_backdated": ("officer",),
     # Each missed week is a separate violation (§ 134-12D); the overdue notices
     # already go out every few hours, so these are for the log book and report.
@@ -83,7 +83,7 @@ DEFAULT_ROUTES: Final[dict[str, tuple[str, ...]]] = {
     # Final stabilization: the routine cadence ends; the officer is told.
     "site_closed": ("qp", "officer"),
     "inspection_due_soon": ("qp",),
-    # Issue 4: an overdue clock also notifies the officer.
+    # An overdue clock also notifies the officer.
     "inspection_overdue": ("qp", "officer"),
     "clock_closed": ("qp",),
     # A late inspection is a missed § 134-9A(2) deadline: the officer hears of it.
@@ -99,7 +99,7 @@ DEFAULT_ROUTES: Final[dict[str, tuple[str, ...]]] = {
     "counter_reset": ("ops",),
     "background_missing": ("ops",),
     "pegged": ("ops",),
-    # A trap sensor reading what cannot be true (issue 18): operations fixes the
+    # A trap sensor reading what cannot be true: operations fixes the
     # sensor, and the qualified professional hears of it because § 134-9A(1) goes
     # unwatched meanwhile (the demand repeats on the last valid fill; a trap filling
     # further is not seen): the trap needs a look by eye.
@@ -129,7 +129,8 @@ URGENT_TYPES: Final = frozenset({"storm_qualified", "inspection_due_soon", "insp
 #: Variants of urgent types that are informational.
 INFORMATIONAL_VARIANTS: Final = frozenset({"storm_qualified.informational",
                                            "turbidity_contrast.cleared"})
-#: The one type whose revisions are routed (DESIGN § 2: a deadline moved earlier).
+#: The one type whose revisions are routed (monitor/README.md, "Architecture": a deadline moved
+#: earlier).
 REVISED_TYPES: Final = frozenset({"storm_qualified"})
 
 

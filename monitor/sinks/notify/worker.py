@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 The engine thread writes outbox rows in the same transaction as their events
-(DESIGN § 2) and never waits for a network. This worker, a daemon thread with
+(monitor/README.md, "Architecture") and never waits for a network. This worker, a daemon thread with
 its own SQLite connection, reads ``Outbox.due`` when the engine thread
 wakes it (``wake``, right after it committed events with alerts) and at least
 every ``notify.poll_s`` seconds (retries come due with time), and, for each

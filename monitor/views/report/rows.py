@@ -3,7 +3,7 @@
 The report never re-derives a rule; these helpers only read: the storms and
 their outcomes come from the engine (``engine/outcomes.py``); here is what a
 storm that qualified on rain revealed after a silence must say about its
-deadline (``revealed_note``, DESIGN § 4 "Silence is not dry weather"), and each
+deadline (``revealed_note``, monitor/README.md, "Silence is not dry weather"), and each
 sensor's health as the recorded status has it (``sensor_rows``: ``ok``,
 ``STALE`` or ``unknown``, never ``ok`` for a gauge whose silence says
 nothing). Cells come back as plain text; ``build.py`` escapes and lays them

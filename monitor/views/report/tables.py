@@ -1,4 +1,4 @@
-"""The report's tables of what the rules concluded: HTML cells from § 5 events.
+"""The report's tables of what the rules concluded: HTML cells from the events.
 
 ``build.py`` assembles the compliance report; the tables of trap and turbidity
 facts (and the table helpers every section uses, and ``LocalTime``) live here, each row read off
