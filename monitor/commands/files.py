@@ -22,9 +22,9 @@ from ..contract.localtime import local_text
 from ..contract.rejects import RejectReason
 from ..engine.active import cadence_words
 from ..errors import EXIT_OK, EXIT_USAGE, CheckFailed, UserError
+from ..ingest.checks import NaiveZone
 from ..sources.filerows import Rejects
 from ..sources.pertip import PerTipRows
-from ..sources.rules import NaiveZone
 from .common import CONFIG_HELP, emit, load, write_file
 from .helptext import command_help
 

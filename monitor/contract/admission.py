@@ -8,7 +8,7 @@ Theory of operation
 -------------------
 An input passes three gates, in this order:
 
-1. **The payload rules** of ``sources/rules.py``: every ``RejectReason`` but
+1. **The payload rules** of ``ingest/checks.py``: every ``RejectReason`` but
    ``seq_conflict``. ``parse.parse_message`` (a message) and
    ``csvfile.parse_row`` (a row) both end in ``rules.sensor_message`` or
    ``inspectionrules.inspection_message``; a time more than 5 minutes after the

@@ -1,7 +1,7 @@
 """What goes into the engine: accepted readings, status messages and inspections, and
 what the weather sources fetched (a forecast, reference observations: monitor/README.md, "Weather").
 
-These are already validated by the shell (``monitor.sources.rules``); the engine
+These are already validated by the shell (``monitor.ingest.checks``); the engine
 trusts their types and ranges and looks only at event time (``ts_ms``).
 
 Photos of an inspection (the field app) are named by SHA-256 only: the bytes are

@@ -3,7 +3,7 @@ rejection.
 
 The codes are a contract: the same spelling appears in the dead-letter table,
 the logs, ``status --json`` (``ingest.rejected``) and ``replay``'s counts. The
-rules that decide them are ``sources/rules.py``; the store names
+rules that decide them are ``ingest/checks.py``; the store names
 ``seq_conflict`` when its commit finds a ``seq`` reused with another body.
 """
 

@@ -23,7 +23,7 @@ from zoneinfo import ZoneInfo
 
 from ..contract.inputs import Inspection, Photo
 from ..contract.rejects import Rejection, RejectReason
-from ..sources.inspectionrules import with_action_ids
+from ..ingest.inspections import with_action_ids
 from ..store.photos import PhotoError, photo_path, read_image
 
 

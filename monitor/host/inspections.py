@@ -36,8 +36,8 @@ from ..contract.times import iso, parse_iso
 from ..engine.actions import action_states, record_of_event, resolvable_at
 from ..engine.active import local_midnight_ms
 from ..errors import UserError
-from ..sources.inspectionrules import inspection_message
-from ..sources.rules import FUTURE_TOLERANCE_MS, TimeRule, site_index
+from ..ingest.checks import FUTURE_TOLERANCE_MS, TimeRule, site_index
+from ..ingest.inspections import inspection_message
 from ..store import Store
 from ..store.opening import daemon_lock, open_store
 from .engine import EngineHost

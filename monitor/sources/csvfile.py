@@ -6,7 +6,7 @@ this module reads the replay CSV for the two commands that take one.
 ``csv_rows``                     the rows of a file, of standard input or of an
                                  open text, as cells;
 ``parse_row`` and ``RowParser``  a row at a time, through the very rules of
-                                 ``rules.py`` (the MQTT payload's), so a row is
+                                 ``ingest/checks.py`` (the MQTT payload's), so a row is
                                  rejected for the same reason a message would
                                  be (``filerows.py`` reads a file whole with
                                  them, for ``replay`` and ``backtest``);
@@ -37,8 +37,7 @@ from ..config import Config
 from ..contract.inputs import Inspection, Reading
 from ..contract.rejects import Rejection, RejectReason
 from ..errors import UserError
-from .inspectionrules import inspection_message
-from .rules import (
+from ..ingest.checks import (
     FIELD_RULES,
     FUTURE_TOLERANCE_MS,
     INSPECTION,
@@ -51,6 +50,7 @@ from .rules import (
     site_index,
     timestamp_ms,
 )
+from ..ingest.inspections import inspection_message
 
 #: Columns every replay CSV has (README.md, "Commands").
 REQUIRED_COLUMNS = ("ts", "site", "sensor")

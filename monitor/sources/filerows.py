@@ -9,7 +9,7 @@ and the order of its rows is an accident of the export (a logger's newest-first
 download, a spreadsheet sorted by sensor). So a file is read in three steps:
 
 1. **Each row by the one row rule** (``RowParser``, ``PerTipRows``: the rules
-   of ``rules.py``, the MQTT payload's), with every reason a message can be
+   of ``ingest/checks.py``, the MQTT payload's), with every reason a message can be
    refused for but ``too_old``. The future bound is the daemon's: a row later
    than the wall clock at the time of the run (``now_ms``: the command passes
    it, the rules read no clock) plus 5 minutes is ``future_timestamp`` (an
@@ -52,9 +52,9 @@ from ..config import Config
 from ..contract.admission import SeqBook, fingerprint
 from ..contract.inputs import Inspection, Reading
 from ..contract.rejects import Rejection, RejectReason
+from ..ingest.checks import NaiveZone
 from .csvfile import RowParser, check_header, csv_rows
 from .pertip import PerTipRows
-from .rules import NaiveZone
 
 #: Rejections kept as lines (``first``): enough to see what went wrong, not a log.
 FIRST_KEPT: Final = 20

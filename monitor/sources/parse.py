@@ -18,8 +18,7 @@ from typing import Any
 from ..config import Config
 from ..contract.inputs import Inspection, Reading
 from ..contract.rejects import Rejection, RejectReason
-from .inspectionrules import inspection_message
-from .rules import (
+from ..ingest.checks import (
     ID_RE,
     INSPECTION,
     MAX_PAYLOAD_BYTES,
@@ -29,6 +28,7 @@ from .rules import (
     show,
     site_index,
 )
+from ..ingest.inspections import inspection_message
 
 
 class _DuplicateKeyError(ValueError):

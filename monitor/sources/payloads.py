@@ -19,14 +19,14 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 
 from ..config.base import ID_PATTERN
 from ..contract.rejects import Rejection
-from .inspectionrules import InspectionKind, check_inspector
-from .rules import (
+from ..ingest.checks import (
     FIELD_RULES,
     MessageKind,
     check_value,
     missing_field,
     timestamp_ms,
 )
+from ..ingest.inspections import InspectionKind, check_inspector
 
 
 def _rule_validator(name: str) -> BeforeValidator:

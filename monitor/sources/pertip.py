@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from ..config import Config
 from ..contract.inputs import Inspection, Reading
 from ..contract.rejects import Rejection, RejectReason
+from ..ingest.checks import TimeRule, show
 from .csvfile import parse_row
-from .rules import TimeRule, show
 
 #: The column of a per-tip export: tips of that row (1 for a row per tip).
 TIPS = "tips"

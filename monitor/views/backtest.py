@@ -32,10 +32,10 @@ from ..contract.inputs import Inspection, Reading
 from ..contract.times import iso
 from ..engine.active import active_start_ms
 from ..engine.rain_columns import empty_events, storm_events
+from ..ingest.checks import NaiveZone
 from ..sources.csvfile import CsvInputError
 from ..sources.filerows import Rejects, read_whole
 from ..sources.pertip import PerTipRows
-from ..sources.rules import NaiveZone
 
 #: The two rain forms of a row: a cumulative counter, or a depth since the previous row.
 COUNTER, DEPTH = "tips_total", "precip_in"

@@ -46,8 +46,8 @@ from ..config import Config
 from ..config.invocation import program
 from ..contract.events import Event
 from ..contract.localtime import local_text
+from ..contract.message import INFO, WARNING, Message, md_escape
 from ..errors import CheckFailed
-from ..sinks.notify.messages import INFO, WARNING, Message, md_escape
 from ..store import GENESIS_HASH, LogbookRow, Store
 from ..store.archive import ArchiveFile, check_file
 from ..store.events import ARCHIVED, RECORD_TYPES

@@ -57,9 +57,9 @@ from ..contract.rejects import RejectReason
 from ..contract.unmonitored_words import reason_words
 from ..engine.core import Engine
 from ..engine.summary import site_now
+from ..ingest.checks import NaiveZone
 from ..sources.filerows import FileReader, Rejects, header_and_rows, read_whole
 from ..sources.pertip import PerTipRows
-from ..sources.rules import NaiveZone
 
 #: Settled facts are taken from the engine every so many inputs (its memory stays flat).
 DRAIN_EVERY = 4096

@@ -37,7 +37,7 @@ from ..host.inspections import (
     build_inspection,
     commit_inspection,
 )
-from ..sources.evidence import check_location, check_photos
+from ..ingest.evidence import check_location, check_photos
 from ..store.citations import cited_at
 from ..store.db import StoreError
 from ..store.opening import open_store

@@ -15,7 +15,7 @@ from monitor.contract.events import InspectionRecorded
 from monitor.contract.inputs import Inspection, Location, Photo, fix_caption, fixed_action
 from monitor.contract.rejects import Rejection
 from monitor.host.inspections import InspectError, build_inspection, commit_inspection
-from monitor.sources.evidence import check_evidence
+from monitor.ingest.evidence import check_evidence
 from monitor.store.opening import open_store
 from monitor.store.photos import photo_path, store_photo_bytes
 

@@ -89,9 +89,9 @@ from monitor.contract.inputs import Inspection, Reading
 from monitor.contract.rejects import Rejection
 from monitor.daemon.loop import Daemon
 from monitor.host.engine import EngineHost
+from monitor.ingest.checks import MAX_PAYLOAD_BYTES
 from monitor.sources.mqtt import Received
 from monitor.sources.parse import parse_message
-from monitor.sources.rules import MAX_PAYLOAD_BYTES
 from monitor.store import Store
 from monitor.store.deadletters import KEEP_BYTES
 from monitor.store.opening import open_store

@@ -17,8 +17,8 @@ import pytest
 
 from monitor.contract.times import iso, parse_iso
 from monitor.host.engine import BACKFILL_MAX_DEFER_MS
-from monitor.sinks.influx.influx import CURSOR
 from monitor.store import LogbookRow, Store
+from monitor.store.exportstate import CURSOR
 
 from ..conftest import MakeMosquitto
 from ..support.daemonkit import (

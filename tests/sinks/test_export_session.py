@@ -18,9 +18,9 @@ import pytest
 
 from monitor.contract.inputs import Inspection, Reading
 from monitor.sinks.influx import influx as influx_module
-from monitor.sinks.influx.influx import CURSOR, DEAD_LETTER_REASON, META_SNAPSHOT, export_status
 from monitor.sinks.influx.writers import Unavailable, V1Writer, Writer
 from monitor.store import Store
+from monitor.store.exportstate import CURSOR, DEAD_LETTER_REASON, META_SNAPSHOT, export_status
 
 from ..support.influxd import (
     DERIVED,

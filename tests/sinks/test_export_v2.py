@@ -32,9 +32,10 @@ import pytest
 from monitor.config import Config
 from monitor.config.file import parse_config
 from monitor.contract.inputs import Inspection, Reading
-from monitor.sinks.influx.influx import CURSOR, ExportSession, export_status
+from monitor.sinks.influx.influx import ExportSession
 from monitor.sinks.influx.writers import make_writer
 from monitor.store import Store
+from monitor.store.exportstate import CURSOR, export_status
 
 from ..support.influxd import Influxd, counts, fill_store, journal_counts, site_readings
 from ..support.util import SITE, site_config

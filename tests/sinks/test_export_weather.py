@@ -14,8 +14,8 @@ import pytest
 
 from monitor.contract.inputs import Forecast, ReferenceObservation
 from monitor.contract.times import MS_PER_HOUR
-from monitor.sinks.influx.influx import CURSOR, EVENTS_CURSOR
 from monitor.store import Store
+from monitor.store.exportstate import CURSOR, EVENTS_CURSOR
 
 from ..support.influxd import WEATHER, Influxd, export_config, fill_store, session
 from ..support.util import SITE

@@ -25,11 +25,12 @@ import pytest
 from monitor.config import Config
 from monitor.config.file import ConfigError, load_config, parse_config
 from monitor.contract.events import EVENT_FIELDS, Event, Fact, GaugeQualified
+from monitor.contract.message import md_escape
 from monitor.contract.routes import ROUTE_KEYS
 from monitor.contract.times import iso, parse_iso
 from monitor.logs import configure
 from monitor.sinks.notify.build import build_router
-from monitor.sinks.notify.messages import Alert, Escalation, local_time, md_escape, render
+from monitor.sinks.notify.messages import Alert, Escalation, local_time, render
 from monitor.sinks.notify.policy import backoff_s
 from monitor.sinks.notify.routing import DEFAULT_ROUTES, URGENT_TYPES, Router, is_urgent
 from monitor.sinks.notify.secrets import mask

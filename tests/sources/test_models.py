@@ -19,6 +19,7 @@ from monitor.config.file import parse_config
 from monitor.contract.inputs import Finding, Inspection, Reading
 from monitor.contract.rejects import Rejection, RejectReason
 from monitor.contract.times import MS_PER_DAY, MS_PER_MINUTE, parse_iso
+from monitor.ingest.checks import FIELD_RULES, MAX_PAYLOAD_BYTES, NaiveZone, TimeRule
 from monitor.sources.csvfile import RowParser, parse_row
 from monitor.sources.parse import parse_message
 from monitor.sources.payloads import (
@@ -29,7 +30,6 @@ from monitor.sources.payloads import (
     StatusPayload,
     TurbidityPayload,
 )
-from monitor.sources.rules import FIELD_RULES, MAX_PAYLOAD_BYTES, NaiveZone, TimeRule
 
 SITE = "site-a"
 REF = parse_iso("2026-05-01T12:00:00Z")

@@ -63,26 +63,26 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...config import Config
-from ...contract.times import MS_PER_MINUTE, WallClock, iso
+from ...contract.times import MS_PER_MINUTE, WallClock
 from ...engine.core import Engine
 from ...host.snapshots import ENGINE_OWNER, snapshot_data
 from ...host.window import JournalWindow
 from ...store import DeadLetterIn, Store
-from ...store.state import INFLUX_CURSOR, INFLUX_SNAPSHOT_META
+from ...store.exportstate import (
+    CURSOR,
+    DEAD_LETTER_REASON,
+    EVENTS_CURSOR,
+    META_ERROR,
+    META_ERROR_SINCE,
+    META_LAST_WRITE,
+    META_SNAPSHOT,
+)
 from .derive import Replica, event_points, minute_points
 from .lineprotocol import Int, Point
 from .writers import Rejected, Unavailable, Writer, make_writer
 
 log = logging.getLogger("stormwatch.export")
 
-CURSOR = INFLUX_CURSOR
-EVENTS_CURSOR = "influx_events"
-#: Meta keys the exporter publishes for ``status`` (all under ``export.influx.``).
-META_LAST_WRITE = "export.influx.last_write_ms"
-META_ERROR = "export.influx.error"
-META_ERROR_SINCE = "export.influx.error_since_ms"
-META_SNAPSHOT = INFLUX_SNAPSHOT_META
-DEAD_LETTER_REASON = "influx_rejected"
 
 #: Journal rows read per query while filling a batch.
 ROWS_PER_READ = 1000
@@ -454,27 +454,3 @@ class InfluxExporter:
                 stop.wait(60.0)
         return None
 
-
-def export_status(store: Store, now_ms: int) -> dict[str, Any]:
-    """The ``export`` part of ``status --json`` (README.md, "Commands"), computed from the cursors.
-
-    ``behind_rows``: journal rows not yet in InfluxDB; ``behind_s``: how long
-    the oldest of them has been waiting (0 when none); ``behind_events``:
-    event revisions not yet written; ``last_write_at``; ``error`` and
-    ``error_since`` while writes fail; ``dead_letters``: points InfluxDB refused.
-    """
-    cursor = store.state.cursor(CURSOR)
-    behind, first_ms = store.journal.backlog(cursor)
-    last = store.state.meta_get(META_LAST_WRITE)
-    error = store.state.meta_get(META_ERROR)
-    since = store.state.meta_get(META_ERROR_SINCE)
-    return {
-        "behind_rows": behind,
-        "behind_s": round(max(0, now_ms - first_ms) / 1000, 1) if first_ms is not None else 0.0,
-        "behind_events": store.events.count_after(store.state.cursor(EVENTS_CURSOR)),
-        "cursor": cursor,
-        "last_write_at": iso(int(last)) if last else None,
-        "error": str(error) if error else None,
-        "error_since": iso(int(since)) if since else None,
-        "dead_letters": store.journal.reject_counts().get(DEAD_LETTER_REASON, 0),
-    }

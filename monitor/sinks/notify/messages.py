@@ -25,7 +25,6 @@ converts from); ``targets.py`` picks the one each service takes best.
 
 from __future__ import annotations
 
-import re
 import shlex
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -66,6 +65,7 @@ from ...contract.events import (
 )
 from ...contract.figures import depth_text, fill_text
 from ...contract.localtime import local_datetime
+from ...contract.message import FAILURE, INFO, SUCCESS, WARNING, Line, Message, md_escape
 from ...contract.sentences import FAULT_WORDS, sentence
 from ...contract.times import MS_PER_HOUR, parse_iso
 from ...contract.unmonitored_words import still_checked
@@ -89,30 +89,6 @@ PENALTY_134_12D: Final = (
 
 #: An event reported this much after its own time says so (delayed data or delivery).
 LATE_NOTE_MS: Final = MS_PER_HOUR
-
-# Apprise notify types (apprise.NotifyType values), as plain strings to keep this module pure.
-INFO, SUCCESS, WARNING, FAILURE = "info", "success", "warning", "failure"
-
-
-@dataclass(frozen=True, slots=True)
-class Line:
-    """One fact of a body: ``label: text``; a quote is set apart; a url is a link."""
-
-    label: str | None
-    text: str
-    quote: bool = False
-    url: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Message:
-    """A rendered alert. ``notify_type`` is an ``apprise.NotifyType`` value."""
-
-    title: str
-    text: str
-    markdown: str
-    notify_type: str
-
 
 @dataclass(frozen=True, slots=True)
 class Escalation:
@@ -982,14 +958,6 @@ def _text(paragraphs: list[str], facts: list[Line], duty: list[Line], tail: list
         blocks.append("\n".join(line(d) for d in duty))
     blocks.append("\n".join(line(t) for t in tail))
     return "\n\n".join(b for b in blocks if b) + "\n"
-
-
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|#])")
-
-
-def md_escape(text: str) -> str:
-    """Escape what Markdown would read as markup in our own (plain) sentences and names."""
-    return _MD_SPECIAL.sub(r"\\\1", text)
 
 
 def _markdown(paragraphs: list[str], facts: list[Line], duty: list[Line],

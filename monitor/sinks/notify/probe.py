@@ -17,7 +17,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from zoneinfo import ZoneInfo
 
 from ...config import Config, NotifyConfig, NotifyTarget
-from .messages import INFO, Line, Message, local_time
+from ...contract.message import INFO, Line, Message
+from .messages import local_time
 from .targets import SendResult, Target, load_targets
 
 

@@ -33,9 +33,9 @@ from typing import Any, Final
 import apprise
 
 from ...config import NotifyConfig
+from ...contract.message import Message
 from ...errors import UserError
 from . import console, secrets
-from .messages import Message
 
 # The console:// scheme must exist before any URL is parsed.
 assert console.SCHEME == "console"

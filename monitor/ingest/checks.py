@@ -9,15 +9,15 @@ points and comes out as an engine input (``Reading`` or ``Inspection``) or as a
 counts, logs and dead-letters a rejection with the raw bytes (sensors/README.md, "MQTT contract",
 "never crash, never silently drop").
 
-``parse_message``  MQTT (``mqttparse.py``): size limit, topic, JSON, then the shared rules.
-``parse_row``      replay CSV (``csvio.py``): cells to numbers, then the same shared rules.
+``parse_message``  MQTT (``sources/parse.py``): size limit, topic, JSON, then the shared rules.
+``parse_row``      replay CSV (``sources/csvfile.py``): cells to numbers, then the same shared rules.
 
 The shared rules are data: ``FIELD_RULES`` gives each numeric payload field its
 type (integer or not), its physical range and the sensor kind it implies, and
 ``REQUIRED`` gives each message kind its alternative required forms. The
 irregular parts sit beside the tables as code: timestamps (two forms, a time
 window) and the topic/payload cross-checks. An inspection's rules (text
-fields, corrective actions, the roster) are ``inspectionrules.py``'s, on the
+fields, corrective actions, the roster) are ``inspections.py``'s, on the
 timestamp and window rules of this module.
 
 Order of checks, so one message always gets the same reason:
@@ -42,9 +42,7 @@ the node-health fields (``battery_v``, ``seq``, ``rssi_dbm``, ``uptime_s``,
 ``status`` topic are ignored rather than stored as a measurement of the wrong
 message; payload fields on an ``inspection`` topic are ignored.
 
-The replay CSV's rows are read in ``csvio.py`` with these same rules; the
-pydantic models of ``payloads.py`` are the documented schema of § 3
-(``model_json_schema()``) and validate through the very same rule functions.
+The replay CSV's rows are read in ``sources/csvfile.py`` with these same rules.
 """
 
 from __future__ import annotations

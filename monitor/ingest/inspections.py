@@ -5,7 +5,7 @@ row or a person.
 brought it (``via``: the field app, ``stormwatch inspect``, MQTT, a replay
 row): the text fields, the findings and corrective actions, the evidence
 (``evidence.py``), the roster, the time window. It shares the timestamp and
-window rules of every message (``rules.py``) and, like them, never raises: a
+window rules of every message (``checks.py``) and, like them, never raises: a
 wrong field is a ``Rejection`` naming it.
 
 Two rules are the inspection's own. ``ts`` is required (``missing_ts``): an
@@ -29,8 +29,8 @@ from ..contract.admission import canonical
 from ..contract.inputs import CorrectiveAction, Finding, Inspection, Via
 from ..contract.localtime import local_datetime
 from ..contract.rejects import Rejection, RejectReason
+from .checks import ID_RE, SiteIndex, TimeRule, show, time_window, timestamp_ms
 from .evidence import check_evidence
-from .rules import ID_RE, SiteIndex, TimeRule, show, time_window, timestamp_ms
 
 InspectionKind = Literal["storm", "routine", "other"]
 INSPECTION_KINDS: Final = frozenset({"storm", "routine", "other"})
