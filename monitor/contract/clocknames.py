@@ -86,31 +86,43 @@ def clock_start(clock_id: str) -> int | None:
     return None
 
 
-def clock_name(clock_id: str, zone: ZoneInfo, clock: str | None = None) -> str:
+def routine_span(days: float) -> str:
+    """What one routine clock's span is called at a cadence of ``days``: the law's
+    seven days are a ``week``; a site configured for 14 (or a 30-day shutdown) has
+    ``14 days``, never a "week" that is not one."""
+    return "week" if days == 7 else f"{days:g} days"
+
+
+def clock_name(clock_id: str, zone: ZoneInfo, clock: str | None = None,
+               days: float = 7.0) -> str:
     """``storm of Dec 2`` or ``week of Nov 25`` (the local date its id names; ``(2)``
     after a routine clock that restarted the same instant); the id itself when it
     names no date. ``clock`` (``storm``/``routine``) is the event's word for its kind,
-    used when the id does not say it."""
+    used when the id does not say it; ``days`` the site's routine cadence
+    (``routine_inspection_days``): ``14 days from Nov 25`` at 14."""
     start = clock_start(clock_id)
     if start is None:
         return f"{clock} clock {clock_id}" if clock else clock_id
     local = local_datetime(start, zone)
     if local is None:
         return clock_id
-    kind = "storm" if clock_id.startswith("storm-") else "week"
     again = _ROUTINE_ID.match(clock_id)
     n = f" ({again.group(2)})" if again is not None and again.group(2) else ""
-    return f"{kind} of {local:%b} {local.day}{n}"
+    if clock_id.startswith("storm-"):
+        return f"storm of {local:%b} {local.day}{n}"
+    span = routine_span(days)
+    return f"{span} {'of' if span == 'week' else 'from'} {local:%b} {local.day}{n}"
 
 
-def inspection_of(clock_id: str, zone: ZoneInfo, clock: str | None = None) -> str:
+def inspection_of(clock_id: str, zone: ZoneInfo, clock: str | None = None,
+                  days: float = 7.0) -> str:
     """``the inspection for the storm of Dec 2``, ``the routine inspection for the week of
     Nov 25``: what a clock asks for, in a sentence."""
-    name = clock_name(clock_id, zone, clock)
-    if name.startswith("week of"):
-        return f"the routine inspection for the {name}"
+    name = clock_name(clock_id, zone, clock, days)
     if name.startswith("storm of"):
         return f"the inspection for the {name}"
+    if name.startswith(f"{routine_span(days)} "):
+        return f"the routine inspection for the {name}"
     return f"the inspection of {name}"
 
 

@@ -71,6 +71,9 @@ class SiteWords(Protocol):
     @property
     def rain(self) -> _Rain: ...
 
+    @property
+    def routine_inspection_days(self) -> float: ...
+
     def fill_levels(self, trap_id: str) -> tuple[float, ...]: ...
 
 
@@ -86,7 +89,8 @@ class _Ctx:
         return spoken(self.event.at_ms if value is None else value, self.zone)
 
     def clock(self, clock_id: str, clock: str | None = None) -> str:
-        return inspection_of(clock_id, self.zone, clock)
+        days = self.site.routine_inspection_days if self.site is not None else 7.0
+        return inspection_of(clock_id, self.zone, clock, days)
 
     def fill(self, trap: str, fraction: float, *more: float) -> str:
         levels = (self.site.fill_levels(trap) if self.site is not None else ()) + more

@@ -10,7 +10,8 @@ counts, logs and dead-letters a rejection with the raw bytes (sensors/README.md,
 "never crash, never silently drop").
 
 ``parse_message``  MQTT (``sources/parse.py``): size limit, topic, JSON, then the shared rules.
-``parse_row``      replay CSV (``sources/csvfile.py``): cells to numbers, then the same shared rules.
+``parse_row``      replay CSV (``sources/csvfile.py``): cells to numbers, then the same
+                   shared rules.
 
 The shared rules are data: ``FIELD_RULES`` gives each numeric payload field its
 type (integer or not), its physical range and the sensor kind it implies, and

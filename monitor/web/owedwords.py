@@ -48,10 +48,10 @@ def hours_words(hours: float) -> str:
     return f"{hours / 24:.1f} days"
 
 
-def clock_words(clock: OpenClock, zone: ZoneInfo, now_ms: int) -> str:
+def clock_words(clock: OpenClock, zone: ZoneInfo, now_ms: int, days: float = 7.0) -> str:
     """One open inspection clock, named by its storm or week: what is owed, by when, and
     how late (``Storm of Dec 2: inspection OVERDUE by 5 h (due Thu 06:30 EST)``)."""
-    name = clock_name(clock.clock_id, zone, clock.clock)
+    name = clock_name(clock.clock_id, zone, clock.clock, days)
     what = f"{name[:1].upper()}{name[1:]}: inspection"
     if clock.due_ms is None or clock.hours_left is None:
         return f"{what} due once the storm ends (it has not ended yet)"
@@ -94,9 +94,9 @@ def owed_of(site: SiteConfig, status: Mapping[str, Any], now_ms: int,
     if now is None:
         return Owed([UNKNOWN_LINE], [], ["unknown"] if site.traps else [],
                     ["unknown"] if site.turbidity_pairs else [], ["unknown"], unknown=True)
-    zone = site.zone
-    owed = [clock_words(c, zone, now_ms) for c in now.open_clocks if soon(c)]
-    later = [clock_words(c, zone, now_ms) for c in now.open_clocks if not soon(c)]
+    zone, days = site.zone, site.routine_inspection_days
+    owed = [clock_words(c, zone, now_ms, days) for c in now.open_clocks if soon(c)]
+    later = [clock_words(c, zone, now_ms, days) for c in now.open_clocks if not soon(c)]
     if now.missed_weeks:
         owed.append(f"{now.missed_weeks} week(s) without a required inspection"
                     " (§\u00a0134-12D, each a separate violation)")

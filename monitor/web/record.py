@@ -235,7 +235,8 @@ def _answer(site: SiteConfig, insp: Inspection, outcome: Outcome) -> dict[str, A
         "confirmed": outcome.recorded is not None,
         "closed": [{"clock_id": c.clock_id, "clock": c.clock, "outcome": c.outcome,
                     "due": c.due, "due_local": local_text(c.due, site.zone),
-                    "name": clock_name(c.clock_id, site.zone, c.clock),
+                    "name": clock_name(c.clock_id, site.zone, c.clock,
+                                       site.routine_inspection_days),
                     "due_words": spoken(c.due, site.zone)}
                    for c in outcome.closed],
         "corrective_actions": [a.id for a in insp.corrective_actions],

@@ -34,15 +34,16 @@ class Site:
 
     zone: ZoneInfo = NY
     rain: Rain = Rain()
+    routine_inspection_days: float = 7.0
 
     def fill_levels(self, trap_id: str) -> tuple[float, ...]:
         return (0.4, 0.5) if trap_id == "trap-1" else ()
 
 
 def say(kind: str, at_ms: int = AT, *, revision: int = 0, retracted: bool = False,
-        **fields: object) -> str:
+        site: Site = Site(), **fields: object) -> str:
     body = replace(SAMPLE_BODIES[kind], **fields)
-    return sentence(Event(Fact("site-1", at_ms, "id-1", body), revision, retracted), Site())
+    return sentence(Event(Fact("site-1", at_ms, "id-1", body), revision, retracted), site)
 
 
 #: A local time as a sentence says it: ``Wed Dec 2 11:30 EST``.
@@ -137,3 +138,18 @@ def test_clocks_are_named_by_the_local_date_of_their_storm_or_week() -> None:
     assert due_words(due, due + 1, NY) == "OVERDUE since Thu Dec 3 11:30 EST"
     assert due_words(None, due, NY) == "due when the storm ends"
     assert spoken("not a time", NY) == "not a time" and spoken(None, NY) == "an unknown time"
+
+
+def test_a_routine_clock_is_named_by_the_sites_own_cadence() -> None:
+    """A site inspected every 14 days (or monthly in a shutdown) has no "week": every
+    place that names a routine clock reads the configured days, as the alerts do."""
+    routine = "routine-2026-11-25T05:00:00Z"
+    assert clock_name(routine, NY) == "week of Nov 25"
+    assert clock_name(routine, NY, days=14) == "14 days from Nov 25"
+    assert clock_name(routine, NY, days=30) == "30 days from Nov 25"
+    fortnight = Site(routine_inspection_days=14.0)
+    for kind in ("inspection_due_soon", "inspection_overdue", "clock_closed",
+                 "inspection_missed"):
+        text = say(kind, site=fortnight, clock_id=routine, clock="routine")
+        assert "week of" not in text and "14 days from Nov 25" in text, text
+        assert "week of Nov 25" in say(kind, clock_id=routine, clock="routine")

@@ -242,10 +242,13 @@ class _Ctx:
         ms = value if isinstance(value, int) else ms_of(value)
         return local_time(ms, self.zone, year=year) if ms is not None else "unknown"
 
+    def routine_days(self) -> float:
+        """The site's routine cadence in days (the law's seven without a site)."""
+        return self.site.routine_inspection_days if self.site is not None else 7.0
+
     def clock_name(self, clock: str) -> str:
         if clock == "routine":
-            days = self.site.routine_inspection_days if self.site is not None else 7.0
-            return f"{days:g}-day routine inspection"
+            return f"{self.routine_days():g}-day routine inspection"
         return "storm inspection"
 
     def sensor_kind(self, sensor_id: str) -> str | None:
@@ -445,7 +448,8 @@ def _inspection_recorded(c: _Ctx, e: InspectionRecorded) -> Content:
     if e.backdated and e.entered_at:
         facts.append(Line("Entered", f"{c.local(e.entered_at)} (backdated)"))
     if e.closes:
-        facts.append(Line("Closes", ", ".join(clock_name(x, c.zone) for x in e.closes)))
+        facts.append(Line("Closes", ", ".join(clock_name(x, c.zone, days=c.routine_days())
+                                               for x in e.closes)))
     facts += [Line("Finding", f"{f['practice']}: {f['condition']}") for f in e.findings]
     facts += [Line("Corrective action", f"{a['id']}: {a['text']}"
                    + (f" (due {c.local(a['due'])})" if a.get("due") else ""))

@@ -44,7 +44,8 @@ def _what(site: SiteConfig, d: Duty, local: LocalTime) -> str:
     if d.kind == "inspection":
         kind = ("Storm inspection (within 24 hours of the storm)" if d.clock == "storm"
                 else f"Routine inspection ({cadence_words(site)})")
-        return f"{kind}: the {clock_name(d.subject, site.zone, d.clock)}"
+        name = clock_name(d.subject, site.zone, d.clock, site.routine_inspection_days)
+        return f"{kind}: the {name}"
     if d.kind == "cleanout":
         levels = site.fill_levels(d.subject) or (0.5,)
         # Never rounded across the clean-out level: 49.7 % is not "50%" (figures.py).
