@@ -7,10 +7,10 @@ contractor"): the contractor has no account and gets a link,
 ``{public_url}/c/{token}``, that shows that one action and takes its "done"
 (a note, photos). The token is ``base64url(claim) "." base64url(HMAC-SHA256(
 secret, purpose || claim))`` with the claim ``{"s": site, "a": action_id,
-"e": expires_ms, "n": nonce}``, as the alert links are (``sinks/notify/
-links.py``) but under a purpose of its own, so neither kind of link is ever
-valid as the other. It grants that action's page, its inspection's photos and
-its "done", nothing else: no session, no other action or site. It stops
+"e": expires_ms, "n": nonce}``, as the alert links are (``host/links.py``) but
+under a purpose of its own, so neither kind of link is ever valid as the other.
+It grants that action's page, its inspection's photos and its "done", nothing
+else: no session, no other action or site. It stops
 working when it expires (``web.link_hours``) or once an inspection has
 verified the action (``actions.py`` checks that at every request).
 
@@ -31,7 +31,7 @@ import hmac
 import secrets
 from dataclasses import dataclass
 
-from ..sinks.notify.links import LinkError, open_claim, sign_claim
+from ..host.links import LinkError, open_claim, sign_claim
 
 _PURPOSE = b"stormwatch contractor link v1\x00"
 _FORM = b"stormwatch contractor form v1\x00"

@@ -33,7 +33,7 @@ from fastapi.templating import Jinja2Templates
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..config import Config, photos_dir_of
-from ..sinks.notify.links import read_secret
+from ..host.links import read_secret
 from ..store.idempotency import IdempotencyKeys
 from ..store.uploads import Limits, Uploads
 from ..store.users import Users

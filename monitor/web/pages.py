@@ -24,7 +24,7 @@ from starlette.formparsers import MultiPartException
 from ..contract.events import StormQualified
 from ..contract.inputs import fix_caption
 from ..contract.localtime import local_datetime
-from ..sinks.notify.links import LinkError, verify_link
+from ..host.links import LinkError, verify_link
 from ..store import Store
 from ..store.opening import open_store
 from ..store.users import User

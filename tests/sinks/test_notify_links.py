@@ -19,8 +19,8 @@ import pytest
 from monitor.config import Config
 from monitor.config.file import parse_config
 from monitor.errors import UserError
+from monitor.host.links import LinkClaim, sign_link, verify_link
 from monitor.sinks.notify.build import build_router, build_worker, form_links
-from monitor.sinks.notify.links import LinkClaim, sign_link, verify_link
 from monitor.sinks.notify.messages import render
 from monitor.sinks.notify.worker import NotifyWorker
 from monitor.store import Store

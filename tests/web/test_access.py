@@ -19,7 +19,7 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from monitor.sinks.notify.links import sign_link
+from monitor.host.links import sign_link
 from monitor.web.app import create_app
 
 from ..support.childproc import free_port

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from monitor.contract.events import InspectionRecorded
-from monitor.sinks.notify.links import sign_link
+from monitor.host.links import sign_link
 from monitor.store.opening import open_store
 
 from ..support.photos import jpeg_with_gps

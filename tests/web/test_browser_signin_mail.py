@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from monitor.contract.inputs import Reading
-from monitor.sinks.notify.links import sign_link
+from monitor.host.links import sign_link
 
 from ..support.childproc import free_port
 from ..support.daemonkit import events_of

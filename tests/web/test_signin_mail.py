@@ -24,7 +24,7 @@ from fastapi.testclient import TestClient
 
 from monitor.config.file import load_config
 from monitor.config.plausible import warnings
-from monitor.sinks.notify.links import sign_link
+from monitor.host.links import sign_link
 from monitor.sinks.notify.messages import local_time
 from monitor.web.signin_mail import desk_of
 

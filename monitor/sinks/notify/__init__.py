@@ -7,7 +7,9 @@ so every step either succeeds, retries, escalates, or says loudly that it
 did not.
 
 ``routing``   event → tags, on the engine thread, pure (defaults, overrides, urgency)
-``messages``  title and text/Markdown bodies in the site's time zone, pure
+``messages``  title and text/Markdown bodies in the site's time zone, pure (the
+              ``Message`` value itself is ``contract/message.py``; the signed form
+              links alerts carry are ``host/links.py``, which the field app verifies)
 ``policy``    at delivery time: withheld (catch-up noise, superseded notices,
               corrections), and retry backoff
 ``targets``   Apprise targets from ``notify.targets`` and ``notify.config_file``;
@@ -15,9 +17,8 @@ did not.
 ``worker``    the outbox worker thread: send, receipts, retries, escalation
 ``console``   the ``console://`` Apprise plugin (alerts in the terminal)
 ``secrets``   masking of every target's secrets in logs and error messages
-``probe``     ``stormwatch notify-test``
-``links``     the signed, expiring form links alerts to ``qp`` carry (the web app
-              verifies them), pure but for ``read_secret``
+``probe``     ``stormwatch notify-test``, and the one mail the field app sends a
+              person (a sign-in link, a contractor's action)
 
 ``build``     ``build_router`` and ``build_worker``, what ``monitor.sinks.registry`` calls
 

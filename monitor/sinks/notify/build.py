@@ -17,7 +17,7 @@ from ...contract.times import WallClock
 from .routing import Router
 
 if TYPE_CHECKING:
-    from .links import FormLinks
+    from ...host.links import FormLinks
     from .targets import Target
     from .worker import NotifyWorker
 
@@ -58,7 +58,7 @@ def form_links(config: Config) -> FormLinks | None:
     a key that cannot be read is a ``UserError`` (exit 2, the line ``check-config`` prints)."""
     if config.web is None:
         return None
-    from .links import FormLinks, read_secret
+    from ...host.links import FormLinks, read_secret
 
     return FormLinks(config.web, read_secret(config.web.secret_file))
 

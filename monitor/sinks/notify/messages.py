@@ -115,7 +115,7 @@ class Alert:
     grafana_url: str | None = None
     previous: Event | None = None
     escalation: Escalation | None = None
-    #: The signed link to the site's inspection form (``links.py``), made by the
+    #: The signed link to the site's inspection form (``host/links.py``), made by the
     #: worker for an alert routed to ``qp`` when ``web:`` is configured.
     form_link: str | None = None
     #: ``stormwatch inspect --config PATH`` as it works typed on the daemon's machine

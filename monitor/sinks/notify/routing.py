@@ -54,7 +54,7 @@ from typing import Final
 from ...contract.events import ClockClosed, Event, StormQualified, TurbidityContrast
 from ...contract.routes import ROUTE_KEYS
 
-#: The qualified professional's tag: alerts routed to it carry the form link (``links.py``).
+#: The qualified professional's tag: alerts routed to it carry the form link (``host/links.py``).
 QP_TAG: Final = "qp"
 
 #: The default route of every event type of the vocabulary: a decision for each, [] = log book only.

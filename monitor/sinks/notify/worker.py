@@ -13,7 +13,7 @@ due row (one alert × one tag):
    corrections); if not, settles it as withheld;
 2. renders it (``messages.render``) in the site's time zone, at the moment
    of sending, with the signed link to the site's inspection form when the
-   event is routed to ``qp`` and ``web:`` is configured (``links.py``; the
+   event is routed to ``qp`` and ``web:`` is configured (``host/links.py``; the
    link expires ``web.link_hours`` after the send);
 3. sends it to every target that receives the tag and has no receipt for
    this alert yet, recording each target's receipt the moment it confirms:
@@ -55,9 +55,9 @@ from ...config import Config
 from ...config.invocation import command_for
 from ...contract.events import Event
 from ...contract.times import MS_PER_HOUR, MS_PER_MINUTE, WallClock
+from ...host.links import FormLinks
 from ...store import DueAlert, Store
 from . import policy, secrets
-from .links import FormLinks
 from .messages import Alert, Escalation, render
 from .routing import QP_TAG, Router, is_urgent
 from .targets import Target, load_targets

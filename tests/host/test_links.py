@@ -17,8 +17,8 @@ import pytest
 
 from monitor.config import WebConfig
 from monitor.errors import UserError
-from monitor.sinks.notify import links
-from monitor.sinks.notify.links import (
+from monitor.host import links
+from monitor.host.links import (
     LinkClaim,
     LinkError,
     alert_link,

@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ...config.web import WebConfig, secret_file_problem
-from ...contract.events import Event
-from ...errors import UserError
+from ..config.web import WebConfig, secret_file_problem
+from ..contract.events import Event
+from ..errors import UserError
 
 #: Bound on what is even decoded: a real token is well under 200 characters.
 MAX_TOKEN_CHARS = 1024
