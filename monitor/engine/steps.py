@@ -15,7 +15,7 @@ from typing import Protocol
 
 from ..contract.events import Fact
 from ..contract.inputs import ActionStep
-from .actions import canonical_step, step_fact, step_facts
+from .actions import canonical_step, step_fact
 from .site import SiteEngine
 
 
@@ -48,11 +48,6 @@ def add_step(se: SiteEngine, step: ActionStep) -> bool:
         return False
     se.action_steps[step.key] = step
     return True
-
-
-def step_truth(se: SiteEngine) -> dict[str, Fact]:
-    """The facts of the steps in memory, by id."""
-    return step_facts(se.config.id, se.action_steps.values())
 
 
 def settle_steps(se: SiteEngine, horizon_ms: int) -> list[str]:

@@ -210,10 +210,6 @@ class ConfirmBook:
         self.due.clear()
         return out
 
-    def all_marks(self) -> dict[Key, int]:
-        """Every sensor that has a mark, with it (to publish again after a reconnect)."""
-        return {k: m.seq for k, m in self.marks.items() if m.seq is not None}
-
     def meta(self) -> dict[str, int | str]:
         """The book as the ``meta`` value to write when it changed (the caller clears
         ``dirty`` once written), else nothing."""

@@ -94,10 +94,6 @@ class Access:
     api_until_ms: int | None = None
     links: int = 0
 
-    @property
-    def api_tokens(self) -> int:
-        return 0 if self.api_until_ms is None else 1
-
 
 @dataclass(frozen=True, slots=True)
 class User:
