@@ -36,8 +36,9 @@ from zoneinfo import ZoneInfo
 from ..config import ArchiveConfig, Config
 from ..contract.times import MS_PER_DAY, iso
 from ..store import Store
+from ..store.exportstate import CURSOR as INFLUX_CURSOR
+from ..store.exportstate import META_SNAPSHOT as INFLUX_SNAPSHOT_META
 from ..store.retention import Cut
-from ..store.state import INFLUX_CURSOR, INFLUX_SNAPSHOT_META
 from .snapshots import ENGINE_OWNER
 
 

@@ -8,22 +8,25 @@ never leans on the sink (monitor/README.md, "Architecture").
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from ..contract.times import iso
-from .state import INFLUX_CURSOR, INFLUX_SNAPSHOT_META
 
 if TYPE_CHECKING:
     from . import Store
 
-CURSOR = INFLUX_CURSOR
-EVENTS_CURSOR = "influx_events"
-#: Meta keys the exporter publishes for ``status`` (all under ``export.influx.``).
-META_LAST_WRITE = "export.influx.last_write_ms"
-META_ERROR = "export.influx.error"
-META_ERROR_SINCE = "export.influx.error_since_ms"
-META_SNAPSHOT = INFLUX_SNAPSHOT_META
-DEAD_LETTER_REASON = "influx_rejected"
+#: The exporter's journal cursor and its events cursor. The archive's plan
+#: (``host/archiving.py``) keeps every row the exporter has still to read, or to
+#: restore its replica from (``META_SNAPSHOT``).
+CURSOR: Final = "influx"
+EVENTS_CURSOR: Final = "influx_events"
+#: Meta keys the exporter publishes for ``status`` (all under ``export.influx.``), and
+#: the seq its replica's own snapshot was taken at.
+META_LAST_WRITE: Final = "export.influx.last_write_ms"
+META_ERROR: Final = "export.influx.error"
+META_ERROR_SINCE: Final = "export.influx.error_since_ms"
+META_SNAPSHOT: Final = "export.influx.snapshot"
+DEAD_LETTER_REASON: Final = "influx_rejected"
 
 
 def export_status(store: Store, now_ms: int) -> dict[str, Any]:

@@ -19,15 +19,9 @@ import json
 import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 from .db import RESERVED_META, Db, get_meta, put_meta
-
-#: The InfluxDB exporter's journal cursor and the meta key of its replica's snapshot:
-#: written by the exporter (``sinks/influx/influx.py``), read by the archive's plan
-#: (``host/archiving.py``, a layer below it), so named here, below both.
-INFLUX_CURSOR: Final = "influx"
-INFLUX_SNAPSHOT_META: Final = "export.influx.snapshot"
 
 
 @dataclass(frozen=True, slots=True)
