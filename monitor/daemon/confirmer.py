@@ -41,7 +41,6 @@ from ..contract.inputs import Inspection, Reading
 from ..contract.rejects import Rejection
 from ..contract.times import WallClock, iso
 from ..sources.confirm import (
-    META_KEY,
     ConfirmBook,
     Key,
     journaled_payload,
@@ -51,6 +50,7 @@ from ..sources.confirm import (
 )
 from ..sources.mqtt import Received
 from ..store import Store
+from ..store.sourcenotes import CONFIRM_META
 
 #: The contract's "at most once a second per sensor".
 MIN_INTERVAL_S = 1.0
@@ -92,7 +92,7 @@ class Confirmer:
         """The book as the last run left it, carried up through the journal."""
         if not self.enabled:
             return
-        book = ConfirmBook.from_meta(store.state.meta_get(META_KEY))
+        book = ConfirmBook.from_meta(store.state.meta_get(CONFIRM_META))
         book.marks = {k: m for k, m in book.marks.items() if k in self.known}
         self.book = book
         for key in book.marks:

@@ -20,9 +20,10 @@ from typing import Any
 from ..config import Config
 from ..contract.times import MS_PER_HOUR, WallClock, iso
 from ..host.rows import journal_in
-from ..sources.nws import SOURCE, FailureLog, NwsClient, NwsError, meta_key, source_state
+from ..sources.nws import FailureLog, NwsClient, NwsError
 from ..store import Store
 from ..store.opening import open_store
+from ..store.sourcenotes import WEATHER_SOURCE, source_state, weather_meta_key
 
 #: Observations are asked for this far back: the 24 hours the rule looks at and an
 #: hour more, so a late report of the oldest hour is not missed.
@@ -65,11 +66,11 @@ class WeatherPoller:
                 for station in self.weather.stations_of(site.id):
                     items += self.client.observations(site.id, station, now_ms - LOOKBACK_MS)
             except NwsError as exc:
-                self.failures.failed(SOURCE, str(exc))
+                self.failures.failed(WEATHER_SOURCE, str(exc))
                 state["last_error"] = {"at": iso(now_ms), "reason": str(exc)}
             else:
                 store.journal.commit([journal_in(i, topic=None, received_ms=now_ms)
                                       for i in items])
-                self.failures.ok(SOURCE)
+                self.failures.ok(WEATHER_SOURCE)
                 state["last_ok"], state["last_error"] = iso(now_ms), None
-            store.state.meta_set(meta_key(site.id), json.dumps(state, sort_keys=True))
+            store.state.meta_set(weather_meta_key(site.id), json.dumps(state, sort_keys=True))

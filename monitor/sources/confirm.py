@@ -38,7 +38,7 @@ Theory of operation
    confirms too much. An ``oldest_seq`` lower than before (a node that lost
    its buffer and numbers again) forgets what was known above it: the caller
    looks it up in the journal again (``ConfirmBook.status`` says so).
-5. **Restarts.** The book is kept in ``meta`` (``META_KEY``: each sensor's
+5. **Restarts.** The book is kept in ``meta`` (``CONFIRM_META``: each sensor's
    ``oldest_seq``, status time, node mode and N). What was committed after
    the last write is found again in the journal, walking up from N
    (``daemon/confirmer.py``); anything missed there comes back as a duplicate
@@ -53,17 +53,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Final
+from typing import Final
 
 from ..contract.rejects import RejectReason
+from ..store.sourcenotes import CONFIRM_META, CONFIRM_MODES, confirm_notes, is_seq
 
 #: The topic kind of a confirmation: ``{prefix}/{site}/{sensor}/journaled``.
 JOURNALED: Final = "journaled"
-#: The node's modes, as its status says (``confirm``): keeping readings until
-#: confirmed, or deleting on PUBACK (the fallback when no confirmation comes).
-MODES: Final = frozenset({"journaled", "puback"})
-#: The ``meta`` key the book is kept under.
-META_KEY: Final = "confirmations"
 #: Rejections that sending the same reading again may not repeat (see 2 above).
 TRANSIENT_REASONS: Final = frozenset({RejectReason.future_timestamp})
 #: Rejections before the payload was read: the message names no seq we can trust.
@@ -73,8 +69,6 @@ UNREAD_REASONS: Final = frozenset({RejectReason.oversize, RejectReason.bad_topic
 #: Committed runs remembered above a gap, per sensor; beyond it the highest are
 #: forgotten (they come back when the node sends them again).
 MAX_RUNS: Final = 64
-#: The largest seq of the contract (SQLite's INTEGER).
-MAX_SEQ: Final = 2**63 - 1
 
 #: An inclusive range of committed seqs.
 Run = tuple[int, int]
@@ -215,7 +209,7 @@ class ConfirmBook:
         ``dirty`` once written), else nothing."""
         if not self.dirty:
             return {}
-        return {META_KEY: json.dumps(
+        return {CONFIRM_META: json.dumps(
             {f"{site}/{sensor}": {"oldest_seq": m.oldest_seq, "status_ms": m.status_ms,
                                   "confirm": m.mode, "seq": m.seq}
              for (site, sensor), m in sorted(self.marks.items())}, separators=(",", ":"))}
@@ -224,35 +218,21 @@ class ConfirmBook:
     def from_meta(cls, text: str | int | None) -> ConfirmBook:
         """The book as ``meta`` kept it; empty when there is none or it is unreadable."""
         book = cls()
-        for name, note in _notes(text).items():
+        for name, note in confirm_notes(text).items():
             site, _, sensor = name.partition("/")
             oldest, seq = note.get("oldest_seq"), note.get("seq")
-            if not sensor or (oldest is not None and not _is_seq(oldest)):
+            if not sensor or (oldest is not None and not is_seq(oldest)):
                 continue
             runs: tuple[Run, ...] = ()
-            if isinstance(oldest, int) and isinstance(seq, int) and _is_seq(seq) \
+            if isinstance(oldest, int) and isinstance(seq, int) and is_seq(seq) \
                     and seq >= oldest:
                 runs = ((oldest, seq),)
             status_ms = note.get("status_ms")
             mode = note.get("confirm")
             book.marks[(site, sensor)] = SensorMark(
                 oldest, status_ms if isinstance(status_ms, int) else None,
-                mode if mode in MODES else None, runs)
+                mode if mode in CONFIRM_MODES else None, runs)
         return book
-
-
-def _is_seq(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_SEQ
-
-
-def _notes(text: str | int | None) -> dict[str, dict[str, Any]]:
-    try:
-        notes = json.loads(text) if isinstance(text, str) else {}
-    except ValueError:
-        return {}
-    if not isinstance(notes, dict):
-        return {}
-    return {k: v for k, v in notes.items() if isinstance(v, dict)}
 
 
 # --------------------------------------------------------------------------- the messages
@@ -268,7 +248,7 @@ def status_fields(payload: bytes) -> tuple[int | None, str | None]:
     if not isinstance(data, dict):
         return None, None
     oldest, mode = data.get("oldest_seq"), data.get("confirm")
-    return (oldest if _is_seq(oldest) else None), (mode if mode in MODES else None)
+    return (oldest if is_seq(oldest) else None), (mode if mode in CONFIRM_MODES else None)
 
 
 def rejected_seq(reason: RejectReason, payload: bytes) -> int | None:
@@ -281,7 +261,7 @@ def rejected_seq(reason: RejectReason, payload: bytes) -> int | None:
     except ValueError:
         return None
     seq = data.get("seq") if isinstance(data, dict) else None
-    return seq if _is_seq(seq) else None
+    return seq if is_seq(seq) else None
 
 
 def journaled_topic(prefix: str, site: str, sensor: str) -> str:
@@ -291,12 +271,3 @@ def journaled_topic(prefix: str, site: str, sensor: str) -> str:
 def journaled_payload(seq: int, at: str) -> bytes:
     """The confirmation's payload: ``{"seq": N, "at": "<ISO UTC>"}``."""
     return json.dumps({"seq": seq, "at": at}, separators=(",", ":")).encode()
-
-
-def confirm_of(text: str | int | None, site: str, sensor: str) -> tuple[str | None, int | None]:
-    """One sensor's (node mode, N) as ``status --json`` shows them, from the ``meta``
-    text: (None, None) when no status of the node said."""
-    note = _notes(text).get(f"{site}/{sensor}", {})
-    mode, seq = note.get("confirm"), note.get("seq")
-    return (mode if mode in MODES else None), (seq if _is_seq(seq) else None)
-

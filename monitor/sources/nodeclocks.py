@@ -18,19 +18,17 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
-from typing import Any
 
 from ..contract.inputs import Reading
 from ..contract.rejects import Rejection, RejectReason
-from ..contract.times import MS_PER_HOUR, iso
+from ..contract.times import MS_PER_HOUR
+from ..store.sourcenotes import CLOCKS_META
 
 #: An accepted reading that arrives this long after its own timestamp is late
 #: enough to name: a node's clock behind by hours, or its backlog.
 BEHIND_MS = MS_PER_HOUR
 #: The rejects that mean a clock off (the timestamp is fine otherwise).
 CLOCK_REASONS = frozenset({RejectReason.future_timestamp, RejectReason.too_old})
-#: The ``meta`` key the daemon keeps them under.
-META_KEY = "node_clocks"
 
 
 @dataclass
@@ -86,7 +84,7 @@ class NodeClocks:
         clears ``dirty`` once written), else nothing."""
         if not self.dirty:
             return {}
-        return {META_KEY: json.dumps({f"{site}/{sensor}": asdict(v)
+        return {CLOCKS_META: json.dumps({f"{site}/{sensor}": asdict(v)
                                       for (site, sensor), v in sorted(self.sensors.items())},
                                      separators=(",", ":"))}
 
@@ -95,18 +93,3 @@ class NodeClocks:
         count = 1 if known is None else known.count + 1
         self.sensors[key] = SensorClock(offset_ms, reason, count, received_ms)
         self.dirty = True
-
-
-def clock_of(notes: dict[str, Any], site: str, sensor: str) -> dict[str, Any] | None:
-    """One sensor's note as ``status --json`` shows it (``sites.*.sensors.*.clock``):
-    None unless the newest word from the sensor was off."""
-    note = notes.get(f"{site}/{sensor}")
-    if not isinstance(note, dict):
-        return None
-    # Cleared by order of arrival, not by comparing times: the daemon's own clock
-    # may have stepped between the two.
-    if note.get("ok_ms") is not None:
-        return None
-    offset_s = round(note["offset_ms"] / 1000)
-    return {"offset_s": offset_s, "ahead": offset_s > 0, "reason": note["reason"],
-            "count": note["count"], "at": iso(note["at_ms"])}

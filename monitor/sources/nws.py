@@ -26,7 +26,6 @@ What can go wrong, and what this does about it:
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 import threading
@@ -42,11 +41,10 @@ from ..config.weather import Location, NwsConfig
 from ..contract.inputs import Forecast, ReferenceObservation
 from ..contract.times import iso, parse_interval, parse_iso
 from ..errors import CheckFailed
-from ..store import Store
+from ..store.sourcenotes import WEATHER_SOURCE
 
 log = logging.getLogger("stormwatch.weather")
 
-SOURCE = "nws"
 #: Millimetres per unit the API may state (``wmoUnit:mm``; older responses ``wmoUnit:m``).
 _MM_PER = {"mm": 1.0, "m": 1000.0, "in": 25.4, "cm": 10.0}
 _RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -191,7 +189,7 @@ class NwsClient:
             chance = _layer(props.get("probabilityOfPrecipitation") or {"values": []}, 1.0)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise NwsError(f"{path}: unexpected answer ({exc})") from None
-        return Forecast(site=site, source=SOURCE, grid=grid, ts_ms=issued, precip=precip,
+        return Forecast(site=site, source=WEATHER_SOURCE, grid=grid, ts_ms=issued, precip=precip,
                         probability=chance)
 
     def observations(self, site: str, station: str, start_ms: int
@@ -226,28 +224,3 @@ def _layer(layer: dict[str, Any], factor: float) -> tuple[tuple[int, int, float]
         start, end = parse_interval(str(item["validTime"]))
         out.append((start, end, float(item["value"]) * factor))
     return tuple(out)
-
-
-# --------------------------------------------------------------------------- what status shows
-
-
-def meta_key(site_id: str) -> str:
-    """The store meta key of a site's weather source state (the daemon's poller writes it)."""
-    return f"weather:{site_id}"
-
-
-def source_state(store: Store, site_id: str) -> dict[str, Any]:
-    """The last recorded ``{source, last_ok, last_error}`` of a site's weather."""
-    raw = store.state.meta_get(meta_key(site_id))
-    known: dict[str, Any] = json.loads(raw) if isinstance(raw, str) else {}
-    return {"source": SOURCE, "last_ok": known.get("last_ok"),
-            "last_error": known.get("last_error")}
-
-
-def weather_status(store: Store, site_id: str) -> dict[str, Any]:
-    """What ``status`` shows of a site's weather source: ``{source, last_ok, last_error}``;
-    never fetched: ``last_error`` says so."""
-    state = source_state(store, site_id)
-    if state["last_ok"] is None and state["last_error"] is None:
-        state["last_error"] = {"at": None, "reason": "not fetched yet"}
-    return state

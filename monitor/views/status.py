@@ -32,15 +32,11 @@ from ..contract.unmonitored_words import reason_words
 from ..engine.actions import ActionState
 from ..engine.readout import PairSummary, SiteNow, SiteSummary
 from ..engine.summary import judged_at, status_at
-from ..sources.confirm import META_KEY as CONFIRM_META
-from ..sources.confirm import confirm_of
-from ..sources.nodeclocks import META_KEY as CLOCKS_META
-from ..sources.nodeclocks import clock_of
-from ..sources.nws import weather_status
 from ..store import Store
 from ..store.deadletters import PRUNED_COUNTER
 from ..store.exportstate import export_status
 from ..store.health import read_health
+from ..store.sourcenotes import CLOCKS_META, CONFIRM_META, clock_of, confirm_of, weather_status
 from ..store.state import SiteStatus as RecordedStatus
 
 INGEST_REASONS = frozenset(r.value for r in RejectReason)

@@ -22,10 +22,10 @@ from monitor.config import Config
 from monitor.config.file import load_config
 from monitor.daemon.loop import Daemon
 from monitor.host.engine import EngineHost
-from monitor.sources.confirm import META_KEY
 from monitor.sources.mqtt import Received
 from monitor.store import Store
 from monitor.store.opening import open_store
+from monitor.store.sourcenotes import CONFIRM_META
 
 from ..support.daemonkit import PREFIX, SITE, write_config
 
@@ -193,7 +193,7 @@ def test_after_a_restart_the_mark_is_carried_up_through_the_journal(rig: Rig) ->
     rig.send(*(reading(s) for s in range(4, 9)))  # committed; then SIGKILL, nothing published
     rig.start()
     with Store(rig.store.path, readonly=True) as ro:
-        assert json.loads(str(ro.state.meta_get(META_KEY)))[f"{SITE}/tb-up"]["seq"] == 3
+        assert json.loads(str(ro.state.meta_get(CONFIRM_META)))[f"{SITE}/tb-up"]["seq"] == 3
     assert rig.publish() == [("tb-up", 8)]
 
 

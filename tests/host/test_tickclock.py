@@ -13,7 +13,8 @@ from monitor.contract.inputs import Reading
 from monitor.contract.rejects import Rejection, RejectReason
 from monitor.contract.times import MS_PER_HOUR, MS_PER_MINUTE
 from monitor.host.tickclock import TickClock
-from monitor.sources.nodeclocks import META_KEY, NodeClocks, clock_of
+from monitor.sources.nodeclocks import NodeClocks
+from monitor.store.sourcenotes import CLOCKS_META, clock_of
 
 from ..support.util import SITE, ts
 
@@ -105,7 +106,7 @@ def test_an_injected_clock_never_steps() -> None:
 
 def _status_notes(clocks: NodeClocks) -> dict[str, object]:
     meta = clocks.meta()
-    return json.loads(str(meta[META_KEY])) if meta else {}
+    return json.loads(str(meta[CLOCKS_META])) if meta else {}
 
 
 def test_a_node_ahead_is_named_until_a_reading_on_time_comes() -> None:

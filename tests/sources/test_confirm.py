@@ -9,10 +9,8 @@ import json
 from monitor.contract.rejects import RejectReason
 from monitor.sources.confirm import (
     MAX_RUNS,
-    META_KEY,
     ConfirmBook,
     SensorMark,
-    confirm_of,
     high_water_mark,
     journaled_payload,
     journaled_topic,
@@ -20,6 +18,7 @@ from monitor.sources.confirm import (
     rejected_seq,
     status_fields,
 )
+from monitor.store.sourcenotes import CONFIRM_META, confirm_of
 
 KEY = ("branch-meadows", "rg1")
 
@@ -133,7 +132,7 @@ def test_the_book_survives_meta_and_a_stale_mark_stays_a_lower_bound() -> None:
     assert again.marks[KEY].mode == "puback"
     assert confirm_of(text, *KEY) == ("puback", 11)
     assert confirm_of(text, "branch-meadows", "tb-up") == (None, None)
-    assert list(book.meta()) == [META_KEY]
+    assert list(book.meta()) == [CONFIRM_META]
     assert ConfirmBook.from_meta("not json").marks == {}
     assert ConfirmBook.from_meta(None).marks == {}
 

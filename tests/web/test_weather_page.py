@@ -25,8 +25,8 @@ from monitor.contract.inputs import Forecast, ReferenceObservation
 from monitor.contract.times import MS_PER_HOUR, MS_PER_MINUTE
 from monitor.host.engine import EngineHost
 from monitor.host.rows import journal_in
-from monitor.sources.nws import meta_key
 from monitor.store.opening import open_store
+from monitor.store.sourcenotes import weather_meta_key
 
 from ..support.webkit import QP, SITE, add_people, client_for, sign_in, write_web_config
 
@@ -60,7 +60,7 @@ def client_with(tmp_path: Path, items: list[Any], source: dict[str, Any] | None)
         store.journal.commit([journal_in(i, topic=None, received_ms=None) for i in items])
         host.catch_up()
         if source is not None:
-            store.state.meta_set(meta_key(SITE), json.dumps(source))
+            store.state.meta_set(weather_meta_key(SITE), json.dumps(source))
     add_people(tmp_path / "state")
     client: TestClient = client_for(config)
     sign_in(client, tmp_path / "state", QP)
