@@ -20,8 +20,8 @@ from ..config.plausible import NO_GAUGE, storm_duty_unwatched, warnings
 from ..config.web import secret_file_problem
 from ..contract.localtime import local_text
 from ..contract.rejects import RejectReason
-from ..engine.active import cadence_words
 from ..errors import EXIT_OK, EXIT_USAGE, CheckFailed, UserError
+from ..rules.active import cadence_words
 from ..sources.filerows import Rejects
 from ..sources.pertip import PerTipRows
 from ..sources.rules import NaiveZone

@@ -81,7 +81,7 @@ class StormQualified(Body):
     qualified_not_before: str | None = contract_field()
     due_not_before: str | None = contract_field()
     #: ``reference`` when no site gauge qualified it but the reference stations did
-    #: (``weather.reference_opens_clock``, ``engine/weather.py``): then ``reference``
+    #: (``weather.reference_opens_clock``, ``rules/weather/weather.py``): then ``reference``
     #: is the station and ``reference_in`` its 24-hour depth (``total_in`` too), and
     #: ``gauge`` the site gauge that disagreed. Unset for a gauge's own storm.
     source: str | None = None

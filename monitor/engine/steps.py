@@ -15,7 +15,7 @@ from typing import Protocol
 
 from ..contract.events import Fact
 from ..contract.inputs import ActionStep
-from .actions import canonical_step, step_fact, step_facts
+from ..rules.clocks.actions import canonical_step, step_fact, step_facts
 from .site import SiteEngine
 
 

@@ -33,9 +33,9 @@ from ..contract.inputs import Inspection, Location, Photo, SiteClosure, Via
 from ..contract.localtime import local_datetime, local_text
 from ..contract.rejects import Rejection, RejectReason
 from ..contract.times import iso, parse_iso
-from ..engine.actions import action_states, record_of_event, resolvable_at
-from ..engine.active import local_midnight_ms
 from ..errors import UserError
+from ..rules.active import local_midnight_ms
+from ..rules.clocks.actions import action_states, record_of_event, resolvable_at
 from ..sources.inspectionrules import inspection_message
 from ..sources.rules import FUTURE_TOLERANCE_MS, TimeRule, site_index
 from ..store import Store

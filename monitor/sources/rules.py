@@ -110,7 +110,7 @@ _RULES = (
     FieldRule("temp_c", False, -60.0, 90.0, "turbidity",
               "water temperature at the probe in °C"),
     FieldRule("depth_in", False, -1200.0, 1200.0, "sediment", "sediment depth above the trap "
-              "bottom in inches (100 ft is no trap; < 0: a sensor_fault, engine/sediment.py)"),
+              "bottom in inches (100 ft is no trap; < 0: a sensor_fault, rules/traps/sediment.py)"),
     FieldRule("distance_in", False, 0, 1200.0, "sediment",
               "distance from the sensor face to the sediment surface in inches"),
     FieldRule("battery_v", False, 0, 60.0, None, "node battery in volts"),

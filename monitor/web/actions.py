@@ -42,9 +42,9 @@ from ..contract.clocknames import deadline, spoken
 from ..contract.events import InspectionRecorded
 from ..contract.inputs import CONTRACTOR, ActionStep, Photo
 from ..contract.localtime import local_text
-from ..engine.actions import ActionState
 from ..host.actionsteps import StepRefused, commit_step, open_action
 from ..host.evidence import stored_photo
+from ..rules.clocks.actions import ActionState
 from ..sinks.notify.links import LinkError
 from ..sinks.notify.messages import INFO, Message
 from ..sinks.notify.probe import send_to_address

@@ -52,12 +52,12 @@ from ...contract.events import (
 from ...contract.inputs import Forecast, ReferenceObservation
 from ...contract.times import MS_PER_HOUR, MS_PER_MINUTE, iso
 from ...engine.core import Engine
-from ...engine.readout import OpenClock, SensorNow, SiteNow
 from ...engine.series import Sample, StormSample, TrapSample, attach
 from ...engine.summary import judged_at, status_at, summarize
-from ...engine.weather import MM_PER_IN
 from ...host.rows import WEATHER_KEY, apply_row
 from ...host.window import JournalWindow
+from ...rules.readout import OpenClock, SensorNow, SiteNow
+from ...rules.weather.weather import MM_PER_IN
 from ...store import JournalRow, canonical
 from .lineprotocol import FieldValue, Int, Point, raw_series
 

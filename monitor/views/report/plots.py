@@ -31,7 +31,7 @@ from ...engine.series import (
     hourly_rain,
     judged_rain,
 )
-from ...engine.sitestorms import MEAN_GAUGE
+from ...rules.rain.sitestorms import MEAN_GAUGE
 from .samples import Series
 from .tables import LocalTime
 

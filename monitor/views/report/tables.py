@@ -31,7 +31,7 @@ from ...contract.localtime import local_datetime, local_text
 from ...contract.times import parse_iso
 from ...contract.unmonitored_words import reason_words, still_checked
 from ...engine.episodes import TurbidityEpisode
-from ...engine.readout import SiteNow
+from ...rules.readout import SiteNow
 
 #: Local time of an instant (ms or ISO text) as the report prints it.
 Local = Callable[[int | str | None], str]
