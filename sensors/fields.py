@@ -1,8 +1,10 @@
 """The payload fields of sensors/README.md, "MQTT contract" by sensor kind: what a node may publish.
 
 Kept here, not imported from the daemon, because the node is the other side
-of the wire; ``tests/test_node_*`` check every payload against the daemon's
-own parser, so the two cannot drift apart unnoticed.
+of the wire; ``tests/rules/test_registry.py`` checks these tables against the
+daemon's (each rule family declares its kinds' fields, ``monitor/rules/``) and
+``tests/test_node_*`` every payload against the daemon's own parser, so the two
+cannot drift apart unnoticed.
 """
 
 from __future__ import annotations

@@ -16,7 +16,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+#: Every sensor kind: the one list of them (sensors/README.md, "MQTT contract"); each
+#: belongs to one rule family (``monitor/rules/registry.py`` declares its payload).
 SensorKind = Literal["rain", "turbidity", "sediment"]
+#: What a sensor's message is: a reading of its kind, or its node's ``status``.
+MessageKind = Literal[SensorKind, "status"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +33,7 @@ class Reading:
 
     site: str
     sensor: str
-    kind: Literal["rain", "turbidity", "sediment", "status"]
+    kind: MessageKind
     ts_ms: int
     tips_total: int | None = None
     precip_in: float | None = None

@@ -8,10 +8,12 @@ traps, pairs, then the health of every sensor.
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Mapping
+from typing import Final, get_args
 
+from ..contract.inputs import SensorKind
 from . import clocks, health, rain, traps, turbidity, weather
-from .family import Family
+from .family import Family, SensorKindSpec
 
 FAMILIES: Final[tuple[Family, ...]] = (
     rain.FAMILY,
@@ -21,3 +23,9 @@ FAMILIES: Final[tuple[Family, ...]] = (
     weather.FAMILY,
     clocks.FAMILY,
 )
+
+#: Every sensor kind with its family's declaration of it, in the order of the
+#: contract's list (``SensorKind``), which is the order ``validate`` counts them in.
+KINDS: Final[Mapping[str, SensorKindSpec]] = {
+    kind: spec for kind in get_args(SensorKind)
+    for family in FAMILIES for k, spec in family.kinds.items() if k == kind}

@@ -57,13 +57,14 @@ from ...engine.summary import judged_at, status_at, summarize
 from ...host.rows import WEATHER_KEY, apply_row
 from ...host.window import JournalWindow
 from ...rules.readout import OpenClock, SensorNow, SiteNow
+from ...rules.registry import KINDS
 from ...rules.weather.weather import MM_PER_IN
 from ...store import JournalRow, canonical
 from .lineprotocol import FieldValue, Int, Point, raw_series
 
 #: Measurement of each reading kind (deploy/README.md, "InfluxDB and Grafana"; ``sensor_status``
 #: holds the ``{site}/{sensor}/status`` messages).
-RAW_MEASUREMENTS = {"rain": "rain", "turbidity": "turbidity", "sediment": "sediment",
+RAW_MEASUREMENTS = {**{kind: spec.measurement for kind, spec in KINDS.items()},
                     "status": "sensor_status"}
 #: Payload fields that are integers by nature (the rest are written as floats).
 INT_FIELDS = frozenset({"tips_total", "seq", "buffered", "dropped"})
