@@ -42,7 +42,7 @@ import pandas as pd
 from monitor.config import RainRules, SensorConfig
 from monitor.contract.inputs import Reading
 from monitor.contract.times import MS_PER_MINUTE, parse_iso
-from monitor.engine.timeline import Timeline
+from monitor.engine import Timeline
 from monitor.rules.rain.rain import GaugeFold
 from monitor.rules.rain.rain_columns import storm_events
 

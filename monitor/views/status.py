@@ -29,9 +29,8 @@ from ..contract.localtime import local_text
 from ..contract.rejects import RejectReason
 from ..contract.times import iso, parse_iso
 from ..contract.unmonitored_words import reason_words
-from ..engine.summary import judged_at, status_at
+from ..engine import PairSummary, SiteNow, SiteSummary, judged_at, status_at
 from ..rules.clocks.actions import ActionState
-from ..rules.readout import PairSummary, SiteNow, SiteSummary
 from ..sinks.influx.influx import export_status
 from ..sources.confirm import META_KEY as CONFIRM_META
 from ..sources.confirm import confirm_of

@@ -44,7 +44,7 @@ from monitor.contract.events import (
 )
 from monitor.contract.inputs import ActionStep, Inspection, Reading, SiteClosure
 from monitor.contract.times import MS_PER_MINUTE, parse_iso
-from monitor.engine.core import Engine
+from monitor.engine import Engine
 
 SITE = "branch-meadows"
 

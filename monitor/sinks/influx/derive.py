@@ -51,12 +51,21 @@ from ...contract.events import (
 )
 from ...contract.inputs import Forecast, ReferenceObservation
 from ...contract.times import MS_PER_HOUR, MS_PER_MINUTE, iso
-from ...engine.core import Engine
-from ...engine.series import Sample, StormSample, TrapSample, attach
-from ...engine.summary import judged_at, status_at, summarize
+from ...engine import (
+    Engine,
+    OpenClock,
+    Sample,
+    SensorNow,
+    SiteNow,
+    StormSample,
+    TrapSample,
+    attach,
+    judged_at,
+    status_at,
+    summarize,
+)
 from ...host.rows import WEATHER_KEY, apply_row
 from ...host.window import JournalWindow
-from ...rules.readout import OpenClock, SensorNow, SiteNow
 from ...rules.registry import KINDS
 from ...rules.weather.weather import MM_PER_IN
 from ...store import JournalRow, canonical

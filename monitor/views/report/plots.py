@@ -24,7 +24,7 @@ from typing import Any
 from ...config import SiteConfig
 from ...contract.figures import depth_text
 from ...contract.times import MS_PER_HOUR
-from ...engine.series import (
+from ...engine import (
     ContrastSample,
     StormSample,
     TrapSample,

@@ -16,8 +16,8 @@ from collections.abc import Callable
 
 from ...config import SiteConfig
 from ...contract.clocknames import clock_name
+from ...engine import SiteNow
 from ...rules.clocks.outcomes import StormRecord
-from ...rules.readout import SiteNow
 
 #: A time (ms, ISO text or None) as the report writes it, in the site's zone.
 Local = Callable[[int | str | None], str]
