@@ -64,8 +64,9 @@ def summarise(config: Config) -> str:
     """One paragraph: what this configuration will watch."""
     parts = []
     for site in config.sites:
-        kinds = ", ".join(f"{sum(1 for s in site.sensors if s.kind == k)} {spec.noun}"
-                          for k, spec in KINDS.items())
+        counts = {k: sum(1 for s in site.sensors if s.kind == k) for k in KINDS}
+        kinds = ", ".join(f"{n} {KINDS[k].noun}" for k, n in counts.items()
+                          if n or KINDS[k].counted_when_absent)
         clocks = (f"{_routine(site)}; {NO_GAUGE}" if storm_duty_unwatched(site)
                   else f"storm inspection clocks and {_routine(site)}" if site.clocks_apply
                   else "storms recorded as informational (no inspection clocks)")

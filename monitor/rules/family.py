@@ -53,8 +53,10 @@ class SensorKindSpec:
     required: tuple[tuple[str, ...], ...]
     words: str
     measurement: str
-    #: How ``validate`` counts sensors of the kind ("rain gauge(s)").
+    #: How ``validate`` counts sensors of the kind ("rain gauge(s)"), and whether it
+    #: says so when a site has none (the kinds it always counted keep their "0 …").
     noun: str
+    counted_when_absent: bool = False
 
 
 def _no_folds(site: SiteConfig) -> dict[str, FoldInputs]:

@@ -24,7 +24,8 @@ RAIN = SensorKindSpec(
     ),
     required=(("tips_total",), ("precip_in", "seq")),
     words="storm events cannot be detected while the rain gauge is silent (§ 134-9A(2))",
-    measurement="rain", noun="rain gauge(s)")
+    measurement="rain", noun="rain gauge(s)",
+    counted_when_absent=True)
 
 
 def folds(site: SiteConfig) -> dict[str, FoldInputs]:

@@ -21,7 +21,8 @@ SEDIMENT = SensorKindSpec(
     ),
     required=(("depth_in",), ("distance_in",)),
     words="trap fill cannot be tracked without this sensor (§ 134-9A(1))",
-    measurement="sediment", noun="sediment sensor(s)")
+    measurement="sediment", noun="sediment sensor(s)",
+    counted_when_absent=True)
 
 
 def folds(site: SiteConfig) -> dict[str, FoldInputs]:

@@ -21,7 +21,8 @@ TURBIDITY = SensorKindSpec(
     ),
     required=(("ntu",),),
     words="turbidity contrast cannot be checked without this probe (§ 134-8C)",
-    measurement="turbidity", noun="turbidity probe(s)")
+    measurement="turbidity", noun="turbidity probe(s)",
+    counted_when_absent=True)
 
 
 def folds(site: SiteConfig) -> dict[str, FoldInputs]:
