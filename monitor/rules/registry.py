@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Final, get_args
 
 from ..contract.inputs import SensorKind
-from . import clocks, health, rain, traps, turbidity, weather
+from . import clocks, health, rain, snow, traps, turbidity, weather
 from .family import Family, SensorKindSpec
 
 FAMILIES: Final[tuple[Family, ...]] = (
@@ -22,6 +22,7 @@ FAMILIES: Final[tuple[Family, ...]] = (
     health.FAMILY,
     weather.FAMILY,
     clocks.FAMILY,
+    snow.FAMILY,
 )
 
 #: Every sensor kind with its family's declaration of it, in the order of the
