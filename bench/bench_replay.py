@@ -42,9 +42,9 @@ import pandas as pd
 from monitor.config import RainRules, SensorConfig
 from monitor.contract.inputs import Reading
 from monitor.contract.times import MS_PER_MINUTE, parse_iso
-from monitor.engine.rain import GaugeFold
-from monitor.engine.rain_columns import storm_events
-from monitor.engine.timeline import Timeline
+from monitor.engine import Timeline
+from monitor.rules.rain.rain import GaugeFold
+from monitor.rules.rain.rain_columns import storm_events
 
 SITE = "bench-site"
 GAUGE = "rg1"

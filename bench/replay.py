@@ -19,7 +19,7 @@ Three things are timed on the same file, each ``--runs`` times (median):
                 validated, every rule of the engine (storms, clocks, sensor
                 health), every event printed. Target: within 10x the baseline.
 * ``backtest``  ``stormwatch backtest --format jsonl``: the vectorised storm
-                rule (``monitor/engine/rain_columns.py``), storms only. Target: within 2x.
+                rule (``monitor/rules/rain/rain_columns.py``), storms only. Target: within 2x.
 
 Both commands must find the same storm events (ids and ``qualified_at``); the
 script says so, and exits 1 if they differ. Ratios are against the baseline

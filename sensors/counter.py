@@ -21,7 +21,7 @@ is a double tip and is not counted (``is_double_tip``; the daemon's ``replay``
 has the same rule in ``monitor/pertip.py``, and a test holds the two together).
 
 Wrap or reset, with the daemon's rule (sensors/README.md, "MQTT contract",
-``monitor/engine/rain.py``):
+``monitor/rules/rain/rain.py``):
 a drop from within 2 % of 2^16 or 2^32 (or of 2^``counter_bits`` when the
 width is known) to a value below 2 % of it is a wrap and counts on across it;
 any other drop is a reset, and the new value counts from zero.

@@ -97,7 +97,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("monitor.contract",),                 # events, inputs, times, route keys, reject reasons
     ("monitor.config",),                   # the schema, the file, the warnings
     ("monitor.logs",),                     # log lines with secrets kept out
-    ("monitor.engine",),                   # the rules: pure, no I/O
+    ("monitor.rules",),                    # the rule families and their registry: pure
+    ("monitor.engine",),                   # the machinery that drives them: pure, no I/O
     ("monitor.ingest",),                   # what a message must hold to become an input
     ("monitor.store",),                    # the state directory
     ("monitor.host",),                     # the engine kept in step with the journal
@@ -161,11 +162,13 @@ def test_the_checks_see_an_arrow_up_and_a_cycle_through_an_import_in_a_function(
 
 
 def test_the_engine_imports_no_io() -> None:
-    """Sans-I/O: the engine imports the contract and the configuration's schema only."""
+    """Sans-I/O: the engine and the rule families import the contract and the
+    configuration's schema only."""
     graph = module_graph()
     for name, imported in graph.items():
-        if name.startswith("monitor.engine"):
+        if name.startswith(("monitor.engine", "monitor.rules")):
             outside = {m for m in imported if not m.startswith(("monitor.engine",
+                                                                "monitor.rules",
                                                                 "monitor.contract"))
                        and m not in ("monitor", "monitor.config", "monitor.config.schema",
                                      "monitor.config.siterules", "monitor.config.base")}
@@ -275,7 +278,7 @@ def test_functions_stay_at_their_seams() -> None:
     """A function a reader takes in at once: over ~60 lines it does several things, and
     each should be a function of its own, unless ``LONG_FUNCTIONS`` says why not."""
     lengths = function_lengths("monitor", "sensors")
-    assert "monitor/engine/settle.py:settle" in lengths  # the walk found them
+    assert "monitor/rules/clocks/settle.py:settle" in lengths  # the walk found them
     assert "monitor/daemon/loop.py:Daemon._run" in lengths  # methods by class
     assert long_functions(lengths, LONG_FUNCTIONS) == []
 
@@ -288,3 +291,45 @@ def test_the_function_check_names_a_long_one_and_a_stale_entry() -> None:
         " one piece)",
         "monitor/a.py:g: listed in LONG_FUNCTIONS but 60 lines now",
         "monitor/c.py:gone: listed in LONG_FUNCTIONS but not found"]
+
+
+#: What may import the modules behind the engine's public face (``monitor/engine/__init__.py``).
+ENGINE_INSIDE = ("monitor.engine", "monitor.rules", "tests.engine", "tests.rules")
+#: Those modules: the shell reads their names from ``monitor.engine``.
+BEHIND_THE_FACE = ("monitor.engine.", "monitor.rules.readout")
+
+
+def imports_behind_the_face(root: Path = ROOT) -> list[str]:
+    """Every import, outside the engine, the rules and their tests, of a module
+    behind the engine's public face."""
+    found = []
+    for folder in ("monitor", "tests", "bench"):
+        for path in sorted((root / folder).rglob("*.py")):
+            parts = list(path.relative_to(root).with_suffix("").parts)
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            if name.startswith(ENGINE_INSIDE):
+                continue
+            package = parts[:-1]
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                targets = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                           [".".join(package[:len(package) - node.level + 1]
+                                     + ([node.module] if node.module else []))
+                            if node.level else node.module or ""]
+                           if isinstance(node, ast.ImportFrom) else [])
+                found += [f"{name} -> {t}" for t in targets
+                          if t.startswith(BEHIND_THE_FACE) or t == "monitor.rules.readout"]
+    return found
+
+
+def test_the_shell_uses_the_engines_public_face() -> None:
+    assert imports_behind_the_face() == []
+
+
+def test_the_face_check_sees_imports_behind_the_face(tmp_path: Path) -> None:
+    (tmp_path / "monitor" / "views").mkdir(parents=True)
+    (tmp_path / "monitor" / "views" / "x.py").write_text(
+        "from ..engine.core import Engine\nfrom ..engine import Engine as E\n")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "y.py").write_text("from monitor.rules.readout import SiteNow\n")
+    assert imports_behind_the_face(tmp_path) == [
+        "monitor.views.x -> monitor.engine.core", "tests.y -> monitor.rules.readout"]

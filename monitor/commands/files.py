@@ -20,9 +20,10 @@ from ..config.plausible import NO_GAUGE, storm_duty_unwatched, warnings
 from ..config.web import secret_file_problem
 from ..contract.localtime import local_text
 from ..contract.rejects import RejectReason
-from ..engine.active import cadence_words
 from ..errors import EXIT_OK, EXIT_USAGE, CheckFailed, UserError
 from ..ingest.checks import NaiveZone
+from ..rules.active import cadence_words
+from ..rules.registry import KINDS
 from ..sources.filerows import Rejects
 from ..sources.pertip import PerTipRows
 from .common import CONFIG_HELP, emit, load, write_file
@@ -63,15 +64,15 @@ def summarise(config: Config) -> str:
     """One paragraph: what this configuration will watch."""
     parts = []
     for site in config.sites:
-        kinds = {k: sum(1 for s in site.sensors if s.kind == k)
-                 for k in ("rain", "turbidity", "sediment")}
+        counts = {k: sum(1 for s in site.sensors if s.kind == k) for k in KINDS}
+        kinds = ", ".join(f"{n} {KINDS[k].noun}" for k, n in counts.items()
+                          if n or KINDS[k].counted_when_absent)
         clocks = (f"{_routine(site)}; {NO_GAUGE}" if storm_duty_unwatched(site)
                   else f"storm inspection clocks and {_routine(site)}" if site.clocks_apply
                   else "storms recorded as informational (no inspection clocks)")
         parts.append(
             f"{site.id} ({site.name or 'unnamed'}, condition {site.condition}, {site.timezone}): "
-            f"{kinds['rain']} rain gauge(s), {kinds['turbidity']} turbidity probe(s), "
-            f"{kinds['sediment']} sediment sensor(s); storms of {site.rain.threshold_in:.2f} in "
+            f"{kinds}; storms of {site.rain.threshold_in:.2f} in "
             f"by {site.rain.mode} with a {site.rain.dry_gap_hours:g} h dry gap; "
             f"{len(site.traps)} trap(s), {len(site.turbidity_pairs)} turbidity pair(s); {clocks}")
     return (f"OK: {len(config.sites)} site(s). " + "; ".join(parts) + ". "

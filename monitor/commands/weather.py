@@ -22,9 +22,9 @@ from ..contract.figures import depth_text
 from ..contract.inputs import Forecast, ReferenceObservation
 from ..contract.localtime import local_text
 from ..contract.times import MS_PER_DAY, MS_PER_HOUR, hours_ms
-from ..engine.core import Engine
-from ..engine.weather import MM_PER_IN, WeatherBook, reference_mm, spread_mm
+from ..engine import Engine
 from ..errors import EXIT_OK, CheckFailed, UserError
+from ..rules.weather.weather import MM_PER_IN, WeatherBook, reference_mm, spread_mm
 from ..sources.nws import NwsClient, NwsError
 from .common import CONFIG_HELP, emit, load
 from .helptext import command_help

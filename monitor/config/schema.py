@@ -21,11 +21,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import date
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, Field, ModelWrapValidatorHandler, field_validator, model_validator
 
+from ..contract.inputs import SensorKind
 from ..contract.routes import ROUTE_KEYS
 from .base import (
     ID_PATTERN,
@@ -62,7 +63,7 @@ __all__ = [
 #: Conditions of § 134-7B(2) under which § 134-9A(2) inspections are required.
 CLOCK_CONDITIONS = frozenset({"A", "B", "C"})
 
-SENSOR_KINDS = ("rain", "turbidity", "sediment")
+SENSOR_KINDS: tuple[str, ...] = get_args(SensorKind)
 
 #: Prefix of the environment variables that override the file (config/README.md).
 ENV_PREFIX = "STORMWATCH_"

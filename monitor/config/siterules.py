@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
+from ..contract.inputs import SensorKind
 from .base import Fraction01, Id, Model, NonNegativeFloat, PositiveFloat, Problem, raise_problems
 
 
@@ -47,7 +48,7 @@ NEVER_MINUTES = 1e9
 
 class SensorConfig(Model):
     id: Id
-    kind: Literal["rain", "turbidity", "sediment"]
+    kind: SensorKind
     in_per_tip: PositiveFloat | None = None
     #: The width of the gauge's tip counter when known (a wrap is then told by it alone);
     #: a counter wider than 62 bits never wraps in a gauge's life.
@@ -108,7 +109,7 @@ class SensorConfig(Model):
     @property
     def reveal_after_minutes(self) -> float:
         """A counter that rose across a silence longer than this revealed rain of unknown
-        timing (``engine/rain.py``, ``backtest.py``); an ``on_tip`` gauge's silence is dry
+        timing (``rules/rain/rain.py``, ``backtest.py``); an ``on_tip`` gauge's silence is dry
         weather and reveals nothing (a span longer than any record)."""
         return NEVER_MINUTES if self.on_tip else self.stale_after_minutes
 

@@ -11,7 +11,7 @@ An input passes three gates, in this order:
 1. **The payload rules** of ``ingest/checks.py``: every ``RejectReason`` but
    ``seq_conflict``. ``parse.parse_message`` (a message) and
    ``csvfile.parse_row`` (a row) both end in ``rules.sensor_message`` or
-   ``inspectionrules.inspection_message``; a time more than 5 minutes after the
+   ``ingest/inspections.py``; a time more than 5 minutes after the
    wall clock is ``future_timestamp`` in both (a file: the clock at the time of
    the run), a time without an offset ``no_timezone`` (a file may say how to
    read it: ``--timezone``).

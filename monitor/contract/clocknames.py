@@ -6,8 +6,8 @@ qualified professional knows a duty as the storm that caused it or the week it
 covers, so every page, the log book export and the alerts name a clock here:
 ``storm of Dec 2`` (the local date the storm began) and ``week of Nov 25`` (the
 local date the routine period began). The date is read back from the id the
-engine made (``engine/clocks.py`` names storm clocks ``storm-<gauge>-<start>``,
-``engine/routine.py`` routine ones ``routine-<start>[#n]``), in the site's zone,
+engine made (``rules/clocks/clocks.py`` names storm clocks ``storm-<gauge>-<start>``,
+``rules/clocks/routine.py`` routine ones ``routine-<start>[#n]``), in the site's zone,
 so a storm that began at 22:00 EST on Dec 1 is the storm of Dec 1 even though
 its id holds Dec 2 in UTC. An id of another shape is shown as it is: a name
 that cannot be made is never guessed.

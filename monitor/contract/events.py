@@ -28,6 +28,7 @@ from typing import Any, ClassVar, Literal
 from .body import CONTRACT as CONTRACT
 from .body import Body as Body
 from .body import contract_field as contract_field
+from .snow_events import SnowEvent as SnowEvent
 from .times import iso, parse_iso
 from .turbidity_events import BackgroundMissing as BackgroundMissing
 from .turbidity_events import Pegged as Pegged
@@ -81,7 +82,7 @@ class StormQualified(Body):
     qualified_not_before: str | None = contract_field()
     due_not_before: str | None = contract_field()
     #: ``reference`` when no site gauge qualified it but the reference stations did
-    #: (``weather.reference_opens_clock``, ``engine/weather.py``): then ``reference``
+    #: (``weather.reference_opens_clock``, ``rules/weather/weather.py``): then ``reference``
     #: is the station and ``reference_in`` its 24-hour depth (``total_in`` too), and
     #: ``gauge`` the site gauge that disagreed. Unset for a gauge's own storm.
     source: str | None = None
@@ -392,7 +393,7 @@ EVENT_TYPES: dict[str, type[Body]] = {cls.TYPE: cls for cls in (
     TrapCleanoutRequired, TrapCleaned, TurbidityContrast, SensorStale, SensorRecovered,
     BatteryLow, CounterReset, BackgroundMissing, Pegged, SensorFault, ProbesSuspect,
     TurbidityUnmonitored, TurbidityMonitored, StormForecast, GaugeDisagrees,
-    CorrectiveActionSent, CorrectiveActionDone)}
+    CorrectiveActionSent, CorrectiveActionDone, SnowEvent)}
 #: Each event type's fields (monitor/README.md, "Events" and what the rules add), read off the
 #: types.
 EVENT_FIELDS: dict[str, tuple[str, ...]] = {

@@ -16,7 +16,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-SensorKind = Literal["rain", "turbidity", "sediment"]
+#: Every sensor kind: the one list of them (sensors/README.md, "MQTT contract"); each
+#: belongs to one rule family (``monitor/rules/registry.py`` declares its payload).
+SensorKind = Literal["rain", "turbidity", "sediment", "snow"]
+#: What a sensor's message is: a reading of its kind, or its node's ``status``.
+MessageKind = Literal[SensorKind, "status"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,12 +28,12 @@ class Reading:
     """One sensor message. ``kind`` is the sensor's configured kind, or ``status``.
 
     Rain: ``tips_total`` (cumulative counter) or ``precip_in`` with ``seq``.
-    Turbidity: ``ntu``. Sediment: ``depth_in`` or ``distance_in``.
+    Turbidity: ``ntu``. Sediment: ``depth_in`` or ``distance_in``. Snow: ``snow_in``.
     """
 
     site: str
     sensor: str
-    kind: Literal["rain", "turbidity", "sediment", "status"]
+    kind: MessageKind
     ts_ms: int
     tips_total: int | None = None
     precip_in: float | None = None
@@ -38,6 +42,7 @@ class Reading:
     temp_c: float | None = None
     depth_in: float | None = None
     distance_in: float | None = None
+    snow_in: float | None = None
     battery_v: float | None = None
     rssi_dbm: float | None = None
     uptime_s: float | None = None
@@ -60,7 +65,7 @@ class Reading:
 
 
 _OPTIONAL = ("tips_total", "precip_in", "seq", "ntu", "temp_c", "depth_in", "distance_in",
-             "battery_v", "rssi_dbm", "uptime_s", "buffered", "dropped")
+             "snow_in", "battery_v", "rssi_dbm", "uptime_s", "buffered", "dropped")
 
 
 @dataclass(frozen=True, slots=True)

@@ -180,6 +180,13 @@ def _gauge_disagrees(e: ev.GaugeDisagrees, c: _Ctx) -> str:
             f"{c.at(e.window_to)} while the gauge {seen}{opens}")
 
 
+@_says(ev.SnowEvent)
+def _snow_event(e: ev.SnowEvent, c: _Ctx) -> str:
+    return (f"Snow of {depth_text(e.total_in, e.threshold_in)} within "
+            f"{e.window_hours:g} hours on gauge {e.sensor} by {c.at(e.qualified_at)}: its "
+            "melt is a storm event's discharge — check the controls before the thaw")
+
+
 # --------------------------------------------------------------------------- inspections
 
 

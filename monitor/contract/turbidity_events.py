@@ -1,7 +1,7 @@
 """The turbidity events (§ 134-8C): a contrast, its probes' faults, and the times it
 could not be checked. Bodies like the rest of the vocabulary (``events.py`` lists
-them in ``EVENT_TYPES``); concluded by ``monitor/engine/turbidity.py`` and
-``monitor/engine/unmonitored.py``.
+them in ``EVENT_TYPES``); concluded by ``monitor/rules/turbidity/turbidity.py`` and
+``monitor/rules/turbidity/unmonitored.py``.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ class ProbesSuspect(Body):
     suspect_delta_ntu: float
 
 
-#: Why a pair's contrast is unknown (``engine/turbidity.py``).
+#: Why a pair's contrast is unknown (``rules/turbidity/turbidity.py``).
 UnknownReason = Literal["background_missing", "downstream_stale", "downstream_pegged"]
 
 
@@ -114,7 +114,7 @@ class TurbidityMonitored(UncheckedContrast):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TurbidityUnknown(Body):
     """A run of event time in which a pair's contrast was unknown for one ``reason``
-    (internal: ``engine/unmonitored.py`` turns the runs into the notices). ``since``
+    (internal: ``rules/turbidity/unmonitored.py`` turns the runs into the notices). ``since``
     null: from before the pair's first reading; ``until`` null: still unknown."""
 
     TYPE: ClassVar[str] = "_turbidity_unknown"

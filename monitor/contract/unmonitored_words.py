@@ -23,7 +23,7 @@ def reason_words(reason: str) -> str:
 
 def still_checked(reason: str, absolute_ntu: float | None) -> str:
     """What of § 134-8C stormwatch still checks while the contrast is unknown for
-    ``reason``: the pair is partly watched at most (``engine/unmonitored.py``)."""
+    ``reason``: the pair is partly watched at most (``rules/turbidity/unmonitored.py``)."""
     if reason == "background_missing" and absolute_ntu is not None:
         return (f"only the downstream level: above {absolute_ntu:g} NTU it is still "
                 "alerted (absolute limit); an increase over natural conditions below "

@@ -1,6 +1,6 @@
 """The weather events of monitor/README.md, "Weather": a forecast storm, and a gauge its reference
 disagrees with. Bodies like the rest of the vocabulary (``events.py`` lists them
-in ``EVENT_TYPES``); concluded by ``monitor/engine/weather.py``.
+in ``EVENT_TYPES``); concluded by ``monitor/rules/weather/weather.py``.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ class GaugeDisagrees(Body):
     the gauge may be clogged or dead. A station miles away is a second opinion, not
     the site's rain; ``opens_clock`` when ``weather.reference_opens_clock`` asks to
     treat it as the site's storm: then it also opens the § 134-9A(2) storm clock
-    (a ``storm_qualified`` with ``source: reference``, ``engine/sitestorms.py``)."""
+    (a ``storm_qualified`` with ``source: reference``, ``rules/rain/sitestorms.py``)."""
 
     TYPE: ClassVar[str] = "gauge_disagrees"
     gauge: str

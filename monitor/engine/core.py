@@ -54,11 +54,12 @@ from ..contract.inputs import (
     SiteClosure,
 )
 from ..contract.times import MS_PER_DAY, MS_PER_HOUR
-from . import clocks
+from ..rules.clocks import clocks
+from ..rules.clocks.settle import settle
+from ..rules.health.health import HealthFold, never_heard
+from ..rules.rain.rain import GaugeFold
+from ..rules.turbidity.turbidity import PairFold
 from .firstseen import note_first_seen
-from .health import HealthFold, never_heard
-from .rain import GaugeFold
-from .settle import settle
 from .site import (
     SiteEngine,
     build_site,
@@ -77,7 +78,6 @@ from .site import (
 )
 from .steps import apply_step, settle_steps
 from .timeline import bucket_of
-from .turbidity import PairFold
 from .window import MemoryWindow, Window
 
 #: Readings this much older than the newest are counted as late (monitor/README.md, "The rules").

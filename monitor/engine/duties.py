@@ -53,11 +53,11 @@ from ..contract.events import (
     TurbidityContrast,
 )
 from ..contract.times import parse_iso
-from .actions import action_states, record_of_event
-from .active import missed_weeks
-from .clocks import is_overdue
-from .readout import ClockSummary
-from .routine import routine_start_ms
+from ..rules.active import missed_weeks
+from ..rules.clocks.actions import action_states, record_of_event
+from ..rules.clocks.clocks import is_overdue
+from ..rules.clocks.routine import routine_start_ms
+from ..rules.readout import ClockSummary
 from .series import TrapSample
 
 DutyKind = Literal["inspection", "cleanout", "action", "turbidity"]

@@ -40,17 +40,17 @@ from typing import TypeVar
 
 from ..config import SiteConfig
 from ..contract.events import Body, ClockClosed, Event, InspectionRecorded
-from .actions import (
+from ..rules.active import calendar_zone
+from ..rules.clocks.actions import (
     ActionState,
     action_states,
     record_of_event,
     resolved_nothing,
     steps_of_events,
 )
-from .active import calendar_zone
+from ..rules.clocks.outcomes import StormRecord, storm_records
+from ..rules.readout import ClockSummary
 from .duties import Duty, outstanding_duties
-from .outcomes import StormRecord, storm_records
-from .readout import ClockSummary
 from .series import StormSample, TrapSample, running_max_24h, running_totals
 
 B = TypeVar("B", bound=Body)

@@ -53,12 +53,12 @@ from typing import Any, Union, cast
 from ..config import SiteConfig
 from ..contract.inputs import Reading
 from ..contract.times import MS_PER_HOUR
-from .contrast import E4_PER_MILLI, E4_PER_NTU, MILLI_PER_NTU, ntu_of
+from ..rules.rain.rain import GaugeFold, GaugeState
+from ..rules.rain.sitestorms import judged_gauge
+from ..rules.traps.traps import TrapFold, TrapState, trap_state
+from ..rules.turbidity.contrast import E4_PER_MILLI, E4_PER_NTU, MILLI_PER_NTU, ntu_of
+from ..rules.turbidity.turbidity import PairFold, PairState
 from .core import Engine
-from .rain import GaugeFold, GaugeState
-from .sitestorms import judged_gauge
-from .traps import TrapFold, TrapState, trap_state
-from .turbidity import PairFold, PairState
 
 _DIGITS = 6
 

@@ -1,12 +1,13 @@
 """One site in the engine: its timelines, the inputs of its clocks, and its silences.
 
-``build_site`` makes a site's timelines from its configuration (one per rain
-gauge, plus a virtual ``mean`` gauge for ``gauges: mean``; one per sediment
-trap, per turbidity pair, and per sensor for its health) and routes each
-sensor's messages to the timelines that use it: readings to the rules, and
-``status`` messages to the health of the sensor and, as heartbeats, to the
-health of the ``on_tip`` gauges of its node (and to the ``mean`` gauge, which
-leaves out the gauges that are stale). The rest keeps what the
+``build_site`` makes a site's timelines from its configuration: the folds
+every rule family declares (``rules/registry.py``: one per rain gauge, plus a
+virtual ``mean`` gauge for ``gauges: mean``; one per sediment trap, per
+turbidity pair, and per sensor for its health), and routes each sensor's
+messages where the families say: readings to the rules, and ``status``
+messages to the health of the sensor and, as heartbeats, to the health of the
+``on_tip`` gauges of its node (and to the ``mean`` gauge, which leaves out the
+gauges that are stale). The rest keeps what the
 clocks read (``storm_facts``: the gauges' storm events, and with ``gauges:
 all`` when each gauge was stale) and the silence of sensors never heard from
 (``health.never_heard``) in step, as it keeps the pairs' unknown runs and the
@@ -30,18 +31,18 @@ from ..contract.events import (
 )
 from ..contract.inputs import ActionStep, Inspection, Reading, SiteClosure
 from ..contract.times import minutes_ms
-from . import clocks, sitestorms, unmonitored
-from .active import FirstRun, active_start_ms
-from .clocks import ClockFloor, SiteClocks
-from .health import HealthFold, never_heard
-from .rain import GAUGE_QUALIFIED, GaugeFold
-from .routine import Anchor
-from .sitestorms import MEAN_GAUGE
-from .timeline import Source, Timeline
-from .traps import TrapFold
-from .turbidity import PairFold
-from .unmonitored import Run, Unknown, open_unknown, run_of, runs_by_pair
-from .weather import (
+from ..rules.active import FirstRun, active_start_ms
+from ..rules.clocks import clocks
+from ..rules.clocks.clocks import ClockFloor, SiteClocks
+from ..rules.clocks.routine import Anchor
+from ..rules.family import FoldInputs
+from ..rules.health.health import never_heard
+from ..rules.rain import sitestorms
+from ..rules.rain.rain import GAUGE_QUALIFIED, GaugeFold
+from ..rules.registry import FAMILIES
+from ..rules.turbidity import unmonitored
+from ..rules.turbidity.unmonitored import Run, Unknown, open_unknown, run_of, runs_by_pair
+from ..rules.weather.weather import (
     WINDOW_MS,
     GaugeRecord,
     WeatherBook,
@@ -52,6 +53,7 @@ from .weather import (
     reference_cut_ms,
     reference_start_ms,
 )
+from .timeline import Source, Timeline
 from .window import Window
 
 T = TypeVar("T")
@@ -62,10 +64,9 @@ class SiteEngine:
     """The timelines and clock inputs of one site."""
 
     config: SiteConfig
-    gauges: dict[str, Timeline[Any]] = field(default_factory=dict)
-    traps: dict[str, Timeline[Any]] = field(default_factory=dict)
-    pairs: dict[str, Timeline[Any]] = field(default_factory=dict)
-    health: dict[str, Timeline[Any]] = field(default_factory=dict)
+    #: The timelines by group (a family's ``group``, ``rules/family.py``) and name.
+    groups: dict[str, dict[str, Timeline[Any]]] = field(default_factory=lambda: {
+        f.group: {} for f in FAMILIES if f.group is not None})
     routes: dict[str, list[Timeline[Any]]] = field(default_factory=dict)
     #: Where each sensor's ``status`` messages go, and whose sign of life they are.
     status_routes: dict[str, list[Timeline[Any]]] = field(default_factory=dict)
@@ -130,45 +131,38 @@ class SiteEngine:
         self.weather_dirty = self.weather_dirty or (until is not None and ts_ms < until)
 
     def all_timelines(self) -> Iterable[tuple[str, Timeline[Any]]]:
-        for group, tls in (("gauge", self.gauges), ("trap", self.traps), ("pair", self.pairs),
-                           ("health", self.health)):
+        for group, tls in self.groups.items():
             for name, tl in tls.items():
                 yield f"{group}:{name}", tl
 
+    def timeline(self, name: str) -> Timeline[Any]:
+        """The timeline named ``group:name``."""
+        group, ident = name.split(":", 1)
+        return self.groups[group][ident]
 
-#: A fold, the sensors whose readings it takes, and those whose ``status`` it takes.
-FoldInputs = tuple[Any, tuple[str, ...], tuple[str, ...]]
+    # The groups the engine's own bookkeeping reads (storm facts, weather, summary).
+    @property
+    def gauges(self) -> dict[str, Timeline[Any]]:
+        return self.groups["gauge"]
+
+    @property
+    def traps(self) -> dict[str, Timeline[Any]]:
+        return self.groups["trap"]
+
+    @property
+    def pairs(self) -> dict[str, Timeline[Any]]:
+        return self.groups["pair"]
+
+    @property
+    def health(self) -> dict[str, Timeline[Any]]:
+        return self.groups["health"]
 
 
 def folds(site: SiteConfig) -> dict[str, FoldInputs]:
     """Every fold of a site by timeline name (``group:name``), with the sensors whose
-    readings it takes and the sensors whose status messages it takes."""
-    folds: dict[str, FoldInputs] = {}
-    gauges, start_ms = site.gauges(), active_start_ms(site)
-    for g in gauges:
-        folds[f"gauge:{g.id}"] = (GaugeFold(site.id, g.id, site.rain, [g],
-                                            active_from_ms=start_ms), (g.id,), ())
-    if site.rain.gauges == "mean" and gauges:
-        # Heartbeats only of the on_tip gauges that have them (liveness in the mean).
-        beats = {g.id: site.heartbeat_sensors(g) for g in gauges
-                 if g.on_tip and g.heartbeat_minutes is not None}
-        folds[f"gauge:{MEAN_GAUGE}"] = (GaugeFold(site.id, MEAN_GAUGE, site.rain, gauges,
-                                                  mean=True, heartbeats=beats,
-                                                  active_from_ms=start_ms),
-                                        tuple(g.id for g in gauges),
-                                        tuple(sorted({s for ss in beats.values() for s in ss})))
-    for trap in site.traps:
-        sensor = site.sensor(trap.sensor)
-        assert sensor is not None
-        folds[f"trap:{trap.id}"] = (TrapFold(site.id, trap, sensor), (trap.sensor,), ())
-    for pair in site.turbidity_pairs:
-        up, down = site.sensor(pair.upstream), site.sensor(pair.downstream)
-        assert up is not None and down is not None
-        folds[f"pair:{pair.id}"] = (PairFold(site.id, pair, up, down),
-                                    (pair.upstream, pair.downstream), ())
-    for s in site.sensors:
-        folds[f"health:{s.id}"] = (HealthFold(site.id, s), (s.id,), site.heartbeat_sensors(s))
-    return folds
+    readings it takes and the sensors whose status messages it takes: each family's
+    (``rules/registry.py``), in the registry's order."""
+    return {name: inputs for family in FAMILIES for name, inputs in family.folds(site).items()}
 
 
 def source_of(window: Window, site: str, sensors: Sequence[str],
@@ -186,29 +180,21 @@ def build_site(site: SiteConfig, window: Window | None,
                 restored: dict[str, Any] | None = None) -> SiteEngine:
     se = SiteEngine(site, first_run=FirstRun.for_site(site),
                     active_from_ms=active_start_ms(site))
-    groups = {"gauge": se.gauges, "trap": se.traps, "pair": se.pairs, "health": se.health}
     for name, (fold, sensors, status_of) in folds(site).items():
         group, ident = name.split(":", 1)
         source = source_of(window, site.id, sensors, status_of) if window is not None else None
         data = (restored or {}).get(name)
         tl: Timeline[Any] = (Timeline.restore(fold, data, source) if data is not None
                              else Timeline(fold, source))
-        groups[group][ident] = tl
+        se.groups[group][ident] = tl
         for sid in status_of:
             se.status_routes.setdefault(sid, []).append(tl)
             if group == "health":
                 se.heard_by.setdefault(sid, []).append(ident)
     # Which timelines each sensor's messages go to.
     for s in site.sensors:
-        targets: list[Timeline[Any]] = []
-        if s.kind == "rain":
-            targets.append(se.gauges[s.id])
-            if MEAN_GAUGE in se.gauges:
-                targets.append(se.gauges[MEAN_GAUGE])
-        targets += [se.traps[t.id] for t in site.traps if t.sensor == s.id]
-        targets += [se.pairs[p.id] for p in site.turbidity_pairs
-                    if s.id in (p.upstream, p.downstream)]
-        se.routes[s.id] = targets
+        se.routes[s.id] = [se.timeline(name) for family in FAMILIES
+                           for name in family.routes(site, s)]
     return se
 
 

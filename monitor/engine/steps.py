@@ -15,7 +15,7 @@ from typing import Protocol
 
 from ..contract.events import Fact
 from ..contract.inputs import ActionStep
-from .actions import canonical_step, step_fact
+from ..rules.clocks.actions import canonical_step, step_fact
 from .site import SiteEngine
 
 

@@ -21,12 +21,11 @@ from dataclasses import replace
 from typing import Any, cast
 
 from ..contract.times import MS_PER_HOUR
-from .actions import action_states, record_of
-from .active import calendar_zone, missed_weeks
-from .clocks import is_overdue
-from .core import Engine
-from .health import HealthFold, is_stale
-from .readout import (
+from ..rules.active import calendar_zone, missed_weeks
+from ..rules.clocks.actions import action_states, record_of
+from ..rules.clocks.clocks import is_overdue
+from ..rules.health.health import HealthFold, is_stale
+from ..rules.readout import (
     SUMMARY_VERSION,
     ActionNow,
     ClockSummary,
@@ -37,9 +36,10 @@ from .readout import (
     SiteNow,
     SiteSummary,
 )
+from ..rules.traps.traps import TrapFold
+from ..rules.turbidity.turbidity import PairFold
+from .core import Engine
 from .site import SiteEngine, pair_unknown
-from .traps import TrapFold
-from .turbidity import PairFold
 
 __all__ = ["SUMMARY_VERSION", "at_now", "health_word", "is_overdue", "judged_at", "pair_at",
            "site_now", "site_status", "site_summary", "status_at", "summarize"]

@@ -17,8 +17,8 @@ import time
 from ..config import Config
 from ..contract.events import CorrectiveActionDone, CorrectiveActionSent, InspectionRecorded
 from ..contract.inputs import ActionStep
-from ..engine.actions import ActionState, action_states, record_of_event, steps_of_events
 from ..errors import UserError
+from ..rules.clocks.actions import ActionState, action_states, record_of_event, steps_of_events
 from ..store import Store
 from ..store.opening import daemon_lock, open_store
 from .engine import EngineHost

@@ -21,8 +21,7 @@ from ..config import Config
 from ..contract.events import Event
 from ..contract.inputs import Inspection, Reading
 from ..contract.times import MS_PER_HOUR, WallClock, iso
-from ..engine.core import Engine
-from ..engine.summary import summarize
+from ..engine import Engine, summarize
 from ..store import JournalIn, Store
 from ..store.events import AlertRoutes
 from .backlog import BacklogLog

@@ -33,11 +33,11 @@ from ..contract.inputs import Inspection, Location, Photo, SiteClosure, Via
 from ..contract.localtime import local_datetime, local_text
 from ..contract.rejects import Rejection, RejectReason
 from ..contract.times import iso, parse_iso
-from ..engine.actions import action_states, record_of_event, resolvable_at
-from ..engine.active import local_midnight_ms
 from ..errors import UserError
 from ..ingest.checks import FUTURE_TOLERANCE_MS, TimeRule, site_index
 from ..ingest.inspections import inspection_message
+from ..rules.active import local_midnight_ms
+from ..rules.clocks.actions import action_states, record_of_event, resolvable_at
 from ..store import Store
 from ..store.opening import daemon_lock, open_store
 from .engine import EngineHost
@@ -137,7 +137,7 @@ def build_inspection(config: Config, site_id: str, names: Sequence[str], *, at: 
     payload: dict[str, object] = {
         "inspector": clean if len(clean) > 1 else clean[0], "kind": kind, "ts": iso(at_ms),
         "notes": notes, "findings": parsed, "resolves": list(resolves),
-        # A date is due by the end of that day at the site (inspectionrules.check_actions).
+        # A date is due by the end of that day at the site (ingest/inspections.py, check_actions).
         "corrective_actions": [{"text": a.text, "due": a.due} for a in actions]}
     if photos:
         payload["photos"] = [p.to_json() for p in photos]

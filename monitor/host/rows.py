@@ -13,7 +13,7 @@ from ..contract.inputs import (
     ReferenceObservation,
     SiteClosure,
 )
-from ..engine.core import Engine
+from ..engine import Engine
 from ..store import JournalIn, JournalRow
 
 log = logging.getLogger("stormwatch.daemon")

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config import Config
-from ..engine.core import Engine
+from ..engine import Engine
 from ..store import EngineSnapshot, Store
 from .window import JournalWindow
 

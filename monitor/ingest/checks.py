@@ -15,7 +15,8 @@ counts, logs and dead-letters a rejection with the raw bytes (sensors/README.md,
 
 The shared rules are data: ``FIELD_RULES`` gives each numeric payload field its
 type (integer or not), its physical range and the sensor kind it implies, and
-``REQUIRED`` gives each message kind its alternative required forms. The
+``REQUIRED`` gives each message kind its alternative required forms; a sensor
+kind's fields and forms are its rule family's (``monitor/rules/registry.py``). The
 irregular parts sit beside the tables as code: timestamps (two forms, a time
 window) and the topic/payload cross-checks. An inspection's rules (text
 fields, corrective actions, the roster) are ``inspections.py``'s, on the
@@ -57,12 +58,11 @@ from typing import Final, Literal
 from zoneinfo import ZoneInfo
 
 from ..config import ID_PATTERN, Config
-from ..contract.inputs import Reading, SensorKind
+from ..contract.inputs import MessageKind, Reading, SensorKind
 from ..contract.localtime import wall_time_ms
 from ..contract.rejects import Rejection, RejectReason
 from ..contract.times import MS_PER_DAY, MS_PER_MINUTE, iso_datetime
-
-MessageKind = Literal["rain", "turbidity", "sediment", "status"]
+from ..rules.registry import KINDS
 
 #: "at most 4 KiB" (sensors/README.md, "MQTT contract"), counted in bytes of the raw payload.
 MAX_PAYLOAD_BYTES: Final = 4096
@@ -94,24 +94,12 @@ class FieldRule:
     integer: bool
     low: float
     high: float
-    implies: SensorKind | None
+    implies: str | None
     doc: str
 
 
-_RULES = (
-    FieldRule("tips_total", True, 0, 2**40, "rain",
-              "cumulative tip counter of the gauge; 2**40 tips is far beyond any gauge's life"),
-    FieldRule("precip_in", False, 0, 10.0, "rain",
-              "depth in inches since the previous message; the world 1-minute record is ~1.2 in "
-              "and gauges publish every minute"),
-    FieldRule("ntu", False, 0, 100_000.0, "turbidity",
-              "turbidity in NTU; probes top out at a few thousand"),
-    FieldRule("temp_c", False, -60.0, 90.0, "turbidity",
-              "water temperature at the probe in °C"),
-    FieldRule("depth_in", False, -1200.0, 1200.0, "sediment", "sediment depth above the trap "
-              "bottom in inches (100 ft is no trap; < 0: a sensor_fault, engine/sediment.py)"),
-    FieldRule("distance_in", False, 0, 1200.0, "sediment",
-              "distance from the sensor face to the sediment surface in inches"),
+#: The node-health fields any message may carry.
+_COMMON = (
     FieldRule("battery_v", False, 0, 60.0, None, "node battery in volts"),
     FieldRule("seq", True, 0, 2**63 - 1, None,
               "per-sensor increasing message number; bounded by SQLite's INTEGER"),
@@ -121,6 +109,9 @@ _RULES = (
     FieldRule("dropped", True, 0, 2**40, None,
               "readings the node dropped past its buffer bound, ever"),
 )
+#: Each sensor kind's fields, as its rule family declares them (``rules/registry.py``).
+_RULES = tuple(FieldRule(f.name, f.integer, f.low, f.high, kind, f.doc)
+               for kind, spec in KINDS.items() for f in spec.fields) + _COMMON
 
 #: Every numeric payload field by name (sensors/README.md, "MQTT contract" table).
 FIELD_RULES: Final[Mapping[str, FieldRule]] = {rule.name: rule for rule in _RULES}
@@ -128,12 +119,8 @@ FIELD_RULES: Final[Mapping[str, FieldRule]] = {rule.name: rule for rule in _RULE
 #: Required fields by message kind: alternative forms, each a tuple of fields that
 #: must all be present. The first field of a form is its measurement; when only
 #: that is given, the rest are named as missing ("seq: required with precip_in").
-REQUIRED: Final[Mapping[MessageKind, tuple[tuple[str, ...], ...]]] = {
-    "rain": (("tips_total",), ("precip_in", "seq")),
-    "turbidity": (("ntu",),),
-    "sediment": (("depth_in",), ("distance_in",)),
-    "status": (),
-}
+REQUIRED: Final[Mapping[str, tuple[tuple[str, ...], ...]]] = {
+    **{kind: spec.required for kind, spec in KINDS.items()}, "status": ()}
 
 
 # --------------------------------------------------------------------------- shared rules

@@ -1,6 +1,6 @@
 """The field app's evidence on an inspection: photos, location and certification.
 
-Checked like every other field of an inspection (``inspectionrules.inspection_message``
+Checked like every other field of an inspection (``ingest/inspections.py``
 calls ``check_evidence``): a wrong shape is a ``Rejection`` naming the field,
 ``photos.1.sha256: ...``. A photo is named by its SHA-256; whether the file is
 there is for ``logbook verify`` to say, not for the message to vouch for.

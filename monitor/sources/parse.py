@@ -16,13 +16,12 @@ import json
 from typing import Any
 
 from ..config import Config
-from ..contract.inputs import Inspection, Reading
+from ..contract.inputs import Inspection, MessageKind, Reading
 from ..contract.rejects import Rejection, RejectReason
 from ..ingest.checks import (
     ID_RE,
     INSPECTION,
     MAX_PAYLOAD_BYTES,
-    MessageKind,
     TimeRule,
     sensor_message,
     show,

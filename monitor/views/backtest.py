@@ -5,7 +5,7 @@ the row rules of a message, event-time order, double tips and repeated
 ``seq`` judged in that order), so the two take the same rows and refuse the
 same ones for the same reasons, per-tip exports included. The rain readings
 of the configured gauges then go, as columns, to the column-wise storm rule
-(``engine/rain_columns.py``), which finds the streaming fold's very storm
+(``rules/rain/rain_columns.py``), which finds the streaming fold's very storm
 events; like ``replay``, the storms are read at the newest input's time (an
 inspection the day after the rain ends the storm). Storms only: turbidity,
 sediment and inspection rows are read and checked, and leave only their time.
@@ -30,9 +30,9 @@ import pandas as pd
 from ..config import Config, SiteConfig
 from ..contract.inputs import Inspection, Reading
 from ..contract.times import iso
-from ..engine.active import active_start_ms
-from ..engine.rain_columns import empty_events, storm_events
 from ..ingest.checks import NaiveZone
+from ..rules.active import active_start_ms
+from ..rules.rain.rain_columns import empty_events, storm_events
 from ..sources.csvfile import CsvInputError
 from ..sources.filerows import Rejects, read_whole
 from ..sources.pertip import PerTipRows

@@ -48,7 +48,7 @@ from typing import Final
 
 from ..contract.events import Event, InspectionRecorded
 from ..contract.inputs import Inspection
-from ..engine.clocks import inspection_fact_ids, recorded_body
+from ..rules.clocks.clocks import inspection_fact_ids, recorded_body
 from ..store import LogbookRow, Store
 from ..store.journal import JournalRow
 

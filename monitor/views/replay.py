@@ -55,8 +55,7 @@ from ..contract.inputs import Inspection, Reading
 from ..contract.localtime import local_text
 from ..contract.rejects import RejectReason
 from ..contract.unmonitored_words import reason_words
-from ..engine.core import Engine
-from ..engine.summary import site_now
+from ..engine import Engine, site_now
 from ..ingest.checks import NaiveZone
 from ..sources.filerows import FileReader, Rejects, header_and_rows, read_whole
 from ..sources.pertip import PerTipRows

@@ -29,9 +29,8 @@ from ..contract.localtime import local_text
 from ..contract.rejects import RejectReason
 from ..contract.times import iso, parse_iso
 from ..contract.unmonitored_words import reason_words
-from ..engine.actions import ActionState
-from ..engine.readout import PairSummary, SiteNow, SiteSummary
-from ..engine.summary import judged_at, status_at
+from ..engine import PairSummary, SiteNow, SiteSummary, judged_at, status_at
+from ..rules.clocks.actions import ActionState
 from ..store import Store
 from ..store.deadletters import PRUNED_COUNTER
 from ..store.exportstate import export_status

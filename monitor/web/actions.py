@@ -43,10 +43,10 @@ from ..contract.events import InspectionRecorded
 from ..contract.inputs import CONTRACTOR, ActionStep, Photo
 from ..contract.localtime import local_text
 from ..contract.message import INFO, Message
-from ..engine.actions import ActionState
 from ..host.actionsteps import StepRefused, commit_step, open_action
 from ..host.evidence import stored_photo
 from ..host.links import LinkError
+from ..rules.clocks.actions import ActionState
 from ..sinks.notify.probe import send_to_address
 from ..store.photos import PhotoError, is_sha256, photo_path
 from .actionlink import ActionClaim, form_token, form_token_ok, sign_action_link, verify_action_link

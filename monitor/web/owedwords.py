@@ -21,7 +21,7 @@ from ..contract.figures import fill_text
 from ..contract.localtime import local_datetime
 from ..contract.times import MS_PER_HOUR
 from ..contract.unmonitored_words import reason_words
-from ..engine.readout import OpenClock, SiteNow
+from ..engine import OpenClock, SiteNow
 from .ranking import DUE_SOON_HOURS, known, late_actions, rank_now
 from .siteview import SiteView
 

@@ -35,7 +35,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ..engine.readout import TURBIDITY_SEVERITY, SiteNow
+from ..engine import TURBIDITY_SEVERITY, SiteNow
 from .siteview import SiteView
 
 #: An open clock due within this many hours puts its site in the ``due`` tier.

@@ -190,7 +190,7 @@ def record(config: Config, photos_dir: Path, user: User, site_id: str,
     if user.name not in [n.strip() for n in names]:
         raise Refused(422, f"inspectors: must include you ({user.name})")
     # The signed-in person certifies (first); whoever else is named came along,
-    # carries no credential and closes nothing (inspectionrules.inspection_message).
+    # carries no credential and closes nothing (ingest/inspections.py).
     names = [user.name] + [n for n in names if n.strip() and n.strip() != user.name]
     kind = data.get("kind") or "routine"
     if kind not in KINDS:

@@ -370,7 +370,7 @@ def test_an_invalid_sensor_kind_is_reported_once() -> None:
     data = _edit("sites.0.sensors.1", {"id": "tb-up", "kind": "turbdity"})
     assert problems(data) == [
         "sites.branch-meadows.sensors.tb-up.kind: "
-        "Input should be 'rain', 'turbidity' or 'sediment'",
+        "Input should be 'rain', 'turbidity', 'sediment' or 'snow'",
     ]
 
 

@@ -19,7 +19,7 @@ import pytest
 from monitor.config.file import load_config
 from monitor.contract.rejects import Rejection, RejectReason
 from monitor.contract.times import iso
-from monitor.engine.core import Engine
+from monitor.engine import Engine
 from monitor.host.engine import EngineHost
 from monitor.sources.parse import parse_message
 from monitor.store import Store

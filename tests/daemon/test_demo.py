@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from monitor.daemon.demo import DEMO_HOURS, SITE, DemoClock, demo_config, demo_plan, run_demo
-from monitor.engine.traps import fill_fraction
+from monitor.rules.traps.traps import fill_fraction
 from monitor.sources.simulate import sensor_entries
 from monitor.store import Store
 from sensors.config import SimSensor

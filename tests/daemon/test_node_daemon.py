@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from monitor.contract.inputs import Reading
 from monitor.contract.rejects import RejectReason
-from monitor.engine.core import Engine
-from monitor.engine.summary import site_status
+from monitor.engine import Engine, site_status
 from monitor.sources.acl import node_accounts
 from monitor.sources.parse import parse_message
 

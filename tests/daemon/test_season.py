@@ -24,8 +24,7 @@ from hypothesis import strategies as st
 from monitor.config.file import load_config
 from monitor.contract.inputs import Inspection, Reading
 from monitor.contract.times import MS_PER_DAY, MS_PER_MINUTE, iso
-from monitor.engine.core import Engine
-from monitor.engine.window import MemoryWindow
+from monitor.engine import Engine, MemoryWindow
 from monitor.host.engine import EngineHost
 from monitor.host.rows import journal_in
 from monitor.store import Store

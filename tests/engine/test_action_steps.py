@@ -11,9 +11,9 @@ from typing import Any
 
 from monitor.contract.inputs import ActionStep, CorrectiveAction, Inspection, Photo
 from monitor.contract.times import MS_PER_DAY, MS_PER_HOUR, parse_iso
-from monitor.engine.actions import action_states, record_of, step_fact
 from monitor.engine.core import Engine
 from monitor.engine.summary import site_status
+from monitor.rules.clocks.actions import action_states, record_of, step_fact
 
 from ..support.util import SITE, final, run, site_config
 

@@ -22,9 +22,9 @@ from monitor.config import RainRules, SensorConfig
 from monitor.contract.events import Fact
 from monitor.contract.inputs import Reading
 from monitor.contract.times import MS_PER_HOUR, MS_PER_MINUTE, iso, parse_iso
-from monitor.engine.rain import GAUGE_QUALIFIED, GaugeFold, StormState
-from monitor.engine.rain_columns import EVENT_COLUMNS, storm_events
 from monitor.engine.timeline import Timeline
+from monitor.rules.rain.rain import GAUGE_QUALIFIED, GaugeFold, StormState
+from monitor.rules.rain.rain_columns import EVENT_COLUMNS, storm_events
 
 Mode = Literal["event_24h", "event_total", "rolling_24h"]
 MODES: tuple[Mode, ...] = ("event_24h", "event_total", "rolling_24h")

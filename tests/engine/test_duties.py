@@ -19,11 +19,11 @@ from monitor.contract.events import (
 from monitor.contract.inputs import Reading
 from monitor.contract.times import MS_PER_HOUR, MS_PER_MINUTE, iso, parse_iso
 from monitor.engine.duties import Duty, outstanding_duties
-from monitor.engine.readout import ClockSummary
-from monitor.engine.routine import routine_start_ms
 from monitor.engine.series import Sample, TrapSample, TrapSampler
 from monitor.engine.timeline import Timeline
-from monitor.engine.traps import TrapFold
+from monitor.rules.clocks.routine import routine_start_ms
+from monitor.rules.readout import ClockSummary
+from monitor.rules.traps.traps import TrapFold
 
 from .test_traps import BOX, BOX_SENSOR, SITE, at, depth
 

@@ -13,9 +13,9 @@ from typing import Any
 
 from monitor.contract.inputs import CorrectiveAction, Inspection, Reading, SiteClosure
 from monitor.contract.times import MS_PER_DAY, MS_PER_HOUR, MS_PER_MINUTE, iso, parse_iso
-from monitor.engine.active import missed_weeks
 from monitor.engine.core import Engine
 from monitor.engine.summary import site_status
+from monitor.rules.active import missed_weeks
 from monitor.sinks.notify.routing import DEFAULT_ROUTES, route_keys
 from monitor.sources.parse import parse_message
 

@@ -1,4 +1,4 @@
-"""What became of each storm (``engine/outcomes.py``): the report's storms, decided here.
+"""What became of each storm (``rules/clocks/outcomes.py``): the report's storms, decided here.
 
 Expected outcomes are worked out from monitor/README.md, "The rules" by hand: which storm opened a
 clock, when it is due (24 h after ``qualified_at``), and that an inspection on
@@ -10,9 +10,9 @@ from __future__ import annotations
 from monitor.contract.inputs import Reading
 from monitor.contract.times import MS_PER_HOUR, MS_PER_MINUTE
 from monitor.engine.core import Engine
-from monitor.engine.outcomes import storm_records
 from monitor.engine.series import Sample, StormSample, running_totals
 from monitor.engine.series import attach as attach_samplers
+from monitor.rules.clocks.outcomes import storm_records
 
 from ..support.util import counter_series, inspection, run, site_config, ts
 

@@ -11,8 +11,8 @@ from monitor.config import RainRules, SensorConfig
 from monitor.contract.events import Fact
 from monitor.contract.inputs import Reading
 from monitor.contract.times import MS_PER_HOUR, MS_PER_MINUTE
-from monitor.engine.rain import GAUGE_QUALIFIED, GaugeFold
 from monitor.engine.timeline import Timeline
+from monitor.rules.rain.rain import GAUGE_QUALIFIED, GaugeFold
 
 from ..support.util import SITE, counter_series, rain, tips, ts
 

@@ -14,7 +14,7 @@ from monitor.contract.events import Event, StormQualified, make_id
 from monitor.contract.inputs import Inspection, Reading
 from monitor.contract.times import MS_PER_HOUR, iso
 from monitor.engine.core import Engine
-from monitor.engine.sitestorms import GaugeStorm, SiteStorm, with_references
+from monitor.rules.rain.sitestorms import GaugeStorm, SiteStorm, with_references
 
 from .test_weather import T0
 from .test_weather_engine import REFERENCE, SITE, counter, observations, of_type, weather_config

@@ -1,4 +1,4 @@
-"""The engine's typed answer about a site (``engine/readout.py``, ``engine/summary.py``).
+"""The engine's typed answer about a site (``rules/readout.py``, ``engine/summary.py``).
 
 The daemon records ``SiteSummary.to_json()`` and ``status`` reads it back; the
 site object of ``status --json`` is ``SiteNow.to_json()``. Both are contracts:
@@ -13,7 +13,8 @@ from typing import Any
 
 from monitor.contract.inputs import CorrectiveAction, Inspection, Reading
 from monitor.contract.times import MS_PER_HOUR, MS_PER_MINUTE, iso
-from monitor.engine.readout import (
+from monitor.engine.summary import at_now, is_overdue, judged_at, status_at, summarize
+from monitor.rules.readout import (
     ClockSummary,
     FaultSummary,
     PairSummary,
@@ -22,7 +23,6 @@ from monitor.engine.readout import (
     SiteSummary,
     TrapSummary,
 )
-from monitor.engine.summary import at_now, is_overdue, judged_at, status_at, summarize
 
 from ..support.util import SITE, counter_series, run, ts
 

@@ -17,7 +17,9 @@ from monitor.contract.times import MS_PER_HOUR, MS_PER_MINUTE, iso, parse_iso
 from monitor.engine.series import Sample, TrapSample, TrapSampler
 from monitor.engine.summary import site_status
 from monitor.engine.timeline import Timeline
-from monitor.engine.traps import (
+from monitor.host.engine import EngineHost
+from monitor.host.rows import journal_in
+from monitor.rules.traps.traps import (
     TrapFold,
     depth_for_fraction_in,
     design_volume_cf,
@@ -25,8 +27,6 @@ from monitor.engine.traps import (
     trap_state,
     volume_cf,
 )
-from monitor.host.engine import EngineHost
-from monitor.host.rows import journal_in
 from monitor.store.opening import open_store
 from monitor.views.report.tables import trap_section
 from monitor.views.status import build_status, format_status

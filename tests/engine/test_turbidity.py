@@ -11,10 +11,10 @@ from monitor.config import SensorConfig, TurbidityPair
 from monitor.contract.events import Event, Fact, make_id
 from monitor.contract.inputs import Reading
 from monitor.contract.times import MS_PER_MINUTE, iso, parse_iso
-from monitor.engine.contrast import exceeds, limit_ntu
 from monitor.engine.series import ContrastSample, PairSampler, Sample
 from monitor.engine.timeline import Timeline
-from monitor.engine.turbidity import TRANSITIONS, PairFold
+from monitor.rules.turbidity.contrast import exceeds, limit_ntu
+from monitor.rules.turbidity.turbidity import TRANSITIONS, PairFold
 from monitor.views.report.tables import turbidity_section
 
 SITE = "branch-meadows"

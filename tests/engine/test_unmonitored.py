@@ -19,10 +19,10 @@ from monitor.config import SensorConfig, TurbidityPair
 from monitor.contract.inputs import Reading, SiteClosure
 from monitor.contract.times import MS_PER_HOUR, MS_PER_MINUTE, iso
 from monitor.engine.core import Engine
-from monitor.engine.readout import SiteSummary
 from monitor.engine.summary import at_now, site_status, summarize
 from monitor.engine.timeline import Timeline
-from monitor.engine.turbidity import PairFold
+from monitor.rules.readout import SiteSummary
+from monitor.rules.turbidity.turbidity import PairFold
 from monitor.views.status import format_status
 
 from ..support.util import SITE, site_config, ts

@@ -14,7 +14,7 @@ from monitor.config.file import parse_config
 from monitor.contract.events import GaugeDisagrees, StormForecast, make_id
 from monitor.contract.inputs import Forecast, ReferenceObservation
 from monitor.contract.times import MS_PER_HOUR, MS_PER_MINUTE, parse_interval, parse_iso
-from monitor.engine.weather import (
+from monitor.rules.weather.weather import (
     GaugeRecord,
     WeatherBook,
     disagreement_truth,

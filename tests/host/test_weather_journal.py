@@ -16,7 +16,7 @@ from monitor.config.file import parse_config
 from monitor.contract.events import make_id
 from monitor.contract.inputs import Inspection
 from monitor.contract.times import MS_PER_HOUR
-from monitor.engine.core import Engine
+from monitor.engine import Engine
 from monitor.host.engine import EngineHost
 from monitor.host.rows import apply_row, journal_in
 from monitor.store.opening import open_store

@@ -17,7 +17,7 @@ from monitor.config import Config
 from monitor.contract.events import Event, Fact, StormQualified, StormStarted
 from monitor.contract.inputs import Inspection, Reading
 from monitor.contract.times import MS_PER_HOUR, MS_PER_MINUTE, compact, iso
-from monitor.engine.core import Engine
+from monitor.engine import Engine
 from monitor.host.rows import journal_in
 from monitor.sinks.influx.derive import Replica, event_points, minute_points, raw_points
 from monitor.sinks.influx.lineprotocol import Int, Point, format_value, series_key

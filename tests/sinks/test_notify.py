@@ -63,6 +63,8 @@ VOCABULARY_TYPES = [
     "turbidity_unmonitored", "turbidity_monitored",
     # Corrective actions between asking and verifying: sent to the contractor, done.
     "corrective_action_sent", "corrective_action_done",
+    # Snow whose melt is a storm event's discharge.
+    "snow_event",
 ]
 
 SITE_DOC: dict[str, Any] = {

@@ -12,7 +12,6 @@ from zoneinfo import ZoneInfo
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pydantic import ValidationError
 
 from monitor.config import Config
 from monitor.config.file import parse_config
@@ -22,14 +21,6 @@ from monitor.contract.times import MS_PER_DAY, MS_PER_MINUTE, parse_iso
 from monitor.ingest.checks import FIELD_RULES, MAX_PAYLOAD_BYTES, NaiveZone, TimeRule
 from monitor.sources.csvfile import RowParser, parse_row
 from monitor.sources.parse import parse_message
-from monitor.sources.payloads import (
-    PAYLOAD_MODELS,
-    InspectionPayload,
-    RainPayload,
-    SedimentPayload,
-    StatusPayload,
-    TurbidityPayload,
-)
 
 SITE = "site-a"
 REF = parse_iso("2026-05-01T12:00:00Z")
@@ -745,43 +736,6 @@ def test_mqtt_and_csv_agree(sensor: str, fields: dict[str, Any], ts: str | int) 
         assert by_row.detail.split(":")[0] == by_mqtt.detail.split(":")[0]
     else:
         assert by_mqtt == by_row
-
-
-# --------------------------------------------------------------------------- schema models
-
-
-@pytest.mark.parametrize(("sensor", "fields"), SAME_CASES)
-def test_schema_models_agree_with_the_rules(sensor: str, fields: dict[str, Any]) -> None:
-    kind = CONFIG.sites[0].sensor(sensor).kind  # type: ignore[union-attr]
-    payload = {"ts": ISO, **fields}
-    result = mqtt(f"site-a/{sensor}/reading", payload)
-    if {FIELD_RULES[k].implies for k in fields} - {None, kind}:
-        # wrong_kind needs the configuration; to the schema it is an ignored extra.
-        assert reason(result) is RejectReason.wrong_kind
-        return
-    try:
-        PAYLOAD_MODELS[kind].model_validate(payload)
-        valid = True
-    except ValidationError:
-        valid = False
-    assert valid == isinstance(result, Reading)
-
-
-def test_schema_models() -> None:
-    assert set(PAYLOAD_MODELS) == {"rain", "turbidity", "sediment", "status", "inspection"}
-    schema = RainPayload.model_json_schema()
-    assert schema["required"] == ["ts"]
-    ntu = TurbidityPayload.model_json_schema()["properties"]["ntu"]["anyOf"][0]
-    assert (ntu["minimum"], ntu["maximum"]) == (0, 100_000)
-    assert SedimentPayload.model_validate({"ts": 1, "distance_in": 3}).distance_in == 3.0
-    assert StatusPayload.model_validate({"ts": "2026-05-01T00:00:00Z", "x": 1}).seq is None
-    assert InspectionPayload.model_validate({"inspector": " J "}).inspector == "J"
-    with pytest.raises(ValidationError, match="not_finite"):
-        TurbidityPayload.model_validate({"ts": 1, "ntu": float("inf")})
-    with pytest.raises(ValidationError, match="seq: required with precip_in"):
-        RainPayload.model_validate({"ts": 1, "precip_in": 0.1})
-    with pytest.raises(ValidationError, match="bad_timestamp"):
-        RainPayload.model_validate({"ts": "2026-05-01", "tips_total": 1})
 
 
 # --------------------------------------------------------------------------- never raises

@@ -26,7 +26,7 @@ from monitor.config import Config
 from monitor.contract.events import Event
 from monitor.daemon.archiver import Archiver, run_in_child
 from monitor.daemon.loop import Daemon
-from monitor.engine.core import Engine
+from monitor.engine import Engine
 from monitor.host.archiving import plan
 from monitor.host.engine import EngineHost
 from monitor.host.rows import apply_row

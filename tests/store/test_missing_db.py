@@ -26,7 +26,7 @@ import pytest
 from monitor.config.file import load_config
 from monitor.contract.inputs import Inspection, Reading
 from monitor.contract.times import MS_PER_HOUR, MS_PER_MINUTE
-from monitor.engine.summary import at_now
+from monitor.engine import at_now
 from monitor.host.engine import EngineHost
 from monitor.host.rows import journal_in
 from monitor.store.opening import open_store

@@ -31,6 +31,7 @@ from monitor.contract.events import (
     SensorRecovered,
     SensorStale,
     SiteClosed,
+    SnowEvent,
     StormEnded,
     StormForecast,
     StormQualified,
@@ -44,7 +45,7 @@ from monitor.contract.events import (
 )
 from monitor.contract.inputs import ActionStep, Inspection, Reading, SiteClosure
 from monitor.contract.times import MS_PER_MINUTE, parse_iso
-from monitor.engine.core import Engine
+from monitor.engine import Engine
 
 SITE = "branch-meadows"
 
@@ -200,6 +201,9 @@ SAMPLE_BODIES: dict[str, Body] = {body.TYPE: body for body in (
     GaugeDisagrees(gauge="rg1", gauge_in=0.08, reference_in=0.79, reference="KHPN",
                    window_from="2026-11-29T14:00:00Z", window_to="2026-11-30T14:00:00Z",
                    stale=False, threshold_in=0.5, opens_clock=False, reference_unknown_hours=0),
+    SnowEvent(sensor="sn1", started_at="2026-11-29T14:00:00Z",
+              qualified_at="2026-11-30T10:00:00Z", total_in=3.5, threshold_in=3.25,
+              window_hours=24.0),
 )}
 
 

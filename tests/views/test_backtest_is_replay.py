@@ -31,8 +31,8 @@ from hypothesis import strategies as st
 from monitor.config import Config
 from monitor.config.file import parse_config
 from monitor.contract.times import MS_PER_DAY, MS_PER_HOUR, MS_PER_MINUTE, iso, parse_iso
-from monitor.engine.sitestorms import MEAN_GAUGE
 from monitor.ingest.checks import NaiveZone
+from monitor.rules.rain.sitestorms import MEAN_GAUGE
 from monitor.views.backtest import BacktestInputError, backtest, event_rows
 from monitor.views.replay import ReplayResult, replay
 

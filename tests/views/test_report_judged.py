@@ -16,7 +16,7 @@ from monitor.config import Config
 from monitor.config.file import load_config
 from monitor.contract.inputs import Reading
 from monitor.contract.times import MS_PER_HOUR, MS_PER_MINUTE, parse_iso
-from monitor.engine.series import hourly_rain, judged_rain
+from monitor.engine import hourly_rain, judged_rain
 from monitor.host.engine import EngineHost
 from monitor.host.rows import journal_in
 from monitor.store.opening import open_store

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from monitor.contract.times import MS_PER_HOUR, MS_PER_MINUTE, iso
-from monitor.engine.summary import site_now
+from monitor.engine import site_now
 from monitor.views.status import format_status
 
 from ..support.util import SITE, counter_series, run, ts

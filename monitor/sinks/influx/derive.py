@@ -51,19 +51,29 @@ from ...contract.events import (
 )
 from ...contract.inputs import Forecast, ReferenceObservation
 from ...contract.times import MS_PER_HOUR, MS_PER_MINUTE, iso
-from ...engine.core import Engine
-from ...engine.readout import OpenClock, SensorNow, SiteNow
-from ...engine.series import Sample, StormSample, TrapSample, attach
-from ...engine.summary import judged_at, status_at, summarize
-from ...engine.weather import MM_PER_IN
+from ...engine import (
+    Engine,
+    OpenClock,
+    Sample,
+    SensorNow,
+    SiteNow,
+    StormSample,
+    TrapSample,
+    attach,
+    judged_at,
+    status_at,
+    summarize,
+)
 from ...host.rows import WEATHER_KEY, apply_row
 from ...host.window import JournalWindow
+from ...rules.registry import KINDS
+from ...rules.weather.weather import MM_PER_IN
 from ...store import JournalRow, canonical
 from .lineprotocol import FieldValue, Int, Point, raw_series
 
 #: Measurement of each reading kind (deploy/README.md, "InfluxDB and Grafana"; ``sensor_status``
 #: holds the ``{site}/{sensor}/status`` messages).
-RAW_MEASUREMENTS = {"rain": "rain", "turbidity": "turbidity", "sediment": "sediment",
+RAW_MEASUREMENTS = {**{kind: spec.measurement for kind, spec in KINDS.items()},
                     "status": "sensor_status"}
 #: Payload fields that are integers by nature (the rest are written as floats).
 INT_FIELDS = frozenset({"tips_total", "seq", "buffered", "dropped"})

@@ -64,7 +64,7 @@ from typing import Any
 
 from ...config import Config
 from ...contract.times import MS_PER_MINUTE, WallClock
-from ...engine.core import Engine
+from ...engine import Engine
 from ...host.snapshots import ENGINE_OWNER, snapshot_data
 from ...host.window import JournalWindow
 from ...store import DeadLetterIn, Store

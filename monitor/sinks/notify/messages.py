@@ -69,6 +69,7 @@ from ...contract.message import FAILURE, INFO, SUCCESS, WARNING, Line, Message, 
 from ...contract.sentences import FAULT_WORDS, sentence
 from ...contract.times import MS_PER_HOUR, parse_iso
 from ...contract.unmonitored_words import still_checked
+from ...rules.registry import KINDS
 
 # The chapter's words, quoted where they apply (seed text of Chapter 134).
 QUOTE_134_9A2: Final = (
@@ -721,11 +722,8 @@ def _turbidity(c: _Ctx, e: TurbidityContrast) -> Content:
                           "controls above it; stabilise exposed soil.")])
 
 
-_SENSOR_NEED = {
-    "rain": "storm events cannot be detected while the rain gauge is silent (§ 134-9A(2))",
-    "turbidity": "turbidity contrast cannot be checked without this probe (§ 134-8C)",
-    "sediment": "trap fill cannot be tracked without this sensor (§ 134-9A(1))",
-}
+#: What goes unwatched while a sensor of each kind is silent (its family's words).
+_SENSOR_NEED = {kind: spec.words for kind, spec in KINDS.items()}
 
 
 def _sensor_stale(c: _Ctx, e: SensorStale) -> Content:

@@ -121,6 +121,9 @@ DEFAULT_ROUTES: Final[dict[str, tuple[str, ...]]] = {
     # The reference saw a storm the gauge did not: operations look at the gauge,
     # the qualified professional at the site (it may have rained there).
     "gauge_disagrees": ("qp", "ops"),
+    # Snow whose melt is a storm event's discharge: the qualified professional checks
+    # the controls before the thaw, like a forecast storm; no clock yet, no officer.
+    "snow_event": ("qp",),
 }
 
 #: Types whose alerts carry a deadline or a violation (see the module docstring).

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from html import escape
 
-from ...engine.actions import ActionState
-from ...engine.period import Period
+from ...engine import Period
+from ...rules.clocks.actions import ActionState
 from .rows import Local
 from .tables import outcome, table
 

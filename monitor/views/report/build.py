@@ -42,12 +42,18 @@ from ...contract.events import (
 )
 from ...contract.figures import depth_text
 from ...contract.times import parse_iso
-from ...engine.clocks import is_overdue
-from ...engine.episodes import turbidity_episodes
-from ...engine.outcomes import StormRecord
-from ...engine.period import Period, Tally, period_facts
-from ...engine.readout import SiteNow, SiteSummary
-from ...engine.summary import judged_at, status_at
+from ...engine import (
+    Period,
+    SiteNow,
+    SiteSummary,
+    Tally,
+    judged_at,
+    period_facts,
+    status_at,
+    turbidity_episodes,
+)
+from ...rules.clocks.clocks import is_overdue
+from ...rules.clocks.outcomes import StormRecord
 from ...store import Store
 from ..logbook import Recorded, current_events, verify_logbook
 from .actionchain import chain_section

@@ -18,8 +18,8 @@ from ...config import SiteConfig
 from ...contract.clocknames import clock_name
 from ...contract.figures import fill_text
 from ...contract.times import MS_PER_HOUR
-from ...engine.active import cadence_words
-from ...engine.duties import Duty
+from ...engine import Duty
+from ...rules.active import cadence_words
 from .tables import LocalTime, outcome, table
 
 

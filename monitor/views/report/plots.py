@@ -24,14 +24,14 @@ from typing import Any
 from ...config import SiteConfig
 from ...contract.figures import depth_text
 from ...contract.times import MS_PER_HOUR
-from ...engine.series import (
+from ...engine import (
     ContrastSample,
     StormSample,
     TrapSample,
     hourly_rain,
     judged_rain,
 )
-from ...engine.sitestorms import MEAN_GAUGE
+from ...rules.rain.sitestorms import MEAN_GAUGE
 from .samples import Series
 from .tables import LocalTime
 

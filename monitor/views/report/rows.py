@@ -1,7 +1,7 @@
 """Rows of the compliance report (``build.py``) read off what the engine concluded.
 
 The report never re-derives a rule; these helpers only read: the storms and
-their outcomes come from the engine (``engine/outcomes.py``); here is what a
+their outcomes come from the engine (``rules/clocks/outcomes.py``); here is what a
 storm that qualified on rain revealed after a silence must say about its
 deadline (``revealed_note``, monitor/README.md, "Silence is not dry weather"), and each
 sensor's health as the recorded status has it (``sensor_rows``: ``ok``,
@@ -16,8 +16,8 @@ from collections.abc import Callable
 
 from ...config import SiteConfig
 from ...contract.clocknames import clock_name
-from ...engine.outcomes import StormRecord
-from ...engine.readout import SiteNow
+from ...engine import SiteNow
+from ...rules.clocks.outcomes import StormRecord
 
 #: A time (ms, ISO text or None) as the report writes it, in the site's zone.
 Local = Callable[[int | str | None], str]

@@ -12,8 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from ...config import Config
-from ...engine.core import Engine
-from ...engine.series import ContrastSample, Sample, StormSample, TrapSample, attach
+from ...engine import ContrastSample, Engine, Sample, StormSample, TrapSample, attach
 from ...host.rows import apply_row
 from ...store import Store
 

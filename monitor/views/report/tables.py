@@ -30,8 +30,7 @@ from ...contract.figures import fill_text
 from ...contract.localtime import local_datetime, local_text
 from ...contract.times import parse_iso
 from ...contract.unmonitored_words import reason_words, still_checked
-from ...engine.episodes import TurbidityEpisode
-from ...engine.readout import SiteNow
+from ...engine import SiteNow, TurbidityEpisode
 
 #: Local time of an instant (ms or ISO text) as the report prints it.
 Local = Callable[[int | str | None], str]

@@ -2,7 +2,7 @@
 period, read off the engine's ``storm_forecast`` and ``gauge_disagrees`` events.
 
 Nothing is computed here: the depths, windows and verdicts are the engine's
-(``engine/weather.py``), so the report cannot disagree with an alert. A forecast
+(``rules/weather/weather.py``), so the report cannot disagree with an alert. A forecast
 a later issue revised says so (its revision), one no later issue held any more
 is listed as retracted: the qualified professional may have checked the
 controls for it, and the log book should show why.

@@ -48,10 +48,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..config import SensorConfig, SiteConfig
-from ..contract.events import BatteryLow, Fact, SensorRecovered, SensorStale, make_id
-from ..contract.inputs import Reading
-from ..contract.times import iso, minutes_ms
+from ...config import SensorConfig, SiteConfig
+from ...contract.events import BatteryLow, Fact, SensorRecovered, SensorStale, make_id
+from ...contract.inputs import Reading
+from ...contract.times import iso, minutes_ms
 
 BATTERY_REARM_V = 0.1
 

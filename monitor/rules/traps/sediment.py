@@ -50,8 +50,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..config import SensorConfig, TrapConfig
-from ..contract.inputs import Reading
+from ...config import SensorConfig, TrapConfig
+from ...contract.inputs import Reading
 
 MICRO_PER_IN = 1_000_000
 IN_PER_FT = 12.0

@@ -21,8 +21,8 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from ..config import SensorConfig
-from ..contract.times import MS_PER_HOUR
+from ...config import SensorConfig
+from ...contract.times import MS_PER_HOUR
 from .rain import MICRO_PER_IN, MIN_WRAP_SPAN_MS, WRAP_BITS, WRAP_FRACTION_DIV
 
 Int64Array = npt.NDArray[np.int64]

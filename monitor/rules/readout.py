@@ -31,7 +31,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from ..contract.times import iso, parse_iso
-from .actions import ActionState
+from .clocks.actions import ActionState
 
 #: The shape of ``SiteSummary.to_json()`` (recorded by the daemon, read by ``status``).
 SUMMARY_VERSION = 1

@@ -78,8 +78,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..config import RainRules, SensorConfig
-from ..contract.events import (
+from ...config import RainRules, SensorConfig
+from ...contract.events import (
     Body,
     CounterReset,
     Fact,
@@ -88,8 +88,8 @@ from ..contract.events import (
     StormStarted,
     make_id,
 )
-from ..contract.inputs import Reading
-from ..contract.times import (
+from ...contract.inputs import Reading
+from ...contract.times import (
     MS_PER_DAY,
     MS_PER_HOUR,
     MS_PER_MINUTE,

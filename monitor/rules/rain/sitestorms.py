@@ -51,8 +51,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..config import SiteConfig
-from ..contract.events import (
+from ...config import SiteConfig
+from ...contract.events import (
     Fact,
     GaugeDisagrees,
     GaugeQualified,
@@ -61,7 +61,7 @@ from ..contract.events import (
     StormEnded,
     StormStarted,
 )
-from ..contract.times import MS_PER_HOUR, hours_ms, parse_iso
+from ...contract.times import MS_PER_HOUR, hours_ms, parse_iso
 from .rain import ms_or_none
 
 MEAN_GAUGE = "mean"

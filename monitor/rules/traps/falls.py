@@ -46,8 +46,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from ..contract.events import Fact, TrapCleaned, make_id
-from ..contract.times import MS_PER_DAY
+from ...contract.events import Fact, TrapCleaned, make_id
+from ...contract.times import MS_PER_DAY
 
 #: A drop of the smoothed fill this large within ``CLEANED_WINDOW_MS`` is a clean-out.
 CLEANED_DROP = 0.2

@@ -29,10 +29,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..config import SiteConfig
-from ..contract.inputs import Inspection
-from ..contract.times import iso, parse_iso
-from .active import ActivePeriod, due_ms
+from ...config import SiteConfig
+from ...contract.inputs import Inspection
+from ...contract.times import iso, parse_iso
+from ..active import ActivePeriod, due_ms
 
 
 @dataclass(frozen=True, slots=True)

@@ -93,8 +93,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..config import SensorConfig, TurbidityPair
-from ..contract.events import (
+from ...config import SensorConfig, TurbidityPair
+from ...contract.events import (
     BackgroundMissing,
     Fact,
     Pegged,
@@ -104,10 +104,10 @@ from ..contract.events import (
     UnknownReason,
     make_id,
 )
-from ..contract.inputs import Reading
-from ..contract.times import MS_PER_HOUR, iso, minutes_ms
+from ...contract.inputs import Reading
+from ...contract.times import MS_PER_HOUR, iso, minutes_ms
+from ..readout import PairSummary
 from .contrast import E4_PER_MILLI, E4_PER_NTU, allowed_e4, milli, ntu_of
-from .readout import PairSummary
 
 UP, DOWN, OTHER = 0, 1, 2
 

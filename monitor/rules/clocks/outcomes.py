@@ -33,11 +33,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
-from ..config import SiteConfig
-from ..contract.events import ClockClosed, Event, StormEnded, StormQualified, StormStarted
-from ..contract.times import parse_iso
+from ...config import SiteConfig
+from ...contract.events import ClockClosed, Event, StormEnded, StormQualified, StormStarted
+from ...contract.times import parse_iso
+from ..rain.sitestorms import judged_gauge
 from .clocks import is_overdue
-from .sitestorms import judged_gauge
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,7 +35,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from ..contract.events import (
+from ...contract.events import (
     CorrectiveActionDone,
     CorrectiveActionDue,
     CorrectiveActionSent,
@@ -44,8 +44,8 @@ from ..contract.events import (
     InspectionRecorded,
     make_id,
 )
-from ..contract.inputs import ActionStep, CorrectiveAction, Inspection, Photo
-from ..contract.times import iso, parse_iso
+from ...contract.inputs import ActionStep, CorrectiveAction, Inspection, Photo
+from ...contract.times import iso, parse_iso
 
 
 @dataclass(frozen=True, slots=True)

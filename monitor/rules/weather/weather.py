@@ -69,10 +69,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..config import SiteConfig, WeatherConfig
-from ..contract.events import Fact, GaugeDisagrees, StormForecast, make_id
-from ..contract.inputs import Forecast, Reading, ReferenceObservation
-from ..contract.times import MS_PER_HOUR, hours_ms, iso
+from ...config import SiteConfig, WeatherConfig
+from ...contract.events import Fact, GaugeDisagrees, StormForecast, make_id
+from ...contract.inputs import Forecast, Reading, ReferenceObservation
+from ...contract.times import MS_PER_HOUR, hours_ms, iso
 
 MM_PER_IN = 25.4
 WINDOW_MS = 24 * MS_PER_HOUR

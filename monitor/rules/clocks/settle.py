@@ -19,14 +19,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from ..config import SiteConfig
-from ..contract.events import Fact, InspectionDueSoon, InspectionOverdue, make_id
-from ..contract.inputs import Inspection
-from ..contract.times import hours_ms, parse_iso
+from ...config import SiteConfig
+from ...contract.events import Fact, InspectionDueSoon, InspectionOverdue, make_id
+from ...contract.inputs import Inspection
+from ...contract.times import hours_ms, parse_iso
+from ..rain.sitestorms import MEAN_GAUGE, GaugeStorm, gauge_storms, group_storms, reference_storms
 from .actions import action_states, final_before, record_of
 from .clocks import Clock, ClockFloor, SiteClocks, inspection_fact_ids
 from .routine import Anchor
-from .sitestorms import MEAN_GAUGE, GaugeStorm, gauge_storms, group_storms, reference_storms
 
 
 @dataclass(slots=True)

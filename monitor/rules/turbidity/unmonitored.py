@@ -61,8 +61,8 @@ from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..config import SiteConfig, TurbidityPair
-from ..contract.events import (
+from ...config import SiteConfig, TurbidityPair
+from ...contract.events import (
     Fact,
     TurbidityMonitored,
     TurbidityUnknown,
@@ -70,8 +70,8 @@ from ..contract.events import (
     UnknownReason,
     make_id,
 )
-from ..contract.times import MS_PER_HOUR, iso, minutes_ms, parse_iso
-from .active import ActivePeriod, Span, active_start_ms
+from ...contract.times import MS_PER_HOUR, iso, minutes_ms, parse_iso
+from ..active import ActivePeriod, Span, active_start_ms
 
 
 @dataclass(frozen=True, slots=True)

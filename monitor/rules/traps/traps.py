@@ -65,19 +65,19 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
-from ..config import SensorConfig, TrapConfig
-from ..contract.events import (
+from ...config import SensorConfig, TrapConfig
+from ...contract.events import (
     Fact,
     SensorFault,
     TrapCleanoutRequired,
     TrapFill,
     make_id,
 )
-from ..contract.inputs import Reading
-from ..contract.times import MS_PER_HOUR, MS_PER_MINUTE, iso
+from ...contract.inputs import Reading
+from ...contract.times import MS_PER_HOUR, MS_PER_MINUTE, iso
+from ..readout import FaultSummary, TrapSummary
 from .falls import FILL_DIGITS as _DIGITS
 from .falls import FallRule, FallState
-from .readout import FaultSummary, TrapSummary
 from .sediment import IN_PER_FT, MICRO_PER_IN, CheckState, Fault, SedimentCheck
 
 #: How far below a threshold the fill must stay (``rearm_hours``) before it fires again.

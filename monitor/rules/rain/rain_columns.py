@@ -2,7 +2,7 @@
 
 Chapter 134, § 134-9A(2) requires an inspection "within 24 hours of any storm
 event producing 0.5 inch of precipitation or more". The daemon decides which
-storms those are one reading at a time (``monitor.engine.rain.GaugeFold``
+storms those are one reading at a time (``monitor.rules.rain.rain.GaugeFold``
 driven by a ``Timeline``). A backtest asks the same question of a year of
 one-minute data for many gauges at once, where a Python step per reading is
 the whole cost. This module answers it with array operations and gives the
@@ -74,8 +74,8 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from ..config import RainRules
-from ..contract.times import MS_PER_DAY, hours_ms
+from ...config import RainRules
+from ...contract.times import MS_PER_DAY, hours_ms
 from .rain import MICRO_PER_IN
 from .rain_rows import BoolArray, Int64Array, Readings, readings_of
 

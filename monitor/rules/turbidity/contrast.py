@@ -14,7 +14,7 @@ background of 50.1 NTU is 5 NTU, not 5.000000000000007.
 
 from __future__ import annotations
 
-from ..config import TurbidityPair
+from ...config import TurbidityPair
 
 MILLI_PER_NTU = 1000
 #: Limits are kept in 1e-4 NTU: ten per milli-NTU, so 10 % of a milli-NTU reading is whole.

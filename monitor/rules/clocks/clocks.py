@@ -55,8 +55,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..config import SiteConfig
-from ..contract.events import (
+from ...config import SiteConfig
+from ...contract.events import (
     Body,
     ClockClosed,
     Fact,
@@ -69,13 +69,11 @@ from ..contract.events import (
     StormQualified,
     make_id,
 )
-from ..contract.inputs import Inspection, SiteClosure
-from ..contract.times import hours_ms, iso
-from .actions import action_facts, action_states, record_of
-from .active import ActivePeriod, calendar_zone, week_from_ms
-from .rain import iso_or_none, revealed_due
-from .routine import Anchor, routine_chain
-from .sitestorms import (
+from ...contract.inputs import Inspection, SiteClosure
+from ...contract.times import hours_ms, iso
+from ..active import ActivePeriod, calendar_zone, week_from_ms
+from ..rain.rain import iso_or_none, revealed_due
+from ..rain.sitestorms import (
     GaugeStorm,
     gauge_storms,
     qualifying_storms,
@@ -83,6 +81,8 @@ from .sitestorms import (
     stale_spans,
     with_references,
 )
+from .actions import action_facts, action_states, record_of
+from .routine import Anchor, routine_chain
 
 
 @dataclass(slots=True)
