@@ -26,6 +26,8 @@ from monitor.engine.rain import GAUGE_QUALIFIED, GaugeFold, StormState
 from monitor.engine.rain_columns import EVENT_COLUMNS, storm_events
 from monitor.engine.timeline import Timeline
 
+from ..support.properties import examples
+
 Mode = Literal["event_24h", "event_total", "rolling_24h"]
 MODES: tuple[Mode, ...] = ("event_24h", "event_total", "rolling_24h")
 SITE = "branch-meadows"
@@ -510,10 +512,13 @@ def cases(draw: st.DrawFn) -> Case:
     return Case(frame, in_per_tip, threshold, gap, now, max_rate)
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                 HealthCheck.data_too_large])
+@settings(max_examples=examples(100), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(cases())
 def test_backtest_finds_the_storms_of_the_streaming_fold(case: Case) -> None:
+    """100 examples in CI, 12 new ones on each local run (tests/support/properties.py):
+    every example is up to three gauges of bursts, drizzles, resets and wraps, checked
+    in all three rain modes; the hand-computed cases above pin the numbers."""
     for mode in MODES:
         rules = {"threshold_in": case.threshold_in, "dry_gap_hours": case.dry_gap_hours}
         fast = backtest(case.frame, mode, case.in_per_tip, case.now, max_rate=case.max_rate,

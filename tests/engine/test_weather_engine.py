@@ -24,6 +24,7 @@ from monitor.contract.times import MS_PER_HOUR, MS_PER_MINUTE
 from monitor.engine.core import Engine
 from monitor.engine.window import MemoryWindow
 
+from ..support.properties import examples
 from .test_weather import CHANCE, STORM, T0, issue, nws_interval
 
 SITE = "branch-meadows"
@@ -173,10 +174,13 @@ def final(items: list[Any], window: bool = False, opens: bool = False
             for e in eng.current_events()]
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32), shuffle_seed=st.integers(0, 2**32), opens=st.booleans())
 def test_order_and_duplicates_of_weather_inputs_do_not_change_events(
         seed: int, shuffle_seed: int, opens: bool) -> None:
+    """25 examples in CI, 5 locally (tests/support/properties.py): every scenario holds
+    forecast issues, revisions, observations and gauge readings together, each
+    checked shuffled, duplicated and through the bounded window."""
     rnd = random.Random(shuffle_seed)
     items = scenario(seed)
     expected = final(items, opens=opens)
@@ -189,10 +193,12 @@ def test_order_and_duplicates_of_weather_inputs_do_not_change_events(
     assert final(shuffled, window=True, opens=opens) == expected
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(10), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32), cut=st.floats(0.1, 0.9), opens=st.booleans())
 def test_a_snapshot_restored_mid_stream_changes_nothing(seed: int, cut: float,
                                                         opens: bool) -> None:
+    """10 examples in CI, 5 locally: one random cut of a whole scenario each, where a
+    lost snapshot field shows at almost any cut."""
     items = scenario(seed)
     rnd = random.Random(seed)
     rnd.shuffle(items)
