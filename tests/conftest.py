@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Generator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,6 +25,7 @@ import pytest
 from tests.support import properties
 from tests.support.childproc import ChildService, stop_all
 from tests.support.daemonkit import Daemons
+from tests.support.diskfull import small_tmpfs
 from tests.support.receivers import HttpReceiver
 from tests.support.services import MISSING_REASON, Mosquitto, mosquitto_available
 
@@ -125,3 +127,11 @@ def daemons() -> Iterator[Daemons]:
 def http() -> Iterator[HttpReceiver]:
     with HttpReceiver() as receiver:
         yield receiver
+
+
+@pytest.fixture
+def small_state(tmp_path: Path) -> Iterator[Path]:
+    """``tmp_path/state`` (the daemon's state_dir in ``write_config``) on a 16 MiB tmpfs
+    (the store's and the reliability suite's disk-full tests)."""
+    with small_tmpfs(tmp_path / "state") as state:
+        yield state
