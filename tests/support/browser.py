@@ -23,13 +23,11 @@ from .webkit import WebProcess, signin_token
 
 CHROMIUM = "/usr/bin/chromium"
 
-
 PHONE = {"viewport": {"width": 390, "height": 844}, "device_scale_factor": 2,
          "is_mobile": True, "has_touch": True}
 
 
 LINK = re.compile(r"(https?://[^\s<>\"]+/a/[A-Za-z0-9_.-]+)")
-
 
 SIGNIN = re.compile(r"(https?://[^\s<>\"]+/signin/[A-Za-z0-9_-]+)")
 

@@ -18,15 +18,11 @@ from .util import event
 
 SITE = "branch-meadows"
 
-
 T0 = parse_iso("2026-11-30T14:15:00Z")  # Mon Nov 30, 2026 9:15 AM EST
-
 
 H = 3_600_000
 
-
 MIN = 60_000
-
 
 SITE_DOC: dict[str, Any] = {
     "id": SITE, "name": "Branch Meadows Subdivision",

@@ -13,12 +13,9 @@ from monitor.contract.times import MS_PER_DAY, MS_PER_MINUTE, parse_iso
 
 SITE = "branch-meadows"
 
-
 T0 = parse_iso("2026-05-01T00:00:00Z")
 
-
 MIN = MS_PER_MINUTE
-
 
 DAY = MS_PER_DAY
 

@@ -13,9 +13,7 @@ from monitor.contract.times import MS_PER_MINUTE, iso, parse_iso
 
 SITE = "branch-meadows"
 
-
 T0 = parse_iso("2026-05-01T12:00:00Z")
-
 
 MIN = MS_PER_MINUTE
 

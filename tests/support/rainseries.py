@@ -17,9 +17,7 @@ from monitor.contract.times import MS_PER_HOUR, MS_PER_MINUTE, parse_iso
 
 H = MS_PER_HOUR
 
-
 MIN = MS_PER_MINUTE
-
 
 T0 = parse_iso("2026-05-01T00:00:00Z")
 

@@ -16,12 +16,9 @@ from monitor.engine.core import Engine
 
 SITE = "branch-meadows"
 
-
 T0 = parse_iso("2026-05-01T12:00:00Z")  # 8:00 AM EDT
 
-
 MIN = MS_PER_MINUTE
-
 
 H = MS_PER_HOUR
 

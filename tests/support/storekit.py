@@ -22,9 +22,7 @@ from monitor.store import JournalIn
 
 SITE = "branch-meadows"
 
-
 T0 = 1_777_636_800_000  # 2026-05-01T12:00:00Z
-
 
 MIN = 60_000
 

@@ -15,9 +15,7 @@ from monitor.engine.traps import TrapFold
 
 SITE = "branch-meadows"
 
-
 T0 = parse_iso("2026-05-01T12:00:00Z")
-
 
 # A 10 ft x 10 ft box, 4 ft (48 in) deep: fill = depth_in / 48, easy to check by eye.
 BOX = TrapConfig(id="box", sensor="box-depth", shape="rectangular", bottom_length_ft=10,
@@ -62,7 +60,6 @@ def distance(minutes: float, distance_in: float) -> Reading:
 
 #: The box with the median of five readings.
 BOX5 = BOX.model_copy(update={"median_of": 5})
-
 
 #: A distance sensor mounted 60 in above the trap's bottom.
 MOUNTED = SensorConfig(id="box-depth", kind="sediment", sensor_height_in=60)

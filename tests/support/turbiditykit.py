@@ -20,12 +20,9 @@ from .util import SITE, site_config, ts
 
 T0 = parse_iso("2026-05-01T12:00:00Z")
 
-
 PAIR = TurbidityPair(id="outfall-1", upstream="tb-up", downstream="tb-down")
 
-
 UP = SensorConfig(id="tb-up", kind="turbidity")
-
 
 DOWN = SensorConfig(id="tb-down", kind="turbidity")
 
@@ -108,7 +105,6 @@ def feed(items: list[Any], now_ms: int | None = None, **site: Any) -> Engine:
 
 #: An upstream probe that pegs at 400 NTU.
 UP_400 = SensorConfig(id="tb-up", kind="turbidity", max_ntu=400)
-
 
 #: The pair with suspect probes checked (10 NTU upstream above downstream).
 SUSPECT = PAIR.model_copy(update={"suspect_delta_ntu": 10.0})

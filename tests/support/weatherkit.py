@@ -18,7 +18,6 @@ from monitor.contract.times import MS_PER_HOUR, MS_PER_MINUTE, parse_interval, p
 
 T0 = parse_iso("2026-05-01T00:00:00Z")
 
-
 H = MS_PER_HOUR
 
 
@@ -91,6 +90,5 @@ def of_type(events: list[Event], kind: str) -> list[Event]:
 #: 0.08 in in the largest window T0-14h .. T0+10h (its counter every 5 minutes, so
 #: never stale); the first reference window that reaches 12.7 mm ends at T0+7h.
 TENTH = [h + 0.5 for h in range(8)]
-
 
 REFERENCE = {h: 2.0 for h in range(10)}
