@@ -17,23 +17,24 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Generator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import settings
 
+from tests.support import properties
 from tests.support.childproc import ChildService, stop_all
 from tests.support.daemonkit import Daemons
+from tests.support.diskfull import small_tmpfs
 from tests.support.receivers import HttpReceiver
 from tests.support.services import MISSING_REASON, Mosquitto, mosquitto_available
 
 # In CI (the CI variable set, as every CI service does and `.ci/run` expects) the
-# property tests draw the same examples on every run: a red CI must be one anybody
-# reproduces with `CI=true make test`, not a draw. Locally each run draws anew, which
-# is how new counterexamples are found (and then kept as regression tests).
-settings.register_profile("ci", derandomize=True)
-if os.environ.get("CI"):
-    settings.load_profile("ci")
+# property tests draw their full number of examples, the same ones on every run: a red
+# CI must be one anybody reproduces with `CI=true make test`, not a draw. Locally each
+# run draws a share of them anew, which is how new counterexamples are found (and then
+# kept as regression tests) without a minutes-long engine suite (tests/support/properties.py).
+properties.load()
 
 _SERVICES = pytest.StashKey[list[ChildService]]()
 
@@ -126,3 +127,11 @@ def daemons() -> Iterator[Daemons]:
 def http() -> Iterator[HttpReceiver]:
     with HttpReceiver() as receiver:
         yield receiver
+
+
+@pytest.fixture
+def small_state(tmp_path: Path) -> Iterator[Path]:
+    """``tmp_path/state`` (the daemon's state_dir in ``write_config``) on a 16 MiB tmpfs
+    (the store's and the reliability suite's disk-full tests)."""
+    with small_tmpfs(tmp_path / "state") as state:
+        yield state

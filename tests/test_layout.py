@@ -333,3 +333,106 @@ def test_the_face_check_sees_imports_behind_the_face(tmp_path: Path) -> None:
     (tmp_path / "tests" / "y.py").write_text("from monitor.rules.readout import SiteNow\n")
     assert imports_behind_the_face(tmp_path) == [
         "monitor.views.x -> monitor.engine.core", "tests.y -> monitor.rules.readout"]
+# ----------------------------------------------------------------------------- the tests' shape
+
+
+def imports_of(path: Path) -> set[str]:
+    """The modules a file of ``tests/`` imports anywhere (relative imports resolved; for
+    ``from package import name`` both the package and ``package.name``)."""
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    here = parts[:-1] if parts[-1] != "__init__" else parts[:-1]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = (".".join(here[:len(here) - node.level + 1] +
+                             ([node.module] if node.module else []))
+                    if node.level else node.module or "")
+            found.add(base)
+            found |= {f"{base}.{alias.name}" for alias in node.names}
+    return found
+
+
+def names_a_test_module(name: str) -> bool:
+    """Whether ``name`` is a test module of ``tests/`` or a name in one (``tests.support``
+    and the ``conftest`` modules are not test modules)."""
+    parts = name.split(".")
+    return (parts[0] == "tests" and len(parts) > 1 and parts[1] != "support"
+            and any(p.startswith("test_") for p in parts[1:3]))
+
+
+def imports_between_tests(paths: list[Path]) -> list[str]:
+    """Every import of a test module by another file of ``tests/``."""
+    return [f"{path.relative_to(ROOT)} -> {name}" for path in paths
+            for name in sorted(imports_of(path)) if names_a_test_module(name)]
+
+
+def test_no_test_module_imports_another() -> None:
+    """What two test files share lives in ``tests/support/`` (fixtures may live in a
+    ``conftest.py``): a test module is read, moved and deleted on its own."""
+    paths = sorted((ROOT / "tests").rglob("*.py"))
+    assert ROOT / "tests" / "engine" / "test_rain.py" in paths  # the walk found them
+    assert imports_between_tests(paths) == []
+    helpers = [str(p.relative_to(ROOT)) for p in paths if p.parent.name != "support"
+               and not p.name.startswith("test_")
+               and p.name not in ("conftest.py", "__init__.py")]
+    assert helpers == [], "helpers shared by tests belong in tests/support/"
+
+
+#: What a test of the engine may import of the project: the engine, the rule families,
+#: and what they stand on (``monitor/README.md``, "Architecture"), and the support
+#: modules that import no more than that themselves.
+ENGINE_TEST_IMPORTS = ("monitor.engine", "monitor.rules", "monitor.contract", "monitor.config",
+                       "monitor.errors")
+
+
+def beyond_the_engine(name: str) -> bool:
+    """Whether an engine test may not import module ``name``: the project's modules
+    beyond ``ENGINE_TEST_IMPORTS``, the node's, and test modules."""
+    top = name.split(".")[0]
+    if top == "monitor":
+        return name != "monitor" and not any(name == p or name.startswith(p + ".")
+                                             for p in ENGINE_TEST_IMPORTS)
+    return top == "sensors" or (top == "tests" and not name.startswith("tests.support"))
+
+
+def shell_imports(path: Path, seen: set[Path] | None = None) -> list[str]:
+    """What ``path`` imports of the project beyond ``ENGINE_TEST_IMPORTS``, directly or
+    through the ``tests/support`` modules it imports."""
+    seen = set() if seen is None else seen
+    seen.add(path)
+    wrong = []
+    for name in sorted(imports_of(path)):
+        if beyond_the_engine(name):
+            wrong.append(f"{path.relative_to(ROOT)}: {name}")
+        elif name.startswith("tests.support."):
+            support = ROOT / "tests" / "support" / f"{name.split('.')[2]}.py"
+            if support.exists() and support not in seen:
+                wrong += shell_imports(support, seen)
+    return wrong
+
+
+def test_engine_tests_import_no_shell() -> None:
+    """``tests/engine`` tests the rules as the engine sees them: a test that goes
+    through the host, the store, a view, a sink or the command line lives in the folder
+    of that layer (``tests/host``, ``tests/views``, ...), so the engine's tests run in
+    seconds and fail only for the engine."""
+    paths = sorted((ROOT / "tests" / "engine").glob("*.py"))
+    assert ROOT / "tests" / "engine" / "test_rain.py" in paths  # the walk found them
+    assert [w for p in paths for w in shell_imports(p)] == []
+
+
+def test_the_test_checks_see_a_shared_helper_and_the_shell() -> None:
+    # The checks themselves must be able to fail: an import from another test module,
+    # a relative import resolved, and the host and store imported by a support module.
+    assert names_a_test_module("tests.engine.test_weather.T0")
+    assert not names_a_test_module("tests.support.weatherkit.T0")
+    assert not names_a_test_module("tests.conftest.MakeMosquitto")
+    assert "tests.support.util" in imports_of(ROOT / "tests" / "engine" / "test_rain.py")
+    assert [beyond_the_engine(m) for m in ("monitor.engine.core", "monitor.engineroom",
+                                           "monitor.views.status", "sensors.node",
+                                           "tests.engine.test_rain", "pandas")] == [
+        False, True, True, True, True, False]
+    assert "tests/support/reportkit.py: monitor.host.engine" in shell_imports(
+        ROOT / "tests" / "support" / "reportkit.py")

@@ -1,4 +1,5 @@
-"""The sans-I/O compliance engine: readings and ticks in, monitor/README.md, "Events" events out.
+"""The sans-I/O compliance engine: readings and ticks in, events out
+(monitor/README.md, "Events").
 
 Nothing in this package touches sockets, files or the wall clock; the daemon,
 ``replay`` and the demo drive the very same ``Engine``. It drives the rule

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from ..support.smallsite import SMALL, storm_csv, write_config
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "config" / "example.yaml"
 
@@ -19,24 +21,8 @@ def stormwatch(*args: str, stdin: str | None = None) -> subprocess.CompletedProc
                           env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
 
 
-def write_config(tmp_path: Path, body: str) -> Path:
-    path = tmp_path / "site.yaml"
-    path.write_text(body)
-    return path
 
 
-SMALL = """\
-state_dir: {state}
-sites:
-  - id: branch-meadows
-    timezone: America/New_York
-    condition: B
-    sensors:
-      - {{id: rg1, kind: rain, in_per_tip: 0.01}}
-      - {{id: tb-up, kind: turbidity}}
-      - {{id: tb-down, kind: turbidity}}
-    turbidity_pairs: [{{id: outfall-1, upstream: tb-up, downstream: tb-down}}]
-"""
 
 
 def test_check_config_example_is_valid() -> None:
@@ -75,15 +61,6 @@ def test_check_config_missing_file_is_one_line(tmp_path: Path) -> None:
     assert "Traceback" not in out.stderr
 
 
-def storm_csv() -> str:
-    rows = ["ts,site,sensor,tips_total,ntu,inspector"]
-    tips = 0
-    for m in range(0, 18 * 60):
-        if 60 <= m < 120:
-            tips += 1  # 0.60 in between 01:00 and 02:00 UTC
-        rows.append(f"{1777593600 + m * 60},branch-meadows,rg1,{tips},,")
-    rows.append("2026-05-01T12:00:00Z,branch-meadows,inspection,,,J. Rivera")
-    return "\n".join(rows) + "\n"
 
 
 def test_replay_jsonl_contract(tmp_path: Path) -> None:

@@ -29,8 +29,8 @@ from monitor.daemon.demo import SITE as DEMO_SITE
 from monitor.store.opening import open_store
 from monitor.store.statedir import state_dir_problem
 
-from ..store.test_missing_db import READERS, ROOT, stormwatch
-from ..support.daemonkit import SITE, write_config
+from ..support.commandkit import READERS, stormwatch
+from ..support.daemonkit import ROOT, SITE, write_config
 
 #: The site's local time as every human-facing output prints it.
 LOCAL_TIME = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d E[SD]T")

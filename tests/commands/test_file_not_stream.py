@@ -19,7 +19,7 @@ import pytest
 from monitor.contract.times import parse_iso
 
 from ..support.daemonkit import cli, frozen_clock
-from .test_cli import SMALL
+from ..support.smallsite import SMALL
 
 #: The wall clock of every run (libfaketime): a row dated after 2026-12-01 12:05 is future.
 NOW_MS = parse_iso("2026-12-01T12:00:00Z")

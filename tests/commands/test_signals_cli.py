@@ -8,9 +8,9 @@ from pathlib import Path
 
 from monitor.contract.times import MS_PER_MINUTE, iso, parse_iso
 
-from ..engine.test_traps import LASER_CM
 from ..support.daemonkit import cli
-from .test_cli import SMALL, write_config
+from ..support.smallsite import SMALL, write_config
+from ..support.trapkit import LASER_CM
 
 T0 = parse_iso("2026-05-01T12:00:00Z")
 
@@ -60,7 +60,7 @@ def trap_site(tmp_path: Path) -> Path:
 
 
 def test_replay_of_a_laser_cleanout_demands_nothing_while_it_goes_on(tmp_path: Path) -> None:
-    # The range finder of tests/engine/test_traps.py (whole centimetres every 10 min from
+    # The range finder of tests/support/trapkit.py (whole centimetres every 10 min from
     # 12:00 UTC, 60 in above a 10 x 10 x 4 ft box, fill = (152.4 - cm) / 121.92). Full
     # at 0.7415 from 12:40 (both thresholds);
     # the clean-out record at 15:30 (0.52, 0.2215 below), the median held 89 cm for three

@@ -19,32 +19,14 @@ from pydantic import BaseModel, ValidationError
 from monitor.config import Config, SensorConfig, SiteConfig, TrapConfig
 from monitor.config.file import ConfigError, load_config, parse_config
 
+from ..support.configdocs import document, site
 from ..support.daemonkit import cli
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "config" / "example.yaml"
 
 
-def site(**changes: Any) -> dict[str, Any]:
-    """The configuration reference's sketch of branch-meadows, with nothing but what it must say."""
-    data: dict[str, Any] = {
-        "id": "branch-meadows",
-        "sensors": [
-            {"id": "rg1", "kind": "rain"},
-            {"id": "tb-up", "kind": "turbidity"},
-            {"id": "tb-down", "kind": "turbidity"},
-            {"id": "trap1-depth", "kind": "sediment"},
-        ],
-        "turbidity_pairs": [{"id": "outfall-1", "upstream": "tb-up", "downstream": "tb-down"}],
-        "traps": [{"id": "trap-1", "sensor": "trap1-depth", "shape": "trapezoidal",
-                   "bottom_length_ft": 20, "bottom_width_ft": 10, "side_slope": 2,
-                   "design_depth_ft": 4}],
-    }
-    data.update(changes)
-    return data
 
 
-def document(*sites: dict[str, Any], **top: Any) -> dict[str, Any]:
-    return {"sites": list(sites) or [site()], **top}
 
 
 def problems(data: dict[str, Any], env: dict[str, str] | None = None) -> list[str]:

@@ -12,7 +12,7 @@ import pytest
 
 from monitor.config.file import ConfigError, parse_config
 
-from .test_config import document, site
+from ..support.configdocs import document, site
 
 WEATHER = {"nws": {"user_agent": "stormwatch (ops@example.org)"}}
 POINT = {"lat": 41.05, "lon": -73.54}

@@ -13,8 +13,6 @@ The site is in New York (EDT, UTC-4, in May): local midnight is 04:00Z.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -22,19 +20,12 @@ from monitor.contract.inputs import Inspection, Reading, SiteClosure
 from monitor.contract.times import MS_PER_DAY, MS_PER_HOUR, MS_PER_MINUTE, iso
 from monitor.engine.core import Engine
 from monitor.engine.summary import site_status
-from monitor.sinks.notify.messages import Alert, render
 
-from ..support.daemonkit import cli
-from ..support.util import SITE, inspection, rain, run, site_config, tips, ts
+from ..support.util import SITE, inspection, rain, run, site_config, storm, tips, ts
 
 H, D = MS_PER_HOUR, MS_PER_DAY
 CLOCK_NOTICES = ("inspection_overdue", "inspection_due_soon", "inspection_missed",
                  "clock_closed")
-
-
-def storm(start_ms: int, hundredths: int = 60, seq0: int = 0) -> list[Reading]:
-    """0.01 in a minute from ``start_ms``: 60 of them qualify at minute 49 (0.50 in)."""
-    return [rain("rg1", start_ms + i * MS_PER_MINUTE, 0.01, seq0 + i) for i in range(hundredths)]
 
 
 #: What each engine has handed out as settled (``drain_settled`` hands each out once).
@@ -129,19 +120,6 @@ def test_a_storm_in_a_pause_opens_no_clock_and_one_open_at_its_start_is_cut() ->
     assert storm_notices(eng) == []
 
 
-def test_the_alert_says_why_no_inspection_is_due() -> None:
-    now = ts("2026-05-12T00:00:00Z")
-    eng, _ = run(storm(ts("2026-05-01T10:00:00Z")), now, active_since="2026-05-10")
-    (event,) = [e for e in eng.current_events() if e.type == "storm_qualified"]
-    message = render(Alert("a1", event, now, eng.config.sites[0]))
-    assert message.title == "Branch Meadows Subdivision: storm 0.50 in (informational)"
-    assert message.text.startswith(
-        "A storm event reached the inspection threshold. It qualified before the site "
-        "became active on 2026-05-10, so no inspection deadline applies; the storm is "
-        "recorded in the log book.")
-    assert message.notify_type == "info"
-
-
 # --------------------------------------------------------------------------- a stray row
 
 
@@ -218,54 +196,6 @@ def test_a_late_reading_that_makes_a_stray_the_start_gives_what_order_gives() ->
 # --------------------------------------------------------------------------- replay
 
 
-CONFIG = """\
-state_dir: {state}
-sites:
-  - id: {site}
-    timezone: America/New_York
-    condition: B
-{extra}    sensors:
-      - {{id: rg1, kind: rain, in_per_tip: 0.01}}
-"""
-
-
-def write_site(tmp_path: Path, extra: str = "") -> Path:
-    """A configuration file of the one site in New York, ``extra`` its more lines."""
-    cfg = tmp_path / "site.yaml"
-    cfg.write_text(CONFIG.format(state=tmp_path / "state", site=SITE, extra=extra))
-    return cfg
-
-
-def replay(tmp_path: Path, rows: list[str], extra: str = "") -> list[dict[str, Any]]:
-    cfg = write_site(tmp_path, extra)
-    data = tmp_path / "rows.csv"
-    data.write_text("ts,site,sensor,tips_total,inspector\n" + "".join(
-        f"{row}\n" for row in rows))
-    proc = cli("replay", "--config", str(cfg), "--input", str(data), "--format", "jsonl")
-    assert proc.returncode == 0, proc.stderr
-    return [json.loads(line) for line in proc.stdout.splitlines()]
-
-
-def test_replay_of_an_export_with_a_stray_row_counts_no_missed_week(tmp_path: Path) -> None:
-    # A logger export: one row from its clock's reset two years back, then the site's.
-    rows = ["2024-05-03T12:00:00Z,{s},rg1,7,"] + [
-        f"2026-05-01T{h:02d}:00:00Z,{{s}},rg1,7," for h in range(12, 24)]
-    events = replay(tmp_path, [r.format(s=SITE) for r in rows])
-    assert [e for e in events if e["type"] in CLOCK_NOTICES] == []
-
-
-def test_replay_of_a_storm_before_active_since_is_informational(tmp_path: Path) -> None:
-    # 0.60 in from 10:00Z on May 1 (ten tips every ten minutes); the site starts May 10.
-    rows = [f"2026-05-01T{10 + m // 60:02d}:{m % 60:02d}:00Z,{SITE},rg1,{m},"
-            for m in range(0, 61, 10)] + [f"2026-05-12T00:00:00Z,{SITE},rg1,60,"]
-    events = replay(tmp_path, rows, extra="    active_since: 2026-05-10\n")
-    (q,) = [e for e in events if e["type"] == "storm_qualified"]
-    assert (q["qualified_at"], q["due"], q["informational"], q["outside"]) == (
-        "2026-05-01T10:50:00Z", None, True, "before_active_since")
-    assert [e for e in events if e["type"] in CLOCK_NOTICES
-            and e.get("clock") == "storm"] == []
-
-
 # ------------------------------------------------------------- a stray counter row
 
 
@@ -301,17 +231,3 @@ def test_a_stray_counter_before_active_since_is_no_baseline() -> None:
             ] == everything(alone)
 
 
-def test_replay_and_backtest_of_a_stray_counter_row_find_the_site_storm(tmp_path: Path
-                                                                          ) -> None:
-    rows = ["2024-05-01T14:00:00Z,{s},rg1,1000,", "2026-05-01T14:00:00Z,{s},rg1,1520,",
-            "2026-05-01T14:10:00Z,{s},rg1,1547,", "2026-05-01T14:20:00Z,{s},rg1,1571,",
-            "2026-05-02T14:20:00Z,{s},rg1,1571,"]
-    extra = "    active_since: 2026-05-01\n"
-    events = replay(tmp_path, [r.format(s=SITE) for r in rows], extra=extra)
-    assert [(e["started_at"], e["total_in"]) for e in events
-            if e["type"] == "storm_ended"] == [("2026-05-01T14:10:00Z", 0.51)]
-    proc = cli("backtest", "--config", str(tmp_path / "site.yaml"), "--input",
-               str(tmp_path / "rows.csv"), "--format", "jsonl")
-    assert proc.returncode == 0, proc.stderr
-    assert [(e["started_at"], e["total_in"]) for e in map(json.loads, proc.stdout.splitlines())
-            ] == [("2026-05-01T14:10:00Z", 0.51)]

@@ -8,13 +8,10 @@ none of those met, answered or begun only later.
 from __future__ import annotations
 
 from monitor.contract.events import (
-    Body,
     ClockClosed,
     Event,
-    Fact,
     InspectionRecorded,
     StormQualified,
-    TurbidityContrast,
 )
 from monitor.contract.inputs import Reading
 from monitor.contract.times import MS_PER_HOUR, MS_PER_MINUTE, iso, parse_iso
@@ -25,14 +22,13 @@ from monitor.rules.clocks.routine import routine_start_ms
 from monitor.rules.readout import ClockSummary
 from monitor.rules.traps.traps import TrapFold
 
-from .test_traps import BOX, BOX_SENSOR, SITE, at, depth
+from ..support.trapkit import BOX, BOX_SENSOR, SITE, at, depth
+from ..support.util import contrast, ev
 
 H = MS_PER_HOUR
 T = parse_iso("2026-06-01T04:00:00Z")
 
 
-def ev(at_ms: int, body: Body, n: int = 0) -> Event:
-    return Event(Fact(SITE, at_ms, f"{body.TYPE}-{at_ms}-{n}", body))
 
 
 def closed(clock_id: str, clock: str, due: str, inspected: str) -> Event:
@@ -50,11 +46,6 @@ def inspection(at_iso: str, actions: tuple[dict[str, str | None], ...] = (),
         inspectors=("J. Rivera",), credentials=("",), resolves=resolves))
 
 
-def contrast(at_iso: str, state: str, started: str, pair: str = "outfall-1") -> Event:
-    return ev(parse_iso(at_iso), TurbidityContrast(
-        pair=pair, state=state, basis="background", started_at=started,  # type: ignore[arg-type]
-        upstream_ntu=5.0, downstream_ntu=20.0, delta_ntu=15.0, limit_ntu=5.0,
-        upstream_at=started))
 
 
 def test_routine_clock_ids_give_their_start() -> None:

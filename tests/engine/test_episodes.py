@@ -7,7 +7,7 @@ from monitor.contract.times import MS_PER_MINUTE, parse_iso
 from monitor.engine.episodes import episode_peak, turbidity_episodes
 from monitor.engine.series import ContrastSample
 
-from .test_duties import contrast
+from ..support.util import contrast
 
 T0 = parse_iso("2026-05-20T10:00:00Z")
 

@@ -31,10 +31,11 @@ from monitor.contract.times import MS_PER_DAY, MS_PER_HOUR, MS_PER_MINUTE
 from monitor.engine.core import Engine
 from monitor.engine.window import MemoryWindow
 
+from ..support.properties import examples
 from ..support.util import SITE, site_config, ts
 
 START = ts("2026-05-01T00:00:00Z")
-SPAN_MIN = 12 * 60  # half a day: two storms and a silence fit, and 200 examples run in CI
+SPAN_MIN = 12 * 60  # half a day: two storms and a silence fit in every example
 
 #: rg1 publishes its counter every 5 minutes (with a 40-minute silence, rain
 #: revealed after it, sometimes a 16-bit wrap, and sometimes a reboot to 0,
@@ -225,16 +226,23 @@ def _without_revision(e: dict[str, Any]) -> dict[str, Any]:
     return e
 
 
-PROPERTY = settings(max_examples=20, deadline=None,
+#: The two snapshot properties: 20 examples in CI (5 locally); their docstrings say why.
+PROPERTY = settings(max_examples=examples(20), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32), storm_list=storms, n_insp=st.integers(0, 3),
        shuffle_seed=st.integers(0, 2**32), mode=gauge_modes)
 def test_order_duplicates_and_splitting_do_not_change_events(
         seed: int, storm_list: list[tuple[int, int, int]], n_insp: int,
         shuffle_seed: int, mode: str) -> None:
+    """200 examples in CI, the same on every run; 25 new ones on each local run
+    (tests/support/properties.py). Each example is a half-day scenario of eight
+    sensors with storms, a silence, wraps and reboots, and is checked three ways
+    (shuffled, duplicated, split), so 25 examples cover every gauge mode about six
+    times a run; the scenario generator, not the count, is where the power lies."""
     rnd = random.Random(shuffle_seed)
     items = scenario(seed, storm_list, n_insp)
     expected = final_set(items, mode=mode)
@@ -269,7 +277,9 @@ def test_bounded_memory_mode_gives_the_same_events(
         cut: float, mode: str) -> None:
     """The daemon's engine keeps two hours of readings and re-reads older ones from its
     window (the journal): late readings, duplicates and a snapshot taken mid-stream
-    give the same final set as everything in order."""
+    give the same final set as everything in order. ``PROPERTY``'s 20 examples in CI
+    (5 locally) suffice: every one replays a whole scenario through the window, which
+    the order property's many scenarios have already searched in memory."""
     rnd = random.Random(shuffle_seed)
     items = scenario(seed, storm_list, n_insp)
     expected = final_set(items, mode=mode)
@@ -295,6 +305,9 @@ def test_bounded_memory_mode_gives_the_same_events(
 def test_snapshot_restore_mid_stream_changes_nothing(
         seed: int, storm_list: list[tuple[int, int, int]], n_insp: int, cut: float,
         shuffle_seed: int) -> None:
+    """A snapshot taken mid-stream and restored changes no later event. ``PROPERTY``'s
+    20 examples in CI (5 locally) suffice: a field the snapshot loses shows at almost
+    any cut of a whole scenario."""
     rnd = random.Random(shuffle_seed)
     items = scenario(seed, storm_list, n_insp)
     # Some late arrivals, so the snapshot holds out-of-order history too.

@@ -16,8 +16,7 @@ from monitor.contract.times import MS_PER_HOUR, iso
 from monitor.engine.core import Engine
 from monitor.rules.rain.sitestorms import GaugeStorm, SiteStorm, with_references
 
-from .test_weather import T0
-from .test_weather_engine import REFERENCE, SITE, counter, observations, of_type, weather_config
+from ..support.weatherkit import REFERENCE, SITE, T0, counter, observations, of_type, weather_config
 
 H = MS_PER_HOUR
 #: rg1 dies an hour before the storm (stale from T0-0.75h: 15 minutes of silence).

@@ -20,6 +20,7 @@ from monitor.contract.inputs import Reading
 from monitor.contract.times import MS_PER_MINUTE
 from monitor.engine.core import Engine
 
+from ..support.properties import examples
 from ..support.util import SITE, counter_series, final, site_config, ts
 
 START = ts("2026-05-01T06:00:00Z")
@@ -212,12 +213,15 @@ def final_set(items: list[Reading], mode: str) -> list[dict[str, Any]]:
     return out
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rg1=gauge_rain, rg2=gauge_rain, rg3=gauge_rain, seed=st.integers(0, 2**32),
        mode=st.sampled_from(sorted(CONFIGS)))
 def test_site_storms_do_not_depend_on_order_or_duplicates(
         rg1: list[tuple[int, int, int]], rg2: list[tuple[int, int, int]],
         rg3: list[tuple[int, int, int]], seed: int, mode: str) -> None:
+    """30 examples in CI, 5 new ones on each local run (tests/support/properties.py):
+    three gauges of random storms in every example, each checked shuffled and
+    duplicated; a local run is a smoke test of the property, CI the search."""
     rnd = random.Random(seed)
     items = several_gauges({"rg1": rg1, "rg2": rg2, "rg3": rg3})
     expected = final_set(items, mode)

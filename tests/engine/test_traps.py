@@ -5,20 +5,16 @@ from __future__ import annotations
 import json
 import math
 import random
-from pathlib import Path
 
 import pytest
 
 from monitor.config import SensorConfig, TrapConfig
-from monitor.config.file import parse_config
-from monitor.contract.events import Event, Fact, make_id
+from monitor.contract.events import Fact, make_id
 from monitor.contract.inputs import Reading
-from monitor.contract.times import MS_PER_HOUR, MS_PER_MINUTE, iso, parse_iso
+from monitor.contract.times import MS_PER_HOUR, MS_PER_MINUTE, iso
 from monitor.engine.series import Sample, TrapSample, TrapSampler
 from monitor.engine.summary import site_status
 from monitor.engine.timeline import Timeline
-from monitor.host.engine import EngineHost
-from monitor.host.rows import journal_in
 from monitor.rules.traps.traps import (
     TrapFold,
     depth_for_fraction_in,
@@ -27,39 +23,25 @@ from monitor.rules.traps.traps import (
     trap_state,
     volume_cf,
 )
-from monitor.store.opening import open_store
-from monitor.views.report.tables import trap_section
-from monitor.views.status import build_status, format_status
 
-from ..support.daemonkit import ROOT, cli
+from ..support.trapkit import (
+    BOX,
+    BOX5,
+    BOX_SENSOR,
+    LASER_CM,
+    MOUNTED,
+    SITE,
+    at,
+    depth,
+    distance,
+    run,
+)
 from ..support.util import run as run_engine
-
-SITE = "branch-meadows"
-T0 = parse_iso("2026-05-01T12:00:00Z")
 
 # The trapezoidal trap of config/README.md.
 BLUE_BOOK_TRAP = TrapConfig(id="trap-1", sensor="trap1-depth", shape="trapezoidal",
                             bottom_length_ft=20, bottom_width_ft=10, side_slope=2,
                             design_depth_ft=4)
-# A 10 ft x 10 ft box, 4 ft (48 in) deep: fill = depth_in / 48, easy to check by eye.
-BOX = TrapConfig(id="box", sensor="box-depth", shape="rectangular", bottom_length_ft=10,
-                 bottom_width_ft=10, design_depth_ft=4, median_of=1)
-BOX_SENSOR = SensorConfig(id="box-depth", kind="sediment")
-
-
-def at(minutes: float) -> int:
-    return T0 + round(minutes * MS_PER_MINUTE)
-
-
-def depth(minutes: float, depth_in: float, sensor: str = "box-depth") -> Reading:
-    return Reading(site=SITE, sensor=sensor, kind="sediment", ts_ms=at(minutes), depth_in=depth_in)
-
-
-def run(fold: TrapFold, readings: list[Reading]) -> list[Fact]:
-    tl = Timeline(fold)
-    for r in readings:
-        tl.insert(r)
-    return sorted(tl.facts(), key=Fact.sort_key)
 
 
 def steps(fold: TrapFold, readings: list[Reading]) -> list[tuple[int, Fact]]:
@@ -420,7 +402,6 @@ def test_volume_is_continuous_in_depth() -> None:
 
 DAY_MIN = 24 * 60
 TRAP1 = SensorConfig(id="trap1-depth", kind="sediment")
-BOX5 = BOX.model_copy(update={"median_of": 5})
 
 
 def test_an_echo_as_the_first_reading_is_no_fact() -> None:
@@ -663,12 +644,6 @@ def test_a_standing_demand_survives_dump_load_and_copy() -> None:
 
 # --------------------------------------------------------------------------- faults
 
-MOUNTED = SensorConfig(id="box-depth", kind="sediment", sensor_height_in=60)
-
-
-def distance(minutes: float, distance_in: float) -> Reading:
-    return Reading(site=SITE, sensor="box-depth", kind="sediment", ts_ms=at(minutes),
-                   distance_in=distance_in)
 
 
 def demands(facts: list[Fact]) -> list[tuple[int, int, float, str | None]]:
@@ -991,67 +966,7 @@ def assert_round_trips(fold: TrapFold, readings: list[Reading]) -> None:
             assert first + rest == whole
 
 
-def test_status_text_shows_a_faulty_trap_never_a_plain_level(tmp_path: Path) -> None:
-    config = parse_config({"state_dir": str(tmp_path), "sites": [{
-        "id": SITE, "timezone": "UTC", "condition": "none",
-        "sensors": [{"id": "box-depth", "kind": "sediment", "sensor_height_in": 60}],
-        "traps": [BOX5.model_dump(exclude_none=True)]}]}, env={})
-    # Five readings of 12 in (0.25), then one past the bottom at 13:00.
-    readings = [distance(10 * i, 48.0) for i in range(5)] + [distance(60, 61.0)]
-    with open_store(config) as store:
-        host = EngineHost.restore(config, store)
-        store.journal.commit([journal_in(r, topic=None, received_ms=r.ts_ms)
-                              for r in readings])
-        host.catch_up()
-        host.record_status()
-        status = build_status(config, store, at(70))
-    trap = status["sites"][SITE]["traps"]["box"]
-    assert (trap["state"], trap["level"], trap["fill_fraction"]) == ("fault", "ok", 0.25)
-    assert ("  trap box: SENSOR FAULT (beyond_bottom) since 2026-05-01 13:00 UTC; last valid "
-            "fill 25% of design volume (ok): check the trap by eye") in \
-        format_status(config, status).splitlines()
-
-
-def test_the_report_table_shows_the_fault_and_the_repeat_on_the_last_valid_fill() -> None:
-    readings = [distance(10 * i, 31.2) for i in range(5)]  # 28.8 in: 0.6
-    readings += [distance(60 * h, 61.5) for h in range(1, 26)]
-    box = BOX5.model_copy(update={"id": "box"})
-    facts = run(TrapFold(SITE, box, MOUNTED), readings)
-    html = trap_section([Event(f) for f in facts], lambda v: str(v))
-    assert ("<td>box</td><td>sensor faulty</td><td>sensor box-depth faulty (beyond_bottom: "
-            "-1.5 in): fill not measured</td>") in html
-    assert ("<td>clean-out required (§ 134-9A(1))</td><td>60% (last valid; sensor faulty: "
-            "beyond_bottom)</td>") in html
-
-
-def test_the_replay_table_counts_a_sensor_fault_among_sensor_health(tmp_path: Path) -> None:
-    """A trap sensor past the trap bottom is a finding of sensor health, not "no findings"."""
-    rows = ["ts,site,sensor,depth_in"]
-    rows += [f"2026-05-01T14:{m:02d}:00Z,branch-meadows,trap1-depth,10" for m in range(0, 25, 5)]
-    rows.append("2026-05-01T14:25:00Z,branch-meadows,trap1-depth,-3")
-    csv_path = tmp_path / "fault.csv"
-    csv_path.write_text("\n".join(rows) + "\n")
-    done = cli("replay", "--config", str(ROOT / "config" / "example.yaml"), "--input",
-               str(csv_path), "--format", "table")
-    assert done.returncode == 0, done.stderr
-    health = [line for line in done.stdout.splitlines() if line.startswith("Sensor health:")]
-    assert "sensor_fault 1" in health[0], health
-
-
 # --------------------------------------------------------------------------- settled
-
-
-#: A laser range finder 60 in (152.4 cm) above the box bottom, reading whole centimetres
-#: every 10 min, published as inches (cm / 2.54); the median of five. The fill of a
-#: median of ``d`` cm is (152.4 - d) / 2.54 / 48 = (152.4 - d) / 121.92.
-LASER_CM = (
-    [62, 62, 63, 62, 61, 62, 62, 63, 62, 62, 61, 62]   # 0:00-1:50, 0.74 full
-    + [68, 75, 81, 81, 82, 81]                         # 2:00 the excavator: a pass, a pause
-    + [86, 89, 89, 90, 89]                             # 3:00 a pass, a 30-minute pause
-    + [69]                                             # 3:50 its bucket in the beam
-    + [95, 100, 104, 105]                              # 4:00 the last pass
-    + [104, 105, 105, 106, 105, 104, 105, 105, 105, 104, 105, 105, 105, 106, 105, 105]
-)
 
 
 def laser(cm: list[int]) -> list[Reading]:

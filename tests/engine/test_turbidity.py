@@ -8,64 +8,33 @@ import random
 import pytest
 
 from monitor.config import SensorConfig, TurbidityPair
-from monitor.contract.events import Event, Fact, make_id
+from monitor.contract.events import Fact, make_id
 from monitor.contract.inputs import Reading
-from monitor.contract.times import MS_PER_MINUTE, iso, parse_iso
+from monitor.contract.times import iso
 from monitor.engine.series import ContrastSample, PairSampler, Sample
 from monitor.engine.timeline import Timeline
 from monitor.rules.turbidity.contrast import exceeds, limit_ntu
-from monitor.rules.turbidity.turbidity import TRANSITIONS, PairFold
-from monitor.views.report.tables import turbidity_section
+from monitor.rules.turbidity.turbidity import TRANSITIONS
 
-SITE = "branch-meadows"
-T0 = parse_iso("2026-05-01T12:00:00Z")
-PAIR = TurbidityPair(id="outfall-1", upstream="tb-up", downstream="tb-down")
-UP = SensorConfig(id="tb-up", kind="turbidity")
-DOWN = SensorConfig(id="tb-down", kind="turbidity")
-
-
-def at(minutes: float) -> int:
-    return T0 + round(minutes * MS_PER_MINUTE)
-
-
-def up(minutes: float, ntu: float) -> Reading:
-    return Reading(site=SITE, sensor="tb-up", kind="turbidity", ts_ms=at(minutes), ntu=ntu)
-
-
-def down(minutes: float, ntu: float) -> Reading:
-    return Reading(site=SITE, sensor="tb-down", kind="turbidity", ts_ms=at(minutes), ntu=ntu)
-
-
-def fold(pair: TurbidityPair = PAIR, upstream: SensorConfig = UP,
-         downstream: SensorConfig = DOWN) -> PairFold:
-    return PairFold(SITE, pair, upstream, downstream)
-
-
-def run(f: PairFold, readings: list[Reading], now_minutes: float | None = None) -> list[Fact]:
-    tl = Timeline(f)
-    for r in readings:
-        tl.insert(r)
-    if now_minutes is not None:
-        tl.advance_to(at(now_minutes))
-    # The published ones: the unknown runs are internal (``unmonitored.py`` reads them).
-    return sorted((f for f in tl.facts() if not f.type.startswith("_")), key=Fact.sort_key)
-
-
-def of_type(facts: list[Fact], kind: str) -> list[Fact]:
-    return [f for f in facts if f.type == kind]
+from ..support.turbiditykit import (
+    PAIR,
+    SUSPECT,
+    UP_400,
+    at,
+    down,
+    every_10,
+    fold,
+    minutely,
+    of_type,
+    run,
+    up,
+)
+from ..support.util import SITE
 
 
 def contrast(facts: list[Fact]) -> list[tuple[str, int, str]]:
     return [(f.fields["state"], f.at_ms, f.fields["started_at"])
             for f in of_type(facts, "turbidity_contrast")]
-
-
-def minutely(start: int, stop: int, up_ntu: float, down_ntu: float) -> list[Reading]:
-    """Both probes every minute from ``start`` to ``stop`` minutes inclusive."""
-    out = []
-    for m in range(start, stop + 1):
-        out += [up(m, up_ntu), down(m, down_ntu)]
-    return out
 
 
 # --------------------------------------------------------------------------- the rule
@@ -605,7 +574,6 @@ def test_state_round_trips_through_json() -> None:
 
 # --------------------------------------------------------------------------- more
 
-UP_400 = SensorConfig(id="tb-up", kind="turbidity", max_ntu=400)
 
 
 def test_a_pegged_upstream_probe_is_no_background_the_absolute_rule_applies() -> None:
@@ -647,17 +615,6 @@ def test_a_pegged_background_is_unknown_contrast_not_ok() -> None:
     assert g.summary(other).state == "ok"
 
 
-SUSPECT = PAIR.model_copy(update={"suspect_delta_ntu": 10.0})
-
-
-def every_10(stop: int, up_ntu: float, down_ntu: float, dip_at: int | None = None
-             ) -> list[Reading]:
-    """Both probes every 10 minutes from 0 to ``stop`` minutes inclusive; at ``dip_at``
-    the upstream probe reads 15 NTU (only 5 above downstream)."""
-    out = []
-    for m in range(0, stop + 1, 10):
-        out += [up(m, 15.0 if m == dip_at else up_ntu), down(m, down_ntu)]
-    return out
 
 
 def test_probes_suspect_after_suspect_hours_of_upstream_far_above_downstream() -> None:
@@ -699,15 +656,3 @@ def test_a_pegged_upstream_counts_as_at_least_its_full_scale_for_suspicion() -> 
     assert facts[1].fields["upstream_ntu"] == 400.0
 
 
-def test_the_report_table_shows_absolute_findings_and_suspect_probes() -> None:
-    # Once an absolute-basis row (no upstream NTU) crashed the report.
-    facts = run(fold(upstream=UP_400), minutely(0, 15, 400.0, 300.0), now_minutes=16)
-    suspect = of_type(run(fold(SUSPECT), every_10(480, 30.0, 10.0), now_minutes=481),
-                      "probes_suspect")
-    html = turbidity_section([Event(f) for f in facts + suspect], lambda v: str(v))
-    assert ("<td>outfall-1</td><td><span class=\"exceeded\">exceeded</span></td>"
-            "<td>absolute</td>") in html
-    assert "<td>—</td><td>300</td><td>—</td><td>250</td>" in html
-    assert ("<span class=\"probes suspect\">probes suspect</span></td><td>upstream above "
-            "downstream for 6 h</td>") in html
-    assert "<td>30</td><td>10</td><td>-20</td><td>10</td>" in html

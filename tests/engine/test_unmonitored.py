@@ -23,39 +23,12 @@ from monitor.engine.summary import at_now, site_status, summarize
 from monitor.engine.timeline import Timeline
 from monitor.rules.readout import SiteSummary
 from monitor.rules.turbidity.turbidity import PairFold
-from monitor.views.status import format_status
 
+from ..support.turbiditykit import feed, probes
 from ..support.util import SITE, site_config, ts
 
 NOTICES = ("turbidity_unmonitored", "turbidity_monitored")
 DAY = 24 * MS_PER_HOUR
-
-
-def probes(start: str, hours: float, *, up_off: tuple[str, str] | None = None,
-           down_off: tuple[str, str] | None = None, down_ntu: dict[int, float] | None = None,
-           up_ntu: float = 10.0) -> list[Reading]:
-    """Both probes at 10 and 11 NTU and the gauge, every 5 minutes from ``start`` for
-    ``hours``; a probe is silent from the first to the second time of ``*_off``;
-    ``down_ntu`` overrides the downstream reading at the given times (ms)."""
-    out = []
-    first = ts(start)
-    for i in range(round(hours * 12)):
-        t = first + i * 5 * MS_PER_MINUTE
-        out.append(Reading(SITE, "rg1", "rain", t, tips_total=0))
-        if up_off is None or not ts(up_off[0]) <= t < ts(up_off[1]):
-            out.append(Reading(SITE, "tb-up", "turbidity", t, ntu=up_ntu))
-        if down_off is None or not ts(down_off[0]) <= t < ts(down_off[1]):
-            out.append(Reading(SITE, "tb-down", "turbidity", t,
-                               ntu=(down_ntu or {}).get(t, 11.0)))
-    return out
-
-
-def feed(items: list[Any], now_ms: int | None = None, **site: Any) -> Engine:
-    eng = Engine(site_config(**site))
-    for item in items:
-        eng.apply(item)
-    eng.tick(now_ms if now_ms is not None else max(i.ts_ms for i in items))
-    return eng
 
 
 def notices(eng: Engine) -> list[tuple[str, str, dict[str, Any]]]:
@@ -209,31 +182,6 @@ def test_a_site_without_data_hears_nothing_and_a_pair_never_heard_from_is_said()
 
 
 # --------------------------------------------------------------------------- status
-
-
-def test_status_says_unknown_then_unmonitored_never_ok() -> None:
-    # tb-down last read at 12:55 (ok then); the engine at 14:00: unknown since 13:10, the
-    # notice due 15:10; at 15:30 the notice is out: unmonitored.
-    items = probes("12:00", 2.5, down_off=("13:00", "18:00"))
-    eng = feed(items, ts("14:00"))
-    pair = site_status(eng, SITE, ts("14:00"))["turbidity"]["outfall-1"]
-    assert (pair["state"], pair["unknown"]) == ("unknown", {
-        "reason": "downstream_stale", "since": iso(ts("13:10")), "notice_at": iso(ts("15:10"))})
-    eng.tick(ts("15:30"))
-    shown = site_status(eng, SITE, ts("15:30"))
-    assert shown["turbidity"]["outfall-1"]["state"] == "unmonitored"
-    status = {"generated_at": iso(ts("15:30")), "journal": {"age_s": 1.0},
-              "ingest": {"accepted": 1, "rejected": {}, "journal_seq": 1, "applied_seq": 1},
-              "daemon": {"age_s": 1.0, "stale": False, "state_written_at": iso(ts("15:30")),
-                         "wall_clock_step_s": None},
-              "broker": {"state": "connected", "since": None},
-              "sites": {SITE: {**shown, "recorded_at": iso(ts("15:30"))}}}
-    line = next(ln for ln in format_status(eng.config, status).splitlines()
-                if ln.startswith("  turbidity outfall-1"))
-    assert line == ("  turbidity outfall-1: unmonitored; contrast UNKNOWN since 2026-05-01 "
-                    "09:10 EDT (no readings from the downstream probe): § 134-8C is not "
-                    "checked; the qualified professional was told at 2026-05-01 11:10 EDT: a "
-                    "person must look")
 
 
 def test_a_recorded_summary_read_later_is_not_ok_once_the_reading_is_stale() -> None:

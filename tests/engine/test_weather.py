@@ -13,7 +13,7 @@ from monitor.config import SiteConfig, WeatherConfig
 from monitor.config.file import parse_config
 from monitor.contract.events import GaugeDisagrees, StormForecast, make_id
 from monitor.contract.inputs import Forecast, ReferenceObservation
-from monitor.contract.times import MS_PER_HOUR, MS_PER_MINUTE, parse_interval, parse_iso
+from monitor.contract.times import MS_PER_MINUTE, parse_interval
 from monitor.rules.weather.weather import (
     GaugeRecord,
     WeatherBook,
@@ -21,10 +21,8 @@ from monitor.rules.weather.weather import (
     forecast_truth,
 )
 
-from ..config.test_config import document, site
-
-T0 = parse_iso("2026-05-01T00:00:00Z")
-H = MS_PER_HOUR
+from ..support.configdocs import document, site
+from ..support.weatherkit import CHANCE, STORM, T0, H, issue, nws_interval
 
 
 def configured(**weather: Any) -> tuple[SiteConfig, WeatherConfig]:
@@ -35,23 +33,10 @@ def configured(**weather: Any) -> tuple[SiteConfig, WeatherConfig]:
     return config.sites[0], config.weather
 
 
-def nws_interval(start_h: float, duration: str, mm: float) -> tuple[int, int, float]:
-    """An interval as NWS writes it (``validTime``), parsed as the source parses it."""
-    start = T0 + round(start_h * H)
-    text = f"{parse_iso_back(start)}/{duration}"
-    a, b = parse_interval(text)
-    return (a, b, mm)
 
 
-def parse_iso_back(ms: int) -> str:
-    from datetime import datetime, timezone
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat()
 
 
-def issue(at_h: float, precip: list[tuple[int, int, float]],
-          probability: tuple[tuple[int, int, float], ...] = ()) -> Forecast:
-    return Forecast(site="branch-meadows", source="nws", grid="OKX/33,37",
-                    ts_ms=T0 + round(at_h * H), precip=tuple(precip), probability=probability)
 
 
 def truth_of(*forecasts: Forecast) -> dict[str, Any]:
@@ -62,15 +47,6 @@ def truth_of(*forecasts: Forecast) -> dict[str, Any]:
     return forecast_truth(s, w, book)
 
 
-#: 4 + 6 + 3 mm in 6 h, 6 h and 1 h intervals from T0+6h: the window T0+6h..T0+30h
-#: holds all 13 mm = 0.512 in (13 / 25.4 = 0.5118). Candidate starts are the
-#: interval starts 6, 12, 18 (ends − 24 h lie before the issue): 12 → 6 + 3 = 9 mm
-#: and 18 → 3 mm miss, so one storm. Chance: the intervals overlapping 6..30 are
-#: 0..12 (30 %) and 12..24 (70 %); 30..36 (90 %) only touches its end: 70.
-STORM = [nws_interval(6, "PT6H", 4.0), nws_interval(12, "PT6H", 6.0),
-         nws_interval(18, "PT1H", 3.0), nws_interval(19, "PT11H", 0.0)]
-CHANCE = (nws_interval(0, "PT12H", 30), nws_interval(12, "PT12H", 70),
-          nws_interval(30, "PT6H", 90))
 
 
 def test_iso_intervals_as_nws_gives_them() -> None:

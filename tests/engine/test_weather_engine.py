@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Mapping
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -19,41 +18,26 @@ from hypothesis import strategies as st
 from monitor.config import Config
 from monitor.config.file import parse_config
 from monitor.contract.events import Event, GaugeDisagrees, StormForecast, make_id
-from monitor.contract.inputs import Inspection, Reading, ReferenceObservation
-from monitor.contract.times import MS_PER_HOUR, MS_PER_MINUTE
+from monitor.contract.inputs import Inspection
 from monitor.engine.core import Engine
 from monitor.engine.window import MemoryWindow
 
-from .test_weather import CHANCE, STORM, T0, issue, nws_interval
-
-SITE = "branch-meadows"
-H = MS_PER_HOUR
-
-
-def weather_config(**weather: Any) -> Config:
-    return parse_config({"state_dir": "/tmp/stormwatch-test", "sites": [{
-        "id": SITE, "timezone": "America/New_York", "condition": "B",
-        "location": {"lat": 41.05, "lon": -73.54},
-        "sensors": [{"id": "rg1", "kind": "rain", "in_per_tip": 0.01}]}],
-        "weather": {"nws": {"user_agent": "test (ops@example.org)"},
-                    "reference_stations": ["KHPN"], **weather}}, env={})
-
-
-def counter(tips_at_h: list[float], *, from_h: float = -20, until_h: float = 12,
-            every_minutes: int = 5) -> list[Reading]:
-    """rg1's counter every ``every_minutes``; one tip (0.01 in) at each of ``tips_at_h``."""
-    out, t, seq = [], T0 + round(from_h * H), 0
-    while t <= T0 + round(until_h * H):
-        tips = sum(1 for h in tips_at_h if T0 + round(h * H) <= t)
-        out.append(Reading(SITE, "rg1", "rain", t, tips_total=1000 + tips, seq=seq))
-        t += every_minutes * MS_PER_MINUTE
-        seq += 1
-    return out
-
-
-def observations(values: Mapping[int, float | None]) -> list[ReferenceObservation]:
-    return [ReferenceObservation(SITE, "KHPN", T0 + h * H + 51 * MS_PER_MINUTE, mm)
-            for h, mm in values.items()]
+from ..support.properties import examples
+from ..support.weatherkit import (
+    CHANCE,
+    REFERENCE,
+    SITE,
+    STORM,
+    T0,
+    TENTH,
+    H,
+    counter,
+    issue,
+    nws_interval,
+    observations,
+    of_type,
+    weather_config,
+)
 
 
 def run(items: list[Any], config: Config | None = None, window: bool = False
@@ -66,8 +50,6 @@ def run(items: list[Any], config: Config | None = None, window: bool = False
     return eng, out
 
 
-def of_type(events: list[Event], kind: str) -> list[Event]:
-    return [e for e in events if e.type == kind]
 
 
 def test_a_forecast_is_published_revised_and_retracted() -> None:
@@ -95,11 +77,6 @@ def test_no_weather_section_no_weather_events() -> None:
     assert eng.apply(issue(0, STORM, CHANCE)) == [] and eng.current_events() == []
 
 
-#: 2 mm in each of the hours 0..9 (20 mm = 0.787 in); rg1 tips once at 0.5 .. 7.5 h:
-#: 0.08 in in the largest window T0-14h .. T0+10h (its counter every 5 minutes, so
-#: never stale); the first reference window that reaches 12.7 mm ends at T0+7h.
-TENTH = [h + 0.5 for h in range(8)]
-REFERENCE = {h: 2.0 for h in range(10)}
 
 
 def test_a_gauge_reading_a_tenth_of_the_reference_disagrees() -> None:
@@ -173,10 +150,13 @@ def final(items: list[Any], window: bool = False, opens: bool = False
             for e in eng.current_events()]
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32), shuffle_seed=st.integers(0, 2**32), opens=st.booleans())
 def test_order_and_duplicates_of_weather_inputs_do_not_change_events(
         seed: int, shuffle_seed: int, opens: bool) -> None:
+    """25 examples in CI, 5 locally (tests/support/properties.py): every scenario holds
+    forecast issues, revisions, observations and gauge readings together, each
+    checked shuffled, duplicated and through the bounded window."""
     rnd = random.Random(shuffle_seed)
     items = scenario(seed)
     expected = final(items, opens=opens)
@@ -189,10 +169,12 @@ def test_order_and_duplicates_of_weather_inputs_do_not_change_events(
     assert final(shuffled, window=True, opens=opens) == expected
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(10), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32), cut=st.floats(0.1, 0.9), opens=st.booleans())
 def test_a_snapshot_restored_mid_stream_changes_nothing(seed: int, cut: float,
                                                         opens: bool) -> None:
+    """10 examples in CI, 5 locally: one random cut of a whole scenario each, where a
+    lost snapshot field shows at almost any cut."""
     items = scenario(seed)
     rnd = random.Random(seed)
     rnd.shuffle(items)

@@ -22,8 +22,7 @@ from monitor.contract.inputs import Forecast, Inspection, Reading, ReferenceObse
 from monitor.contract.times import MS_PER_DAY, MS_PER_HOUR, MS_PER_MINUTE
 from monitor.engine.core import Engine
 
-from .test_weather import T0
-from .test_weather_engine import SITE
+from ..support.weatherkit import SITE, T0
 
 H = MS_PER_HOUR
 DAYS = 45

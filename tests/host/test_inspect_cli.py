@@ -24,14 +24,9 @@ from monitor.config.file import load_config
 from monitor.contract.times import iso
 from monitor.store.opening import open_store
 
-from ..store.test_missing_db import ROOT, assert_refused, stormwatch
-from ..support.daemonkit import SITE, write_config
+from ..support.commandkit import ROSTER, assert_refused, stormwatch
+from ..support.daemonkit import ROOT, SITE, write_config
 
-ROSTER = """\
-qualified_professionals:
-  - {name: J. Rivera, credential: CPESC 12345, contact: jr@example.org}
-  - {name: A. Lee, credential: NY PE 098765}
-"""
 ZONE = ZoneInfo("America/New_York")
 
 

@@ -19,10 +19,9 @@ from monitor.ingest.evidence import check_evidence
 from monitor.store.opening import open_store
 from monitor.store.photos import photo_path, store_photo_bytes
 
-from ..store.test_missing_db import stormwatch
+from ..support.commandkit import ROSTER, stormwatch
 from ..support.daemonkit import SITE, write_config
 from ..support.photos import jpeg_with_gps
-from .test_inspect_cli import ROSTER
 
 
 @pytest.fixture

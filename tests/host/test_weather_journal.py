@@ -21,8 +21,18 @@ from monitor.host.engine import EngineHost
 from monitor.host.rows import apply_row, journal_in
 from monitor.store.opening import open_store
 
-from ..engine.test_weather import CHANCE, STORM, T0, issue, nws_interval
-from ..engine.test_weather_engine import REFERENCE, SITE, TENTH, counter, observations
+from ..support.weatherkit import (
+    CHANCE,
+    REFERENCE,
+    SITE,
+    STORM,
+    T0,
+    TENTH,
+    counter,
+    issue,
+    nws_interval,
+    observations,
+)
 
 H = MS_PER_HOUR
 WEATHER = ("storm_forecast", "gauge_disagrees")

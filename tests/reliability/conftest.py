@@ -1,6 +1,6 @@
 """Fixtures of the reliability suite, and its summary: one counts line per scenario.
 
-``counts`` gives each test a ``ScenarioCounts`` (``kit.py``) registered under
+``counts`` gives each test a ``ScenarioCounts`` (``tests/support/scenarios.py``) registered under
 the test's name (``test_`` dropped); the test fills it in as it goes, and
 ``pytest_terminal_summary`` prints, after the run, one line per scenario::
 
@@ -22,9 +22,8 @@ from collections.abc import Iterable, Iterator
 
 import pytest
 
-from tests.reliability.kit import ScenarioCounts
-from tests.store.test_disk_full import small_state  # noqa: F401 - the fixture, shared
 from tests.support.receivers import SmtpReceiver
+from tests.support.scenarios import ScenarioCounts
 
 SMTP_PASSWORD = "smtp-Rel1-4bility"
 

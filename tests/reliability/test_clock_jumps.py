@@ -37,8 +37,8 @@ from ..support.daemonkit import (
     ticked_after_input,
     wait_until,
 )
+from ..support.scenarios import ScenarioCounts
 from ..support.util import ts
-from .kit import ScenarioCounts
 
 T0 = ts("2026-06-01T12:00:00Z")
 HOUR_MS = 3_600_000

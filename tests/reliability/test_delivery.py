@@ -44,9 +44,9 @@ import pytest
 from paho.mqtt.enums import CallbackAPIVersion
 
 from monitor.store import Store
-from tests.reliability.kit import ScenarioCounts
 from tests.support.daemonkit import ROOT, DaemonProcess, Daemons, cli, wait_until, write_config
 from tests.support.nodekit import SITE, buffer_counts, write_node_config
+from tests.support.scenarios import ScenarioCounts
 from tests.support.services import Mosquitto
 
 from ..conftest import MakeMosquitto

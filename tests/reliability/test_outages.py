@@ -5,7 +5,7 @@ Each test runs ``stormwatch run`` as a child process against real services
 thing in the middle of the traffic, mends it, and then asserts *counts*:
 
 * readings published (acknowledged to the publisher at QoS 1) = journal rows,
-  each reading once (``kit.assert_journaled_once``);
+  each reading once (``scenarios.assert_journaled_once``);
 * journal rows = points in InfluxDB, counted by InfluxQL, where there is an export;
 * alerts expected = alerts received, each once (by the alert id every message
   ends with).
@@ -35,9 +35,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import MakeMosquitto
-from tests.reliability import kit
-from tests.reliability.kit import CountingPublisher, Message, ScenarioCounts
-from tests.store.test_disk_full import Readings, fill
+from tests.support import scenarios
 from tests.support.daemonkit import (
     Background,
     Daemons,
@@ -49,8 +47,10 @@ from tests.support.daemonkit import (
     wait_until,
     write_config,
 )
+from tests.support.diskfull import Readings, fill
 from tests.support.influxd import Influxd
 from tests.support.receivers import HttpReceiver, SmtpReceiver
+from tests.support.scenarios import CountingPublisher, Message, ScenarioCounts
 
 pytest_plugins = ("tests.support.conftest_influx",)
 pytestmark = pytest.mark.integration
@@ -82,13 +82,13 @@ def live_site(start_s: int, steps: int, every_s: int, storm: range) -> list[Mess
 
 
 def hook_alert_ids(http: HttpReceiver) -> list[str]:
-    return [kit.alert_id_in(p.body["message"]) for p in http.posts]
+    return [scenarios.alert_id_in(p.body["message"]) for p in http.posts]
 
 
 def applied_and_settled(cfg: Path, alerts: int) -> bool:
     """The engine has applied (and ticked past) every journaled reading, and the
     outbox holds at least ``alerts`` rows, none pending or deferred."""
-    return ticked_after_input(cfg) and kit.outbox_settled(cfg, alerts)
+    return ticked_after_input(cfg) and scenarios.outbox_settled(cfg, alerts)
 
 
 # --------------------------------------------------------------------------- 1
@@ -111,7 +111,8 @@ def test_sigkill_during_storm(tmp_path: Path, make_mosquitto: MakeMosquitto,
     purpose, as the README says.
     """
     broker = make_mosquitto()
-    cfg = write_config(tmp_path, broker.port, sections=kit.notify_section(http_base=http.base))
+    cfg = write_config(tmp_path, broker.port,
+                       sections=scenarios.notify_section(http_base=http.base))
     daemon = daemons.start(cfg)
 
     # 48 minutes of readings every 4 s ending now: live, so the alert goes out at once.
@@ -123,7 +124,7 @@ def test_sigkill_during_storm(tmp_path: Path, make_mosquitto: MakeMosquitto,
     sender = Background(lambda: pub.send_paced(messages, chunk=100, pause_s=0.1))
     sender.start()
     # Only the storm is routed to the officer: the first delivered row is its alert.
-    wait_until(lambda: kit.sent_alert_ids(cfg, "officer"), 60,
+    wait_until(lambda: scenarios.sent_alert_ids(cfg, "officer"), 60,
                "the storm alert delivered and recorded", interval_s=0.02)
     assert len(http.posts) == 1
     daemon.kill()
@@ -137,13 +138,13 @@ def test_sigkill_during_storm(tmp_path: Path, make_mosquitto: MakeMosquitto,
     pub.close()
 
     assert pub.acked == len(messages)
-    counts.journaled = kit.assert_journaled_once(cfg, messages)
+    counts.journaled = scenarios.assert_journaled_once(cfg, messages)
     (storm,) = events_of(cfg, "storm_qualified")
     # Derived again by the replay after the restart, recognised as recorded: one revision.
-    assert kit.revisions_of(cfg, storm["id"]) == 1
+    assert scenarios.revisions_of(cfg, storm["id"]) == 1
     counts.alerts_received = len(http.posts)
-    kit.assert_each_once(hook_alert_ids(http), [f"{storm['id']}:0"])
-    assert kit.sent_alert_ids(cfg, "officer") == [f"{storm['id']}:0"]
+    scenarios.assert_each_once(hook_alert_ids(http), [f"{storm['id']}:0"])
+    assert scenarios.sent_alert_ids(cfg, "officer") == [f"{storm['id']}:0"]
 
 
 # --------------------------------------------------------------------------- 2
@@ -167,7 +168,7 @@ def test_broker_restart_with_persistence(tmp_path: Path, make_mosquitto: MakeMos
     still lose, the readings accepted since the last save, is excluded by that
     wait, not by luck.
     """
-    autosave_s = kit.shipped_autosave_s()
+    autosave_s = scenarios.shipped_autosave_s()
     broker = make_mosquitto(autosave_interval_s=autosave_s)
     cfg = write_config(tmp_path, broker.port)
     daemon = daemons.start(cfg)
@@ -199,7 +200,7 @@ def test_broker_restart_with_persistence(tmp_path: Path, make_mosquitto: MakeMos
     assert daemon.stop() == 0
 
     assert pub.acked == len(messages)
-    counts.journaled = kit.assert_journaled_once(cfg, messages)
+    counts.journaled = scenarios.assert_journaled_once(cfg, messages)
     assert "NO session" not in daemon.log_text()
 
 
@@ -238,26 +239,27 @@ def test_influxdb_outage(tmp_path: Path, make_mosquitto: MakeMosquitto,
     pub = CountingPublisher(broker.port)
     sender = Background(lambda: pub.send_paced(messages[:half], chunk=100, pause_s=0.05))
     sender.start()
-    wait_until(lambda: kit.status(cfg)["export"]["cursor"] > 0, 60, "a first export",
+    wait_until(lambda: scenarios.status(cfg)["export"]["cursor"] > 0, 60, "a first export",
                interval_s=0.05)
     server.stop()
     sender.join_checked()
     pub.send_paced(messages[half:], chunk=200, pause_s=0.0)
     wait_until(lambda: journal_count(cfg) == len(messages), 60, "every reading journaled")
-    down = wait_until(lambda: (s := kit.status(cfg))["export"]["error"] and s, 30,
+    down = wait_until(lambda: (s := scenarios.status(cfg))["export"]["error"] and s, 30,
                       "the export to report the outage")
     assert down["export"]["behind_rows"] >= len(messages) - half
 
     server.start()
-    wait_until(lambda: kit.export_caught_up(cfg, len(messages)), 90,
+    wait_until(lambda: scenarios.export_caught_up(cfg, len(messages)), 90,
                "the export cursor at the journal's end", interval_s=0.5)
     pub.close()
-    counts.journaled = kit.assert_journaled_once(cfg, messages)
+    counts.journaled = scenarios.assert_journaled_once(cfg, messages)
     assert pub.acked == len(messages)
-    points = kit.influx_reading_points(server, "sw")
-    assert points == kit.journal_kinds(cfg) == {"rain": 1200, "turbidity": 1200, "sediment": 0}
+    points = scenarios.influx_reading_points(server, "sw")
+    assert points == scenarios.journal_kinds(cfg) == {"rain": 1200, "turbidity": 1200,
+                                                      "sediment": 0}
     counts.exported = sum(points.values())
-    assert kit.influx_event_ids(server, "sw") == kit.stored_event_ids(cfg)
+    assert scenarios.influx_event_ids(server, "sw") == scenarios.stored_event_ids(cfg)
 
 
 # --------------------------------------------------------------------------- 4
@@ -275,7 +277,8 @@ def test_smtp_outage(tmp_path: Path, make_mosquitto: MakeMosquitto, daemons: Dae
     keeps the retries from sending it twice.
     """
     broker = make_mosquitto()
-    cfg = write_config(tmp_path, broker.port, sections=kit.notify_section(smtp_port=smtp.port))
+    cfg = write_config(tmp_path, broker.port,
+                       sections=scenarios.notify_section(smtp_port=smtp.port))
     daemons.start(cfg)
     # The gauge every 10 s for 50 minutes up to now, a tip a step from step 20: live.
     messages = [m for m in live_site(_now_s() - 50 * 60, 300, 10, storm=range(20, 200))
@@ -287,11 +290,11 @@ def test_smtp_outage(tmp_path: Path, make_mosquitto: MakeMosquitto, daemons: Dae
     pub.close()
 
     def failed_attempts() -> int:
-        rows = [r for r in kit.outbox_rows(cfg) if r.tag == "qp"]
+        rows = [r for r in scenarios.outbox_rows(cfg) if r.tag == "qp"]
         return rows[0].attempts if rows and rows[0].status == "pending" else 0
 
     wait_until(lambda: failed_attempts() >= 1, 60, "a failed attempt while the server is down")
-    (row,) = kit.outbox_rows(cfg)
+    (row,) = scenarios.outbox_rows(cfg)
     assert row.last_error is not None and row.last_error.startswith("qp-mail: ")
     assert smtp.mails == []
     smtp.start()
@@ -300,11 +303,12 @@ def test_smtp_outage(tmp_path: Path, make_mosquitto: MakeMosquitto, daemons: Dae
     assert smtp.wait_for(lambda ms: len(ms) >= 1, 10)
     assert daemons[0].stop() == 0
 
-    counts.journaled = kit.assert_journaled_once(cfg, messages)
+    counts.journaled = scenarios.assert_journaled_once(cfg, messages)
     (storm,) = events_of(cfg, "storm_qualified")
     counts.alerts_received = len(smtp.mails)
-    kit.assert_each_once([kit.alert_id_in(m.text()) for m in smtp.mails], [f"{storm['id']}:0"])
-    (row,) = kit.outbox_rows(cfg)
+    scenarios.assert_each_once([scenarios.alert_id_in(m.text()) for m in smtp.mails],
+                               [f"{storm['id']}:0"])
+    (row,) = scenarios.outbox_rows(cfg)
     assert row.status == "delivered" and row.attempts >= 2
 
 
@@ -324,7 +328,7 @@ def disk_full_run(tmp_path: Path, state: Path, make_mosquitto: MakeMosquitto,
     # the disk is full stops the notify worker until the store takes writes, so
     # the hook must answer at the second one.
     retry_s = 5.0 if hook_back_while_full else 0.5
-    notify = kit.notify_section(http_base=http.base, retry_s=retry_s)
+    notify = scenarios.notify_section(http_base=http.base, retry_s=retry_s)
     cfg = write_config(tmp_path, broker.port, sections=notify)
     http.fail_next = 1_000_000
     daemon = daemons.start(cfg)
@@ -334,7 +338,7 @@ def disk_full_run(tmp_path: Path, state: Path, make_mosquitto: MakeMosquitto,
     counts.alerts_expected = 1
     pub = CountingPublisher(broker.port)
     pub.send_counted(storm)
-    wait_until(lambda: any(r.attempts >= 1 for r in kit.outbox_rows(cfg)), 60,
+    wait_until(lambda: any(r.attempts >= 1 for r in scenarios.outbox_rows(cfg)), 60,
                "the storm alert in the outbox, its first attempt failed", interval_s=0.05)
     failed_at = time.monotonic()
     assert http.posts == []
@@ -351,7 +355,7 @@ def disk_full_run(tmp_path: Path, state: Path, make_mosquitto: MakeMosquitto,
         assert took < retry_s - 0.5, f"the disk took {took:.1f} s to fill: too slow for this test"
         http.fail_next = 0
         assert http.wait_for(lambda ps: len(ps) >= 1, 30), "no attempt while the disk was full"
-        assert kit.status(cfg)["ingest"]["disk_full_since"] is not None
+        assert scenarios.status(cfg)["ingest"]["disk_full_since"] is not None
     os.unlink(filler)
     http.fail_next = 0
 
@@ -360,16 +364,16 @@ def disk_full_run(tmp_path: Path, state: Path, make_mosquitto: MakeMosquitto,
     counts.published = len(published)
     wait_until(lambda: journal_count(cfg) == len(published), 60,
                "the held readings journaled once there is space")
-    wait_until(lambda: kit.status(cfg)["ingest"]["disk_full_since"] is None, 30,
+    wait_until(lambda: scenarios.status(cfg)["ingest"]["disk_full_since"] is None, 30,
                "status to clear the disk-full state")
     wait_until(lambda: applied_and_settled(cfg, 1), 60, "the alert delivered")
     assert daemon.stop() == 0
     pub.close()
 
-    counts.journaled = kit.assert_journaled_once(cfg, published)
+    counts.journaled = scenarios.assert_journaled_once(cfg, published)
     (q,) = events_of(cfg, "storm_qualified")
     counts.alerts_received = len(http.posts)
-    kit.assert_each_once(hook_alert_ids(http), [f"{q['id']}:0"])
+    scenarios.assert_each_once(hook_alert_ids(http), [f"{q['id']}:0"])
 
 
 def test_disk_full(tmp_path: Path, small_state: Path, make_mosquitto: MakeMosquitto,
@@ -456,7 +460,7 @@ def test_day_burst_after_outage(tmp_path: Path, make_mosquitto: MakeMosquitto,
     """
     broker = make_mosquitto()
     sections = (f"influx: {{url: '{influx_server.url}', api: v1, database: {influx_db}}}\n"
-                + kit.notify_section(http_base=http.base, routes=DAY_ROUTES))
+                + scenarios.notify_section(http_base=http.base, routes=DAY_ROUTES))
     cfg = write_config(tmp_path, broker.port, sections=sections)
     daemon = daemons.start(cfg)
     by_sensor = day_of_readings(_now_s() - 287 * 300 - 60)
@@ -472,26 +476,27 @@ def test_day_burst_after_outage(tmp_path: Path, make_mosquitto: MakeMosquitto,
     wait_until(lambda: journal_count(cfg) == len(messages), 60, "every reading journaled")
     wait_until(lambda: applied_and_settled(cfg, len(DAY_ALERTS)), 90,
                "the backlog settled and its alerts delivered", interval_s=0.5)
-    wait_until(lambda: kit.export_caught_up(cfg, len(messages)), 60,
+    wait_until(lambda: scenarios.export_caught_up(cfg, len(messages)), 60,
                "the export cursor at the journal's end", interval_s=0.5)
     assert daemon.stop() == 0
 
-    counts.journaled = kit.assert_journaled_once(cfg, messages)
-    points = kit.influx_reading_points(influx_server, influx_db)
-    assert points == kit.journal_kinds(cfg) == {"rain": 288, "turbidity": 576, "sediment": 288}
+    counts.journaled = scenarios.assert_journaled_once(cfg, messages)
+    points = scenarios.influx_reading_points(influx_server, influx_db)
+    assert points == scenarios.journal_kinds(cfg) == {"rain": 288, "turbidity": 576,
+                                                      "sediment": 288}
     counts.exported = sum(points.values())
-    assert kit.influx_event_ids(influx_server, influx_db) == kit.stored_event_ids(cfg)
+    assert scenarios.influx_event_ids(influx_server, influx_db) == scenarios.stored_event_ids(cfg)
 
-    sent = kit.sent_alert_ids(cfg, "officer")
+    sent = scenarios.sent_alert_ids(cfg, "officer")
     counts.alerts_received = len(http.posts)
-    kit.assert_each_once(hook_alert_ids(http), sent)
-    current = {e["id"]: e for e in kit.current_events(cfg)}
+    scenarios.assert_each_once(hook_alert_ids(http), sent)
+    current = {e["id"]: e for e in scenarios.current_events(cfg)}
     assert sorted(current[a.split(":")[0]]["type"] for a in sent) == sorted(DAY_ALERTS)
 
     # The backlog's noise was there (revisions, retractions: every one stored and
     # exported), and none of it reached the log book.
-    assert kit.stored_revisions(cfg) > 2 * len(current)
-    book = kit.logbook(cfg)
+    assert scenarios.stored_revisions(cfg) > 2 * len(current)
+    book = scenarios.logbook(cfg)
     retracted = [r for r in book if r.body.get("retracted")]
     assert not retracted, [(r.type, r.revision) for r in retracted]
     logged = [r.event_id for r in book]

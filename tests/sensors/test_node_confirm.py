@@ -16,7 +16,7 @@ import pytest
 
 from sensors.node import first_seq
 
-from .test_node_runtime import GAUGE, NOW_S, Site, _rows
+from ..support.noderig import GAUGE, NOW_S, Site, buffered_rows
 
 SLOW = {**GAUGE, "every_s": 10_000}  # one reading at the start, then none for a while
 FIRST = first_seq(NOW_S)
@@ -52,7 +52,7 @@ def test_an_unconfirmed_reading_goes_again_after_confirm_after_s_then_less_often
     site.link.ack()
     site.link.confirm("rg1", FIRST)
     site.run(200)
-    assert len(_sent_seqs(site)) == 3 and _rows(site.db) == []  # confirmed: done
+    assert len(_sent_seqs(site)) == 3 and buffered_rows(site.db) == []  # confirmed: done
 
 
 def test_a_confirmation_that_moves_starts_the_resend_clock_over(tmp_path: Path) -> None:
@@ -79,11 +79,11 @@ def test_without_confirmations_the_node_falls_back_to_puback_says_so_and_comes_b
     site.node.step()
     site.link.ack()
     site.run(59)
-    assert len(_rows(site.db)) == 1 and _status(site)["confirm"] == "journaled"
+    assert len(buffered_rows(site.db)) == 1 and _status(site)["confirm"] == "journaled"
     with caplog.at_level(logging.INFO, logger="sensors.node"):
         site.run(2)
         site.run(600)
-    assert _rows(site.db) == []                   # deleted at the switch: it had its PUBACK
+    assert buffered_rows(site.db) == []                   # deleted at the switch: it had its PUBACK
     fallbacks = [r for r in caplog.records if "no confirmation from the daemon" in r.message]
     assert len(fallbacks) == 1 and fallbacks[0].levelno == logging.WARNING  # once
     assert _status(site)["confirm"] == "puback"
@@ -92,10 +92,10 @@ def test_without_confirmations_the_node_falls_back_to_puback_says_so_and_comes_b
     assert _status(site)["confirm"] == "puback"
     site.clock.advance(1)
     site.node.step()
-    assert len(_rows(site.db)) == 1
+    assert len(buffered_rows(site.db)) == 1
     site.link.ack()
     site.node.step()
-    assert _rows(site.db) == []
+    assert buffered_rows(site.db) == []
     # The first live confirmation brings it back: the next reading is kept after PUBACK.
     with caplog.at_level(logging.INFO, logger="sensors.node"):
         site.link.confirm("rg1", FIRST + 1)
@@ -106,7 +106,7 @@ def test_without_confirmations_the_node_falls_back_to_puback_says_so_and_comes_b
     site.node.step()
     site.link.ack()
     site.node.step()
-    assert [q for _, q, _ in _rows(site.db)] == [FIRST + 2]
+    assert [q for _, q, _ in buffered_rows(site.db)] == [FIRST + 2]
 
 
 def test_a_retained_confirmation_deletes_but_is_no_sign_of_life(tmp_path: Path) -> None:
@@ -118,7 +118,7 @@ def test_a_retained_confirmation_deletes_but_is_no_sign_of_life(tmp_path: Path) 
     site.link.ack()
     site.link.confirm("rg1", FIRST, retained=True)  # as at a (re)subscription
     site.node.step()
-    assert [q for _, q, _ in _rows(site.db)] == [FIRST + 1]
+    assert [q for _, q, _ in buffered_rows(site.db)] == [FIRST + 1]
     site.run(39)
     assert _status(site)["confirm"] == "journaled"
     site.run(2)                                      # 60 s with no live word: fallback
@@ -162,7 +162,7 @@ def test_past_max_mb_the_oldest_go_confirmed_or_not_and_oldest_seq_moves_past_th
     for _ in range(60):                            # every reading acknowledged, none confirmed
         site.run(1)
         site.link.ack()
-    rows = _rows(site.db)
+    rows = buffered_rows(site.db)
     state = site.node.buffer.state("rg1")
     assert state is not None and 15 < len(rows) < 30
     assert state.dropped == state.readings - len(rows)
@@ -179,7 +179,7 @@ def test_a_confirmation_beyond_what_the_node_numbered_is_ignored(
     with caplog.at_level(logging.WARNING, logger="sensors.node"):
         site.link.confirm("rg1", FIRST + 1)       # never numbered: another buffer's
         site.node.step()
-    assert len(_rows(site.db)) == 1
+    assert len(buffered_rows(site.db)) == 1
     assert "has numbered only up to" in caplog.text
 
 

@@ -19,78 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gpiozero.pins.mock import MockFactory
 
-from monitor.config import Config
 from sensors.clock import BUILD_EPOCH_S
-from sensors.config import MaxbotixSensor, ModbusSensor, NodeConfig
-from sensors.drivers import Hardware
-from sensors.node import Node, first_seq
+from sensors.node import first_seq
 
-from ..support.nodebuses import FakeAds1115Bus, FakeModbusPort, FakeTtl, float_words
-from ..support.nodekit import Clock, FakeLink, accepted, daemon_config, write_node_config
-
-NOW_S = 1_796_000_000.0  # 2026-11-30T00:53:20Z, after the build date
-
-
-def _rows(db: Path) -> list[tuple[str, int, bytes]]:
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    try:
-        return [(s, q, bytes(p)) for s, q, p in
-                conn.execute("SELECT sensor, seq, payload FROM readings ORDER BY id")]
-    finally:
-        conn.close()
-
-
-class Site:
-    """A node with a fake link, its buses, its clock, and the daemon's config to check with."""
-
-    def __init__(self, tmp_path: Path, sensors: list[dict[str, Any]], *,
-                 factory: MockFactory | None = None, wall_s: float = NOW_S, **top: Any) -> None:
-        self.tmp_path = tmp_path
-        self.daemon: Config = daemon_config(tmp_path)
-        _, self.config = write_node_config(tmp_path, sensors, status_every_s=60, **top)
-        self.db = Path(self.config.buffer.path)
-        self.clock = Clock(wall_s=wall_s)
-        self.factory = factory or MockFactory()
-        self.adc = FakeAds1115Bus()
-        self.ttl = FakeTtl([b"R1016", b"R1020", b"R1012"])
-        self.rs485 = FakeModbusPort(slave=1, words=dict(enumerate(float_words(4.25))))
-        self.link = FakeLink(self.db)
-        self.node = self.open()
-
-    def _serial(self, sensor: Any) -> Any:
-        if isinstance(sensor, MaxbotixSensor):
-            return self.ttl
-        assert isinstance(sensor, ModbusSensor)
-        self.rs485.open()  # as serial.Serial() opens the device again after a restart
-        return self.rs485
-
-    def open(self, config: NodeConfig | None = None) -> Node:
-        hardware = Hardware(pin_factory=self.factory, i2c=lambda: self.adc,
-                            serial=self._serial, monotonic=self.clock.monotonic)
-        node = Node(config or self.config, hardware=hardware, link=self.link,
-                    wall=self.clock.wall, monotonic=self.clock.monotonic)
-        node.start()
-        return node
-
-    def restart(self) -> None:
-        self.node.close(drain_s=0)
-        self.link = FakeLink(self.db)
-        self.node = self.open()
-
-    def run(self, seconds: float, step_s: float = 1.0) -> None:
-        """Step the node through ``seconds`` of its clock."""
-        self.node.step()
-        for _ in range(round(seconds / step_s)):
-            self.clock.advance(step_s)
-            self.node.step()
-
-    def check(self, topic: str, payload: bytes) -> Any:
-        return accepted(self.daemon, topic, payload, ref_ms=round(self.clock.wall_s * 1000))
-
-
-GAUGE = {"id": "rg1", "kind": "rain", "driver": "gpio", "pin": 17, "every_s": 60}
+from ..support.nodekit import FakeLink
+from ..support.noderig import GAUGE, NOW_S, Site, buffered_rows
 
 
 def _tip(site: Site) -> None:
@@ -161,21 +95,22 @@ def test_commit_before_publish_kept_after_puback_deleted_on_confirmation(tmp_pat
                             "speed": "max"}],
                 buffer={"max_inflight": 8, "max_rate_per_s": 1000}, confirm_after_s=100_000)
     site.run(3)  # FakeLink.publish asserts each reading is committed when published
-    assert len(_rows(site.db)) == 30
+    assert len(buffered_rows(site.db)) == 30
     assert len(site.link.readings()) == 8  # the window: nothing more until PUBACKs
     site.run(3)
-    assert len(site.link.readings()) == 8 and len(_rows(site.db)) == 30  # no PUBACK, no delete
+    # No PUBACK, no delete:
+    assert len(site.link.readings()) == 8 and len(buffered_rows(site.db)) == 30
     sent = [(mid, json.loads(p)["seq"]) for mid, t, p in site.link.sent if t.endswith("/reading")]
     site.link.ack([mid for mid, _ in sent[:3]])
     site.node.step()
     # Acknowledged by the broker: still held, marked published; three more in the window.
-    assert len(_rows(site.db)) == 30
+    assert len(buffered_rows(site.db)) == 30
     assert _published(site.db)[:4] == [True, True, True, False]
     assert len(site.link.readings()) == 11
     # The daemon journaled the first two: they go, and only they.
     site.link.confirm("rg2", sent[1][1])
     site.node.step()
-    left = _rows(site.db)
+    left = buffered_rows(site.db)
     assert len(left) == 28 and left[0][1] == sent[2][1]
     # A refused PUBACK (an ACL denial) marks nothing; the row is tried again later.
     refused_mid, refused_seq = sent[3]
@@ -187,7 +122,7 @@ def test_commit_before_publish_kept_after_puback_deleted_on_confirmation(tmp_pat
         site.run(1)
     site.link.confirm("rg2", refused_seq - 1)        # ... and journaled up to the refused one
     site.node.step()
-    assert [q for _, q, _ in _rows(site.db)] == list(range(refused_seq, refused_seq + 27))
+    assert [q for _, q, _ in buffered_rows(site.db)] == list(range(refused_seq, refused_seq + 27))
     site.run(300, step_s=60)                         # after retry_refused_s it goes again
     site.link.ack()
     site.node.step()
@@ -195,7 +130,7 @@ def test_commit_before_publish_kept_after_puback_deleted_on_confirmation(tmp_pat
     assert [b["tips_total"] for b in bodies] == [*range(30), 3]
     site.link.confirm("rg2", refused_seq + 26)
     site.node.step()
-    assert _rows(site.db) == []
+    assert buffered_rows(site.db) == []
 
 
 def test_backlog_in_order_at_a_bounded_rate_while_new_readings_are_taken(tmp_path: Path) -> None:
@@ -204,12 +139,12 @@ def test_backlog_in_order_at_a_bounded_rate_while_new_readings_are_taken(tmp_pat
     site.link.up = False
     site.run(20)                                     # offline: readings go to the buffer only
     assert site.node.step() == pytest.approx(1.0)    # and the loop sleeps, not spins
-    assert site.link.sent == [] and len(_rows(site.db)) == 21
+    assert site.link.sent == [] and len(buffered_rows(site.db)) == 21
     site.link.up = True
     site.run(5)
     # At 2 per second: the token bucket's 2, then 2 per second; new readings meanwhile.
     assert len(site.link.readings()) == 2 + 2 * 5
-    assert len(_rows(site.db)) == 26
+    assert len(buffered_rows(site.db)) == 26
     site.link.ack()
     site.run(20)
     site.link.ack()
@@ -229,7 +164,7 @@ def test_past_max_mb_the_oldest_are_dropped_and_counted_persistently(
     site.link.up = False
     with caplog.at_level(logging.WARNING, logger="sensors.node"):
         site.run(59)
-    rows = _rows(site.db)
+    rows = buffered_rows(site.db)
     kept = len(rows)
     assert 15 < kept < 30
     state = site.node.buffer.state("rg1")
@@ -293,7 +228,7 @@ def test_wrong_clock_takes_no_readings_says_so_and_resumes(
         _tip(site)
         site.run(180, step_s=60)
     assert "before this runtime's build date" in caplog.text
-    assert site.link.readings() == [] and _rows(site.db) == []
+    assert site.link.readings() == [] and buffered_rows(site.db) == []
     assert all(body["clock_invalid"] is True for _, body in site.link.statuses())
     site.clock.wall_s = NOW_S                        # NTP sets the clock
     site.clock.advance(60)

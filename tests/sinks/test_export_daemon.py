@@ -56,7 +56,7 @@ def status(cfg: Path) -> dict[str, Any]:
 def exported(cfg: Path) -> bool:
     """Nothing left to export, once the engine has ticked after the last input (before
     that, events the readings cause may not be in the events table yet: see
-    ``tests.reliability.kit.export_caught_up``)."""
+    ``tests.support.scenarios.export_caught_up``)."""
     if not ticked_after_input(cfg):
         return False
     export = status(cfg)["export"]

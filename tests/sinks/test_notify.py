@@ -38,13 +38,22 @@ from monitor.sinks.notify.targets import NotifySetupError, load_targets
 from monitor.sinks.notify.worker import NotifyWorker
 from monitor.store import OutboxRow, Store
 
+from ..support.notifykit import (
+    MIN,
+    SITE,
+    SITE_DOC,
+    T0,
+    FakeClock,
+    H,
+    alert,
+    ev,
+    json_url,
+    notice,
+    storm,
+)
 from ..support.receivers import HttpReceiver, SmtpReceiver, closed_port
-from ..support.util import changed, event
+from ..support.util import changed
 
-SITE = "branch-meadows"
-T0 = parse_iso("2026-11-30T14:15:00Z")  # Mon Nov 30, 2026 9:15 AM EST
-H = 3_600_000
-MIN = 60_000
 NY = ZoneInfo("America/New_York")
 
 #: The event types of monitor/README.md, "Events", as its table lists them.
@@ -67,18 +76,6 @@ VOCABULARY_TYPES = [
     "snow_event",
 ]
 
-SITE_DOC: dict[str, Any] = {
-    "id": SITE, "name": "Branch Meadows Subdivision",
-    "address": "1 Meadow Lane, Village of the Branch, NY",
-    "timezone": "America/New_York", "condition": "B",
-    "sensors": [{"id": "rg1", "kind": "rain"}, {"id": "tb-up", "kind": "turbidity"},
-                {"id": "tb-down", "kind": "turbidity"},
-                {"id": "trap1-depth", "kind": "sediment"}],
-    "turbidity_pairs": [{"id": "outfall-1", "upstream": "tb-up", "downstream": "tb-down"}],
-    "traps": [{"id": "trap-1", "sensor": "trap1-depth", "shape": "trapezoidal",
-               "bottom_length_ft": 20, "bottom_width_ft": 10, "side_slope": 2,
-               "design_depth_ft": 4}],
-}
 
 
 def make_config(tmp_path: Path, targets: list[dict[str, Any]], *,
@@ -89,33 +86,12 @@ def make_config(tmp_path: Path, targets: list[dict[str, Any]], *,
                          "sites": sites or [SITE_DOC]}, env=env or {})
 
 
-ev = event
 
 
-def storm(id_: str = "storm-1", at: int = T0, revision: int = 0, due: int | None = None,
-          **fields: Any) -> Event:
-    return ev("storm_qualified", id_, at, revision, gauge="rg1", event_id="e1",
-              started_at=iso(at - 4 * H), qualified_at=iso(at), total_in=0.5, max_24h_in=0.5,
-              due=iso(due if due is not None else at + 24 * H), threshold_in=0.5,
-              mode="event_24h", clock_id="storm-e1", **fields)
 
 
-def notice(kind: str, id_: str, at: int, revision: int = 0, *, due: int = T0 + 24 * H,
-           clock_id: str = "storm-e1", **fields: Any) -> Event:
-    extra = {"hours_left": 6.0} if kind == "inspection_due_soon" else {"hours_late": 0.0}
-    return ev(kind, id_, at, revision, clock_id=clock_id, clock="storm", due=iso(due),
-              **{**extra, **fields})
 
 
-class FakeClock:
-    def __init__(self, ms: int) -> None:
-        self.ms = ms
-
-    def __call__(self) -> float:
-        return self.ms / 1000
-
-    def advance(self, ms: int) -> None:
-        self.ms += ms
 
 
 @pytest.fixture
@@ -133,8 +109,6 @@ def restore_logging() -> Iterator[None]:
     root.setLevel(level)
 
 
-def json_url(receiver: HttpReceiver, path: str = "hook") -> str:
-    return f"json://{receiver.base}/{path}"
 
 
 class Harness:
@@ -319,9 +293,6 @@ def test_the_command_a_storm_alert_prints_works_as_printed(tmp_path: Path,
     assert done.stdout.startswith("Inspection by J. Rivera at "), done.stdout
 
 
-def alert(event: Event, now: int = T0 + 45 * MIN, **kw: Any) -> Alert:
-    config = parse_config({"sites": [SITE_DOC]}, env={})
-    return Alert(f"{event.id}:{event.revision}", event, now, config.sites[0], **kw)
 
 
 def test_storm_alert_text_exactly() -> None:

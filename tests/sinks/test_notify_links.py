@@ -25,8 +25,19 @@ from monitor.sinks.notify.messages import render
 from monitor.sinks.notify.worker import NotifyWorker
 from monitor.store import Store
 
+from ..support.notifykit import (
+    MIN,
+    SITE,
+    SITE_DOC,
+    T0,
+    FakeClock,
+    alert,
+    ev,
+    json_url,
+    notice,
+    storm,
+)
 from ..support.receivers import HttpReceiver, SmtpReceiver
-from .test_notify import MIN, SITE, SITE_DOC, T0, FakeClock, alert, ev, json_url, notice, storm
 
 H = 3_600_000
 KEY = b"0123456789abcdef0123456789abcdef"

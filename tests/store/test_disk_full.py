@@ -14,15 +14,8 @@ in a container).
 
 from __future__ import annotations
 
-import errno
-import json
-import os
-import subprocess
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -30,95 +23,23 @@ from ..conftest import MakeMosquitto
 from ..support.daemonkit import (
     DaemonProcess,
     Publisher,
-    cli,
     journal_count,
-    reading_topic,
     store_of,
     wait_until,
     write_config,
 )
+from ..support.diskfull import Readings, fill, status
 
 pytestmark = pytest.mark.integration
 
-SIZE = "16m"
 
 
-@contextmanager
-def small_tmpfs(directory: Path, size: str = SIZE) -> Iterator[Path]:
-    """``directory`` (created) on a tmpfs of ``size``, unmounted at the end. Skips,
-    saying it cannot mount, where mounting is impossible (not root, or a container
-    without CAP_SYS_ADMIN)."""
-    directory.mkdir(parents=True, exist_ok=True)
-    if os.geteuid() != 0:
-        pytest.skip("cannot mount a tmpfs for the state directory: mounting needs root")
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs",
-                           str(directory)], capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip() or done.returncode})")
-    try:
-        yield directory
-    finally:
-        if subprocess.run(["umount", str(directory)], capture_output=True).returncode != 0:
-            subprocess.run(["umount", "-l", str(directory)], capture_output=True)
 
 
-@pytest.fixture
-def small_state(tmp_path: Path) -> Iterator[Path]:
-    """``tmp_path/state`` (the daemon's state_dir in ``write_config``) on a 16 MiB tmpfs."""
-    with small_tmpfs(tmp_path / "state") as state:
-        yield state
 
 
-def fill(directory: Path) -> Path:
-    """Fill the file system of ``directory`` up to the last byte; the filler file."""
-    filler = directory / "filler"
-    fd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    try:
-        for chunk in (1 << 20, 1 << 16, 1 << 12, 1 << 9, 1):
-            block = b"\0" * chunk
-            while True:
-                try:
-                    os.write(fd, block)
-                except OSError as exc:
-                    assert exc.errno == errno.ENOSPC, exc
-                    break
-    finally:
-        os.close(fd)
-    return filler
 
 
-def status(cfg: Path) -> dict[str, Any]:
-    out = cli("status", "--config", str(cfg), "--json")
-    assert out.returncode == 0, out.stderr
-    result: dict[str, Any] = json.loads(out.stdout)
-    return result
-
-
-class Readings:
-    """Distinct turbidity readings, one a second of event time, for as long as asked."""
-
-    def __init__(self, start_s: int) -> None:
-        self.next_s = start_s
-        self.sent: list[int] = []
-
-    def send(self, pub: Publisher, n: int) -> None:
-        batch = []
-        for _ in range(n):
-            batch.append((reading_topic("tb-up"), {"ts": self.next_s, "ntu": 4.0}))
-            self.sent.append(self.next_s * 1000)
-            self.next_s += 1
-        pub.send_many(batch)
-
-    def until_full(self, pub: Publisher, cfg: Path, timeout_s: float = 60) -> dict[str, Any]:
-        """Publish small batches until ``status`` says the disk is full (the journal's
-        write-ahead log may have room for a few commits after the file system is full)."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            self.send(pub, 20)
-            now = status(cfg)
-            if now["ingest"]["disk_full_since"] is not None:
-                return now
-            assert time.monotonic() < deadline, "the daemon never reported the disk full"
 
 
 

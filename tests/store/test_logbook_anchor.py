@@ -36,10 +36,10 @@ from monitor.store.events import LOGBOOK_TRIGGERS, _chain_hash, _logbook_content
 from monitor.store.opening import open_store
 from monitor.views.logbook import current_events, verify_logbook
 
+from ..support.commandkit import assert_refused, stormwatch
 from ..support.daemonkit import SITE, write_config
 from ..support.receivers import HttpReceiver, closed_port
-from ..views.test_report_month import ACTIVE, _cells, _readings
-from .test_missing_db import assert_refused, stormwatch
+from ..support.reportkit import ACTIVE, gauge_readings, table_cells
 
 ROOT = Path(__file__).resolve().parents[2]
 H = MS_PER_HOUR
@@ -51,7 +51,7 @@ def may_items() -> list[Reading | Inspection]:
     """May 2026 at the site (as in ``test_report_month``): two storms, three inspections,
     one of them backdated."""
     may3, may13 = parse_iso("2026-05-03T14:00:00Z"), parse_iso("2026-05-13T14:00:00Z")
-    items: list[Reading | Inspection] = list(_readings(
+    items: list[Reading | Inspection] = list(gauge_readings(
         parse_iso("2026-05-01T04:00:00Z"), NOW, [(may3, 70), (may13, 61)]))
     items += [
         Inspection(site=SITE, inspector="J. Rivera", ts_ms=may3 + 6 * H, kind="storm",
@@ -461,8 +461,8 @@ def test_the_report_reads_the_log_book_not_the_events_table(site: Path, tmp_path
         (n,) = c.execute("SELECT changes()").fetchone()
     assert n == 1
     after = report(site, tmp_path / "after.html")
-    assert _cells(after, "Inspections") == _cells(before, "Inspections")
-    assert _cells(after, "Summary") == _cells(before, "Summary")
+    assert table_cells(after, "Inspections") == table_cells(before, "Inspections")
+    assert table_cells(after, "Summary") == table_cells(before, "Summary")
     assert header(after)["Log book check"] == (
         "FAILED: 1 problem(s); run `stormwatch logbook verify`")
 
@@ -501,4 +501,4 @@ def test_a_backlog_being_applied_changes_no_count(tmp_path: Path) -> None:
     after = report(cfg, tmp_path / "after.html")
     assert "Not yet in the log book" not in header(after)
     for section in ("Summary", "Storms", "Inspections", "Corrective actions"):
-        assert _cells(after, section) == _cells(during, section), section
+        assert table_cells(after, section) == table_cells(during, section), section

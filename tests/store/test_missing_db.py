@@ -12,10 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
-from collections.abc import Sequence
 from datetime import datetime, timedelta
 from datetime import time as dtime
 from pathlib import Path
@@ -31,43 +28,8 @@ from monitor.host.engine import EngineHost
 from monitor.host.rows import journal_in
 from monitor.store.opening import open_store
 
+from ..support.commandkit import READERS, assert_refused, stormwatch
 from ..support.daemonkit import SITE, write_config
-
-ROOT = Path(__file__).resolve().parents[2]
-
-#: Every command that reads the state, as (name, arguments after --config FILE).
-READERS: list[tuple[str, tuple[str, ...]]] = [
-    ("status", ("status",)),
-    ("status --json", ("status", "--json")),
-    ("logbook export", ("logbook", "--site", SITE)),
-    ("logbook verify", ("logbook", "verify")),
-    ("report", ("report", "--site", SITE, "--from", "2026-05-01", "--to", "2026-05-02")),
-]
-
-
-def stormwatch(cfg: Path, args: Sequence[str], *, out: Path | None = None,
-               env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """``stormwatch ARGS --config CFG`` (and ``--out OUT`` for ``report``) as a process."""
-    command, *rest = args
-    extra = ["--out", str(out)] if command == "report" and out is not None else []
-    return subprocess.run(
-        [sys.executable, "-m", "monitor.cli", command, "--config", str(cfg), *rest, *extra],
-        capture_output=True, text=True, cwd=ROOT, timeout=120,
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg",
-             **(env or {})})
-
-
-def assert_refused(proc: subprocess.CompletedProcess[str], *words: str) -> None:
-    """Exit 2, nothing on stdout, one line on stderr holding ``words``, no traceback."""
-    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
-    assert proc.stdout == ""
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1, proc.stderr
-    for word in words:
-        assert word in lines[0], (word, lines[0])
-    assert "Traceback" not in proc.stderr
-    assert "OK" not in proc.stderr and "no open" not in proc.stderr
-
 
 # --------------------------------------------------------------------------- refusals
 

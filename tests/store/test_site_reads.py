@@ -6,9 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .test_store import MIN, SITE, T0, db, qualified, reading, started, store, trap_fill
-
-__all__ = ["db", "store"]  # the fixtures, used by name
+from ..support.storekit import MIN, SITE, T0, qualified, reading, started, trap_fill
 
 
 def test_current_of_one_site_and_some_types(store: Any) -> None:

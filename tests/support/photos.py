@@ -1,8 +1,14 @@
-"""Photos for the tests: a JPEG with EXIF time and GPS, made with Pillow."""
+"""Photos for the tests: a JPEG with EXIF time and GPS, made with Pillow, and stored as
+the web app stores an upload."""
 
 from __future__ import annotations
 
 import io
+from pathlib import Path
+
+from monitor.config import SiteConfig
+from monitor.store.photos import store_photo
+from monitor.views.report.tables import LocalTime
 
 #: The upload time the store tests tell it (2027-01-15 08:00 UTC): after every EXIF
 #: time these photos carry, so each is plausible.
@@ -65,3 +71,14 @@ def png_bomb(width: int = 13_000, height: int = 13_000) -> bytes:
     header = struct.pack(">IIBBBBB", width, height, 1, 0, 0, 0, 0)  # 1-bit greyscale
     return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", body)
             + chunk(b"IEND", b""))
+
+
+#: The local time of a report's photo captions: a site in New York.
+LOCAL = LocalTime(SiteConfig.model_validate({"id": "branch-meadows",
+                                             "timezone": "America/New_York",
+                                             "condition": "B"}))
+
+
+def stored_photo(photos_dir: Path, data: bytes) -> str:
+    """Store ``data`` as the web app stores an upload (at ``NOW_MS``); its sha256."""
+    return store_photo(photos_dir, [data], 10_000_000, now_ms=NOW_MS).sha256

@@ -221,3 +221,26 @@ def changed(e: Event, *, site: str | None = None, revision: int | None = None,
                 dataclasses.replace(e.body, **fields))
     return Event(fact, e.revision if revision is None else revision,
                  e.retracted if retracted is None else retracted)
+
+
+def ev(at_ms: int, body: Body, n: int = 0) -> Event:
+    return Event(Fact(SITE, at_ms, f"{body.TYPE}-{at_ms}-{n}", body))
+
+
+def contrast(at_iso: str, state: str, started: str, pair: str = "outfall-1") -> Event:
+    return ev(parse_iso(at_iso), TurbidityContrast(
+        pair=pair, state=state, basis="background", started_at=started,  # type: ignore[arg-type]
+        upstream_ntu=5.0, downstream_ntu=20.0, delta_ntu=15.0, limit_ntu=5.0,
+        upstream_at=started))
+
+
+def storm(start_ms: int, hundredths: int = 60, seq0: int = 0) -> list[Reading]:
+    """0.01 in a minute from ``start_ms``: 60 of them qualify at minute 49 (0.50 in)."""
+    return [rain("rg1", start_ms + i * MS_PER_MINUTE, 0.01, seq0 + i) for i in range(hundredths)]
+
+
+def insp(at_ms: int, inspector: str = "J. Rivera", kind: str = "routine", **more: Any
+         ) -> Inspection:
+    """An inspection (routine unless ``kind`` says) with any more fields of ``Inspection``."""
+    return Inspection(site=SITE, inspector=inspector, ts_ms=at_ms, kind=kind,  # type: ignore[arg-type]
+                      **more)

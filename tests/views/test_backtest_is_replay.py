@@ -328,8 +328,9 @@ def test_backtest_and_replay_agree_storm_for_storm(file: File) -> None:
 
 
 def case_file(frame: pd.DataFrame, in_per_tip: dict[str, float]) -> tuple[Config, str]:
-    """A case of ``tests/engine/test_backtest.py``'s generator as a replay CSV: its gauges
-    at one site, counters or depths (with or without ``seq``), in its shuffled order."""
+    """A case of the backtest property's generator (``tests/support/rainseries.py``) as a
+    replay CSV: its gauges at one site, counters or depths (with or without ``seq``), in
+    its shuffled order."""
     ms = frame["ts"] if not pd.api.types.is_datetime64_any_dtype(frame["ts"]) else (
         (frame["ts"] - pd.Timestamp(0, tz="UTC")) // pd.Timedelta(1, unit="ms"))
     out = io.StringIO()
@@ -348,7 +349,7 @@ def case_file(frame: pd.DataFrame, in_per_tip: dict[str, float]) -> tuple[Config
 
 @pytest.fixture(scope="module")
 def engine_cases() -> Any:
-    from tests.engine.test_backtest import cases
+    from tests.support.rainseries import cases
     return cases()
 
 
@@ -357,8 +358,9 @@ def engine_cases() -> Any:
                                  HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_the_column_rule_generator_as_files(data: st.DataObject, engine_cases: Any) -> None:
-    """The generator of ``tests/engine/test_backtest.py`` (bursts, drizzles over days,
-    counter resets and 16-bit wraps, split and redelivered messages) as replay files."""
+    """The generator of the backtest property (``tests/support/rainseries.py``: bursts,
+    drizzles over days, counter resets and 16-bit wraps, split and redelivered messages)
+    as replay files."""
     case = data.draw(engine_cases)
     config, text = case_file(case.frame, case.in_per_tip)
     assert_same(config, text, None)
@@ -369,36 +371,35 @@ def test_the_column_rule_generator_as_files(data: st.DataObject, engine_cases: A
 
 def fixture_files(tmp_path: Any) -> dict[str, tuple[Config, str]]:
     """The replay files the suite already holds or builds, with their configurations:
-    the shipped sample, the per-tip exports of ``tests/engine/test_per_tip.py``, the
-    on-tip logger of ``test_on_tip.py``, the silent gauge and the drizzle of
-    ``test_silence.py``, the storm of ``tests/commands/test_cli.py``."""
+    the shipped sample, the per-tip exports (``tests/support/pertip.py``), the on-tip
+    logger (``ontip.py``), the silent gauge and the drizzle (``silences.py``), the storm
+    of the command-line tests (``smallsite.py``)."""
     from monitor.config.file import load_config
-    from tests.commands import test_cli
-    from tests.engine import test_on_tip, test_per_tip, test_silence
+    from tests.support import ontip, pertip, silences, smallsite
+    from tests.support.daemonkit import ROOT as root
 
-    root = test_cli.ROOT
     out = {"sample": (load_config(root / "config" / "example.yaml", env={}),
                       (root / "config" / "sample-readings.csv").read_text(encoding="utf-8"))}
     for column in (True, False):
         for debounce in (1.0, 0.0):
-            csv_path = test_per_tip.per_tip_csv(tmp_path / "tips.csv",
-                                                test_per_tip.bouncing_storm(), column=column)
+            csv_path = pertip.per_tip_csv(tmp_path / "tips.csv",
+                                                pertip.bouncing_storm(), column=column)
             out[f"per-tip column={column} debounce_s={debounce}"] = (
-                parse_config(test_per_tip.doc(debounce_s=debounce), env={}),
+                parse_config(pertip.doc(debounce_s=debounce), env={}),
                 csv_path.read_text(encoding="utf-8"))
     for reporting in ("on_tip", "interval"):
-        rows = test_on_tip.two_storms()
+        rows = ontip.two_storms()
         out[f"logger {reporting}"] = (
-            test_on_tip.config(test_on_tip.gauge(reporting=reporting)),
+            ontip.config(ontip.gauge(reporting=reporting)),
             "ts,site,sensor,tips_total\n" + "".join(
-                f"{iso(t)},{test_on_tip.SITE},rg1,{tips}\n" for t, tips in rows))
-    for name, silence_rows in (("silent gauge", test_silence.silent_gauge(30)),
-                               ("drizzle", test_silence.drizzle())):
-        out[name] = (test_silence.config(), "ts,site,sensor,tips_total\n" + "".join(
-            f"{iso(t)},{test_silence.SITE},{sensor},{tips}\n" for t, sensor, tips in silence_rows))
-    small = test_cli.SMALL.format(state=tmp_path / "state")
+                f"{iso(t)},{ontip.SITE},rg1,{tips}\n" for t, tips in rows))
+    for name, silence_rows in (("silent gauge", silences.silent_gauge(30)),
+                               ("drizzle", silences.drizzle())):
+        out[name] = (silences.config(), "ts,site,sensor,tips_total\n" + "".join(
+            f"{iso(t)},{silences.SITE},{sensor},{tips}\n" for t, sensor, tips in silence_rows))
+    small = smallsite.SMALL.format(state=tmp_path / "state")
     import yaml
-    out["cli storm"] = (parse_config(yaml.safe_load(small), env={}), test_cli.storm_csv())
+    out["cli storm"] = (parse_config(yaml.safe_load(small), env={}), smallsite.storm_csv())
     return out
 
 

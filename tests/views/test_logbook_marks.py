@@ -3,7 +3,7 @@ photos: ``stormwatch logbook --format csv|md`` and the field app's
 site page.
 
 The site has a forecast source. The NWS issue of T0 forecasts two storms (the
-numbers of ``tests/engine/test_weather.py``: 12.7 mm in T0+6h..T0+30h, and 14 mm at
+numbers of ``tests/support/weatherkit.py``: 12.7 mm in T0+6h..T0+30h, and 14 mm at
 T0+48h, inside ``forecast_hours: 72``); the issue of T0+1h still forecasts the first
 and no longer the second, so the second's ``storm_forecast`` is recorded once more,
 retracted: its first row is a fact a later revision withdrew. An inspection from the
@@ -23,10 +23,9 @@ from fastapi.testclient import TestClient
 
 from monitor.config import Config
 
-from ..engine.test_weather import CHANCE, STORM, issue, nws_interval
-from ..engine.test_weather_engine import counter
-from ..store.test_missing_db import stormwatch
+from ..support.commandkit import stormwatch
 from ..support.photos import jpeg_with_gps
+from ..support.weatherkit import CHANCE, STORM, counter, issue, nws_interval
 from ..support.webkit import QP, SITE, client_for, recorded_web_site, sign_in
 
 WEATHER = "weather: {nws: {user_agent: 'test (ops@example.org)'}, forecast_hours: 72}\n"

@@ -37,9 +37,9 @@ from monitor.sinks.notify.messages import Alert, render
 from monitor.sources.parse import parse_message
 from monitor.store.opening import open_store
 
-from ..store.test_missing_db import stormwatch
+from ..support.commandkit import stormwatch
 from ..support.daemonkit import SITE, write_config
-from .test_report_month import _cells
+from ..support.reportkit import table_cells
 
 #: (time, sensor, precip_in, seq, depth_in) as the module docstring lists them.
 ROWS = [("2026-05-01T12:00:00Z", "rg1", 0.124, 1, None),
@@ -105,11 +105,11 @@ def test_the_report_says_the_storm_and_the_fill_as_they_are(site: Path) -> None:
                              "--to", "2026-05-03"), out=out)
     assert proc.returncode == 0, proc.stderr
     html = out.read_text(encoding="utf-8")
-    storms = _cells(html, "Storms")
+    storms = table_cells(html, "Storms")
     assert [s[2] for s in storms] == ["0.496 in", "0.60 in"]
     # Judged at the end of the period (May 4 00:00 EDT), 15.8 h after the due time.
     assert storms[1][-1] == "overdue"
-    (trap,) = _cells(html, "Sediment traps")
+    (trap,) = table_cells(html, "Sediment traps")
     assert trap[2:] == ["warning level reached", "49.7%"]
     alt = re.search(r'<img alt="(Hourly rain[^"]*)"', html)
     assert alt is not None and "highest storm total: rg1 0.60 in" in unescape(alt.group(1))
@@ -156,8 +156,8 @@ def test_an_mqtt_inspection_naming_no_open_action_is_recorded_and_the_report_say
                       out=out)
     assert proc.returncode == 0, proc.stderr
     html = out.read_text(encoding="utf-8")
-    _, resolving = _cells(html, "Inspections")
+    _, resolving = table_cells(html, "Inspections")
     assert resolving[4] == ("resolves ca-bogus (no corrective action was open under this id:"
                             " it resolved nothing)")
-    (action,) = _cells(html, "Corrective actions")
+    (action,) = table_cells(html, "Corrective actions")
     assert action[5] == "open" and action[1] == "re-seed the slope"

@@ -23,7 +23,7 @@ from monitor.store.opening import open_store
 from monitor.views.report.build import build_report, engine_series
 
 from ..support.daemonkit import SITE, write_config
-from .test_report_month import _cells
+from ..support.reportkit import table_cells
 
 START = parse_iso("2026-05-01T12:00:00Z")
 MEAN_SITE = """\
@@ -84,10 +84,10 @@ def test_a_mean_site_reports_the_storm_its_alerts_were_decided_on(tmp_path: Path
            'time axis: local date and time, America/New_York (EDT)"' \
            in html
     # One storm of the site, the mean's, not qualified; g1's own 0.60 in is not the site's.
-    summary = dict((k, v) for k, v in _cells(html, "Summary"))
+    summary = dict((k, v) for k, v in table_cells(html, "Summary"))
     assert summary["Storms"] == "1 (0 qualified, ≥ 0.5 in)"
     assert summary["Storm inspections"] == "0 met, 0 late, 0 open (0 overdue)"
-    (storm,) = _cells(html, "Storms")
+    (storm,) = table_cells(html, "Storms")
     assert (storm[2], storm[4], storm[-1]) == ("0.30 in", "—", "not qualified")
     assert "informational" not in html
 
@@ -99,7 +99,7 @@ def test_an_open_storm_of_a_mean_site_shows_the_means_running_total(tmp_path: Pa
     with open_store(config) as store:
         html = build_report(config, store, SITE, START, START + 24 * MS_PER_HOUR,
                             START + 100 * MS_PER_MINUTE)
-    (storm,) = _cells(html, "Storms")
+    (storm,) = table_cells(html, "Storms")
     assert (storm[1], storm[2]) == ("—", "0.20 in (running)")
 
 
@@ -129,11 +129,11 @@ def test_a_storms_outcome_is_judged_when_the_engine_judged_its_clock(
         html = build_report(config, store, SITE, START, START + 48 * MS_PER_HOUR, wall)
     word = "overdue" if engine_ahead_h else "open"
     assert bool(overdue_alerts) == bool(engine_ahead_h)
-    (storm,) = _cells(html, "Storms")
+    (storm,) = table_cells(html, "Storms")
     assert storm[-1] == word
-    summary = dict((k, v) for k, v in _cells(html, "Summary"))
+    summary = dict((k, v) for k, v in table_cells(html, "Summary"))
     assert summary["Storm inspections"] == (
         f"0 met, 0 late, 1 open ({1 if engine_ahead_h else 0} overdue)")
-    clock = next(c for c in _cells(html, "Outstanding at the end of the period")
+    clock = next(c for c in table_cells(html, "Outstanding at the end of the period")
                  if c[0].startswith("Storm inspection"))
     assert clock[3] == ("overdue by 8.0 h" if engine_ahead_h else "open, 22.0 h left")

@@ -12,7 +12,6 @@ the real command.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from html import unescape
 from pathlib import Path
 
@@ -20,28 +19,14 @@ import pytest
 
 from monitor.config.file import load_config
 from monitor.contract.inputs import CorrectiveAction, Finding, Inspection, Reading
-from monitor.contract.times import MS_PER_HOUR, MS_PER_MINUTE, parse_iso
+from monitor.contract.times import MS_PER_MINUTE, parse_iso
 from monitor.host.engine import EngineHost
 from monitor.host.rows import journal_in
 from monitor.store.opening import open_store
 
-from ..store.test_missing_db import stormwatch
+from ..support.commandkit import stormwatch
 from ..support.daemonkit import SITE, write_config
-
-H = MS_PER_HOUR
-ACTIVE = "    active_since: 2026-05-01\n"
-
-
-def _readings(start_ms: int, end_ms: int, storms: Sequence[tuple[int, int]]) -> list[Reading]:
-    """The gauge's counter every 4 hours when dry, every minute while it rains."""
-    out, total, at = [], 0, start_ms
-    rain = {s + m * MS_PER_MINUTE for s, n in storms for m in range(n)}
-    stamps = sorted(set(range(start_ms, end_ms, 4 * H)) | rain
-                    | {s + (n + m) * MS_PER_MINUTE for s, n in storms for m in range(1, 60)})
-    for at in stamps:
-        total += 1 if at in rain else 0
-        out.append(Reading(site=SITE, sensor="rg1", kind="rain", ts_ms=at, tips_total=total))
-    return out
+from ..support.reportkit import ACTIVE, H, gauge_readings, table_cells
 
 
 def _site(tmp_path: Path, items: list[Reading | Inspection], now_ms: int) -> Path:
@@ -56,17 +41,12 @@ def _site(tmp_path: Path, items: list[Reading | Inspection], now_ms: int) -> Pat
     return path
 
 
-def _cells(html: str, heading: str) -> list[list[str]]:
-    """The rows of the table after ``<h2>heading``, as text cells."""
-    section = html.split(f"<h2>{heading}", 1)[1].split("<h2>", 1)[0]
-    return [[unescape(re.sub(r"<[^>]+>", "", c)) for c in re.findall(r"<td>(.*?)</td>", row)]
-            for row in re.findall(r"<tr>(.*?)</tr>", section)[1:]]
 
 
 @pytest.fixture
 def month(tmp_path: Path) -> str:
     may3, may13 = parse_iso("2026-05-03T14:00:00Z"), parse_iso("2026-05-13T14:00:00Z")
-    items: list[Reading | Inspection] = list(_readings(
+    items: list[Reading | Inspection] = list(gauge_readings(
         parse_iso("2026-05-01T04:00:00Z"), parse_iso("2026-06-01T04:00:00Z"),
         [(may3, 70), (may13, 61)]))
     items += [
@@ -92,7 +72,7 @@ def month(tmp_path: Path) -> str:
 
 
 def test_the_summary_counts_the_month(month: str) -> None:
-    summary = dict((k, v) for k, v in _cells(month, "Summary"))
+    summary = dict((k, v) for k, v in table_cells(month, "Summary"))
     assert summary["Storms"] == "2 (2 qualified, ≥ 0.5 in)"
     assert summary["Storm inspections"] == "2 met, 0 late, 0 open (0 overdue)"
     assert summary["Routine inspections"] == "2 met, 1 late, 1 open (1 overdue)"
@@ -102,10 +82,10 @@ def test_the_summary_counts_the_month(month: str) -> None:
 
 
 def test_the_tables_show_totals_times_credentials_and_actions(month: str) -> None:
-    storms = _cells(month, "Storms")
+    storms = table_cells(month, "Storms")
     assert [row[2] for row in storms] == ["0.70 in", "0.61 in"]
     assert [row[-1] for row in storms] == ["met", "met"]
-    inspections = _cells(month, "Inspections")
+    inspections = table_cells(month, "Inspections")
     assert [row[2] for row in inspections] == [
         "J. Rivera (CPESC 12345)", "A. Lee (NY PE 098765)", "J. Rivera (CPESC 12345)"]
     # Both times of the backdated one; the first names its finding and action.
@@ -114,10 +94,10 @@ def test_the_tables_show_totals_times_credentials_and_actions(month: str) -> Non
     assert "silt-fence-north: undermined at station 2+40" in inspections[0][4]
     assert "asks ca-1: re-trench silt fence north" in inspections[0][4]
     assert "resolves ca-1" in inspections[2][4]
-    (action,) = _cells(month, "Corrective actions")
+    (action,) = table_cells(month, "Corrective actions")
     assert action[0] == "ca-1" and action[3] == "2026-05-07 00:00 EDT"
     assert action[4] == "2026-05-20 10:00 EDT" and action[5] == "resolved late"
-    (clock,) = _cells(month, "Outstanding at the end of the period")
+    (clock,) = table_cells(month, "Outstanding at the end of the period")
     # The clock by its local start (14:00 UTC is 10:00 EDT on May 20).
     assert clock[0] == "Routine inspection (every 7 calendar days): the week of May 20"
     assert clock[3].startswith("overdue by ")
@@ -126,14 +106,14 @@ def test_the_tables_show_totals_times_credentials_and_actions(month: str) -> Non
 def test_an_open_storm_shows_its_running_total(tmp_path: Path) -> None:
     """Qualified at 0.50 in and still raining at 0.61 in: the table shows 0.61 in."""
     start = parse_iso("2026-05-03T14:00:00Z")
-    items: list[Reading | Inspection] = list(_readings(start - 4 * H, start + 61 * MS_PER_MINUTE,
-                                                       [(start, 61)]))
+    items: list[Reading | Inspection] = list(
+        gauge_readings(start - 4 * H, start + 61 * MS_PER_MINUTE, [(start, 61)]))
     cfg = _site(tmp_path, items, start + 62 * MS_PER_MINUTE)
     out = tmp_path / "r.html"
     proc = stormwatch(cfg, ("report", "--site", SITE, "--from", "2026-05-03", "--to",
                             "2026-05-03"), out=out)
     assert proc.returncode == 0, proc.stderr
-    (storm,) = _cells(out.read_text(encoding="utf-8"), "Storms")
+    (storm,) = table_cells(out.read_text(encoding="utf-8"), "Storms")
     assert storm[2] == "0.61 in (running)"
 
 
@@ -144,5 +124,5 @@ def test_every_time_and_clock_id_is_local_with_its_zone(month: str) -> None:
     # The first inspection closed the routine clock begun at active_since (May 1, local
     # midnight) and the clock of the storm begun May 3 14:00 UTC: both named by their
     # local date.
-    (first, *_) = _cells(month, "Inspections")
+    (first, *_) = table_cells(month, "Inspections")
     assert first[-1] == "week of May 1 (met), storm of May 3 (met)"

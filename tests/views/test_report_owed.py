@@ -20,58 +20,13 @@ import pytest
 
 from monitor.config import Config
 from monitor.config.file import load_config
-from monitor.contract.inputs import CorrectiveAction, Inspection, Reading
-from monitor.contract.times import MS_PER_HOUR, MS_PER_MINUTE, parse_iso
-from monitor.host.engine import EngineHost
-from monitor.host.rows import journal_in
+from monitor.contract.times import parse_iso
 from monitor.store.opening import open_store
 from monitor.views.report.build import build_report
 from monitor.views.report.tables import LocalTime
 
-from ..support.daemonkit import SITE, write_config
-from .test_report_month import ACTIVE, _cells
-
-FROM, TO = parse_iso("2026-05-01T04:00:00Z"), parse_iso("2026-06-01T04:00:00Z")
-TURBID = parse_iso("2026-05-30T14:00:00Z")
-
-
-def _items() -> list[Reading | Inspection]:
-    insp = parse_iso("2026-05-03T20:00:00Z")
-    items: list[Reading | Inspection] = [Inspection(
-        site=SITE, inspector="J. Rivera", ts_ms=insp, entered_ms=insp + MS_PER_HOUR,
-        corrective_actions=(
-            CorrectiveAction("ca-1", "re-trench silt fence north",
-                             parse_iso("2026-05-07T04:00:00Z")),
-            CorrectiveAction("ca-2", "seed the stockpile", parse_iso("2026-06-10T04:00:00Z"))))]
-    # 33 in of sediment in the Blue Book trap (20 x 10 ft, 2:1 sides, 4 ft deep):
-    # V(2.75 ft) = 550 + 30*2*2.75^2 + 4/3*4*2.75^3 = 1114.67 cf of 2101.33 cf: 53 %.
-    # The fifth reading (the median's window full) is the demand: May 10 16:00 UTC.
-    for h in range(5):
-        items.append(Reading(site=SITE, sensor="trap1-depth", kind="sediment",
-                             ts_ms=parse_iso("2026-05-10T12:00:00Z") + h * MS_PER_HOUR,
-                             depth_in=33.0))
-    items.append(Reading(site=SITE, sensor="trap1-depth", kind="sediment",
-                         ts_ms=parse_iso("2026-05-20T12:00:00Z"), depth_in=33.0))
-    # Background 5 NTU; downstream 6, then 20 from 14:05 (over the 5 NTU allowed
-    # increase), 30, 50 (the peak: 45 NTU over background at 14:20 UTC), 20, 18 ...
-    for i, down in enumerate((6.0, 20.0, 25.0, 30.0, 50.0, 20.0, 18.0, 16.0, 15.0, 15.0)):
-        ts = TURBID + i * 5 * MS_PER_MINUTE
-        items.append(Reading(site=SITE, sensor="tb-up", kind="turbidity", ts_ms=ts, ntu=5.0))
-        items.append(Reading(site=SITE, sensor="tb-down", kind="turbidity", ts_ms=ts + 1000,
-                             ntu=down))
-    return sorted(items, key=lambda it: it.ts_ms)
-
-
-def month_site(tmp_path: Path) -> Path:
-    """The config file of the site of May (module docstring), its state recorded."""
-    path = write_config(tmp_path, 1, name=f"Branch Meadows\n{ACTIVE}")
-    config = load_config(path, env={})
-    with open_store(config) as store:
-        host = EngineHost.restore(config, store, clock=lambda: TO / 1000)
-        store.journal.commit([journal_in(it, topic=None, received_ms=None) for it in _items()])
-        host.catch_up()
-        host.tick()
-    return path
+from ..support.daemonkit import SITE
+from ..support.reportkit import FROM, TO, month_site, table_cells
 
 
 @pytest.fixture
@@ -85,7 +40,7 @@ def _report(config: Config, now_ms: int = TO) -> str:
 
 
 def test_every_duty_outstanding_at_the_end_is_listed(site: Config) -> None:
-    owed = _cells(_report(site), "Outstanding at the end of the period")
+    owed = table_cells(_report(site), "Outstanding at the end of the period")
     assert owed == [
         ["Corrective action ca-1: re-trench silt fence north (asked by J. Rivera)",
          "2026-05-03 16:00 EDT", "2026-05-07 00:00 EDT", "overdue by 25.0 days",
@@ -110,7 +65,7 @@ def test_every_duty_outstanding_at_the_end_is_listed(site: Config) -> None:
 def test_a_turbidity_episode_gives_its_peak(site: Config) -> None:
     html = _report(site)
     section = html.split("<h2>Turbidity episodes</h2>", 1)[1].split("</table>", 1)[0]
-    (episode,) = _cells("<h2>E" + section, "E")
+    (episode,) = table_cells("<h2>E" + section, "E")
     # Pair, state, basis, started, detected, Δ at detection, peak at, up, down, Δ, limit.
     assert episode[:3] == ["outfall-1", "exceeded", "background"]
     assert episode[3] == "2026-05-30 10:05 EDT"
@@ -145,7 +100,7 @@ def test_a_period_not_yet_ended_is_judged_where_the_engine_judged_it(site: Confi
         "<p>Duties still owed as of 2026-06-01 00:00 EDT, where the engine last judged the "
         "site: the period ends 2026-07-01 00:00 EDT.</p>")
     # The same duties as at June 1: ca-2 still has 9 days left.
-    assert _cells(html, "Outstanding at the end of the period")[-1][3] == "open, 9.0 days left"
+    assert table_cells(html, "Outstanding at the end of the period")[-1][3] == "open, 9.0 days left"
 
 
 def _header_rows(html: str) -> list[tuple[str, str]]:

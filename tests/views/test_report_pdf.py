@@ -14,9 +14,9 @@ from monitor.store.opening import open_store
 from monitor.views.report.build import build_report
 from monitor.views.report.pdf import document, render_pdf
 
-from ..store.test_missing_db import stormwatch
+from ..support.commandkit import stormwatch
 from ..support.daemonkit import SITE
-from .test_report_owed import FROM, TO, month_site
+from ..support.reportkit import FROM, TO, month_site
 
 
 def _text(doc: Any) -> str:

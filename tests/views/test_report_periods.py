@@ -39,9 +39,9 @@ from monitor.contract.times import MS_PER_HOUR, MS_PER_MINUTE, parse_iso
 from monitor.store.opening import open_store
 from monitor.views.report.build import build_report, parse_bound
 
-from ..store.test_missing_db import stormwatch
+from ..support.commandkit import stormwatch
+from ..support.reportkit import table_cells
 from ..support.webkit import OFFICER, SITE, client_for, recorded_web_site, sign_in
-from .test_report_month import _cells
 
 H, M = MS_PER_HOUR, MS_PER_MINUTE
 WEEK_1, WEEK_2 = ("2026-05-04", "2026-05-10"), ("2026-05-11", "2026-05-17")
@@ -50,7 +50,7 @@ SECTIONS = ("Summary", "Outstanding at the end of the period", "Storms", "Inspec
             "Corrective actions")
 
 
-def _items() -> list[Reading | Inspection]:
+def month_items() -> list[Reading | Inspection]:
     start, end = parse_iso("2026-05-01T04:00:00Z"), parse_iso("2026-06-01T04:00:00Z")
     tips = [parse_iso("2026-05-11T01:30:00Z") + 2 * k * M for k in range(60)]
     tips += [parse_iso("2026-05-11T04:10:00Z") + 2 * k * M for k in range(10)]
@@ -84,12 +84,12 @@ def month(tmp_path_factory: pytest.TempPathFactory) -> Month:
     tmp = tmp_path_factory.mktemp("periods")
     path, config = recorded_web_site(tmp, lambda text: text.replace(
         "    condition: B\n", "    condition: B\n    active_since: 2026-05-01\n", 1),
-        _items(), parse_iso("2026-06-01T04:00:00Z"))
+        month_items(), parse_iso("2026-06-01T04:00:00Z"))
     return Month(path, config, tmp)
 
 
 def _sections(html: str) -> dict[str, list[list[str]]]:
-    return {name: _cells(html, name) for name in SECTIONS}
+    return {name: table_cells(html, name) for name in SECTIONS}
 
 
 def _by_html(month: Month, week: tuple[str, str]) -> str:
@@ -124,7 +124,7 @@ def _text(html: str) -> str:
 
 
 def _summary(html: str) -> dict[str, str]:
-    return dict((k, v) for k, v in _cells(html, "Summary"))
+    return dict((k, v) for k, v in table_cells(html, "Summary"))
 
 
 def test_week_1_counts_the_storm_it_qualified_in_and_judges_at_its_end(
@@ -141,10 +141,10 @@ def test_week_1_counts_the_storm_it_qualified_in_and_judges_at_its_end(
     assert summary["Weeks without a required inspection (§ 134-12D)"] == "0 (0 clock(s))"
     # The storm as it stood at the end of the week: still raining (its last tip, of
     # the 70, came at 00:28 EDT the next day), 60 tips counted: 0.60 in so far.
-    (storm,) = _cells(html, "Storms")
+    (storm,) = table_cells(html, "Storms")
     assert storm == ["2026-05-10 21:30 EDT", "—", "0.60 in (running)", "0.60 in",
                      "2026-05-10 23:08 EDT", "2026-05-11 23:08 EDT", "—", "open"]
-    owed = _cells(html, "Outstanding at the end of the period")
+    owed = table_cells(html, "Outstanding at the end of the period")
     # Routine clock of May 5 10:00 EDT, then the storm clock: due 23:08 EDT, 23 h 8 min
     # after the end of the week (23.13 h).
     assert [row[0] for row in owed] == [
@@ -168,16 +168,16 @@ def test_week_2_does_not_count_the_storm_again_and_counts_the_inspection(
     # The storm qualified in week 1: counted there, not here, though its rain ran on
     # past midnight into week 2.
     assert summary["Storms"] == "0 (0 qualified, ≥ 0.5 in)"
-    assert _cells(html, "Storms") == []
+    assert table_cells(html, "Storms") == []
     # The storm clock and the routine clock of May 5 were met on May 11, in week 2;
     # the routine clock that inspection started is open at May 18 00:00 EDT, due a week after
     # May 11 15:00 EDT: not yet overdue then.
     assert summary["Storm inspections"] == "1 met, 0 late, 0 open (0 overdue)"
     assert summary["Routine inspections"] == "1 met, 0 late, 1 open (0 overdue)"
-    (owed,) = _cells(html, "Outstanding at the end of the period")
+    (owed,) = table_cells(html, "Outstanding at the end of the period")
     assert owed[0] == "Routine inspection (every 7 calendar days): the week of May 11"
     assert owed[2].startswith("2026-05-18 ") and owed[3].startswith("open, ")
-    (inspection,) = _cells(html, "Inspections")
+    (inspection,) = table_cells(html, "Inspections")
     assert inspection[0] == "2026-05-11 15:00 EDT"
     # The clocks by name (the local date of their storm or week), as every page says them.
     assert "storm of May 10 (met)" in inspection[-1]

@@ -11,21 +11,11 @@ from pathlib import Path
 
 from PIL import Image
 
-from monitor.config import SiteConfig
 from monitor.contract.events import Event, Fact, InspectionRecorded
-from monitor.store.photos import photo_path, store_photo
+from monitor.store.photos import photo_path
 from monitor.views.report.photos import THUMB_PX, photo_grid, photos_section
-from monitor.views.report.tables import LocalTime
 
-from ..support.photos import NOW_MS, jpeg_with_gps, png_plain
-
-SITE = SiteConfig.model_validate({"id": "branch-meadows", "timezone": "America/New_York",
-                                  "condition": "B"})
-LOCAL = LocalTime(SITE)
-
-
-def _stored(photos_dir: Path, data: bytes) -> str:
-    return store_photo(photos_dir, [data], 10_000_000, now_ms=NOW_MS).sha256
+from ..support.photos import LOCAL, jpeg_with_gps, png_plain, stored_photo
 
 
 def _thumb(html: str) -> Image.Image:
@@ -36,7 +26,7 @@ def _thumb(html: str) -> Image.Image:
 def test_a_photo_is_a_small_inline_thumbnail_with_its_hash_time_and_place(
         tmp_path: Path) -> None:
     data = jpeg_with_gps(size=(1280, 960))
-    sha = _stored(tmp_path, data)
+    sha = stored_photo(tmp_path, data)
     assert sha == hashlib.sha256(data).hexdigest()
     html = photo_grid([{"sha256": sha, "taken_at": "2026-11-30T14:15:00Z", "lat": 40.7128,
                         "lon": -74.006, "caption": "silt fence <north> after repair"}],
@@ -53,8 +43,8 @@ def test_a_photo_is_a_small_inline_thumbnail_with_its_hash_time_and_place(
 
 
 def test_missing_altered_and_non_image_files_are_shown_never_dropped(tmp_path: Path) -> None:
-    kept = _stored(tmp_path, png_plain())
-    altered = _stored(tmp_path, jpeg_with_gps())
+    kept = stored_photo(tmp_path, png_plain())
+    altered = stored_photo(tmp_path, jpeg_with_gps())
     photo_path(tmp_path, altered).write_bytes(b"not the photo any more")
     missing = hashlib.sha256(b"a photo never stored").hexdigest()
     not_image = hashlib.sha256(b"text").hexdigest()
@@ -88,7 +78,7 @@ def test_inspections_recorded_before_photos_have_no_photo_section(tmp_path: Path
 
 
 def test_an_inspections_photos_from_its_event(tmp_path: Path) -> None:
-    sha = _stored(tmp_path, jpeg_with_gps())
+    sha = stored_photo(tmp_path, jpeg_with_gps())
     html = photos_section([_inspection(photos=[{"sha256": sha, "taken_at": None, "lat": None,
                                                 "lon": None, "caption": "inlet"}])],
                           tmp_path, LOCAL)

@@ -19,8 +19,6 @@ from typing import Any
 from weasyprint.formatting_structure import boxes  # type: ignore[import-untyped]
 
 from monitor.config.file import load_config
-from monitor.contract.inputs import Inspection, Reading
-from monitor.contract.times import parse_iso
 from monitor.host.engine import EngineHost
 from monitor.host.rows import journal_in
 from monitor.store.opening import open_store
@@ -29,21 +27,15 @@ from monitor.views.report.pdf import document
 from monitor.views.report.photos import photo_grid
 from monitor.views.report.style import CSS
 
-from ..store.test_missing_db import stormwatch
+from ..support.commandkit import stormwatch
 from ..support.daemonkit import SITE, write_config
-from ..support.photos import jpeg_with_gps
-from .test_report_month import ACTIVE, _readings
-from .test_report_owed import FROM, TO, _items
-from .test_report_photos import LOCAL, _stored
+from ..support.photos import LOCAL, jpeg_with_gps, stored_photo
+from ..support.reportkit import ACTIVE, FROM, TO, plotted_month
 
 #: A page filled less than this, other than the last, is nearly empty.
 NEARLY_EMPTY = 1 / 3
 
 
-def plotted_month() -> list[Reading | Inspection]:
-    """May's inputs: rain (storms on May 3 and 13), a trap at 53 %, a turbidity episode."""
-    storms = [(parse_iso("2026-05-03T14:00:00Z"), 70), (parse_iso("2026-05-13T14:00:00Z"), 61)]
-    return sorted([*_items(), *_readings(FROM, TO, storms)], key=lambda it: it.ts_ms)
 
 
 def _month_config(tmp_path: Path) -> Path:
@@ -97,7 +89,7 @@ def test_two_plots_a_page_and_no_page_nearly_empty(tmp_path: Path) -> None:
 def test_a_season_of_photos_flows_from_page_to_page(tmp_path: Path) -> None:
     """Fourteen photos after most of a page of text: they run on from row to row, their
     heading with the first row, never a page with the heading alone."""
-    photos = [{"sha256": _stored(tmp_path, jpeg_with_gps(size=(640 + i, 480))),
+    photos = [{"sha256": stored_photo(tmp_path, jpeg_with_gps(size=(640 + i, 480))),
                "taken_at": "2026-11-30T14:15:00Z", "lat": 40.7128, "lon": -74.006,
                "caption": f"photo {i}"} for i in range(14)]
     html = (f"<!DOCTYPE html><html><head><style>{CSS}</style></head><body><h1>Report</h1>"

@@ -20,8 +20,17 @@ from monitor.host.rows import journal_in
 from monitor.store.opening import open_store
 from monitor.views.report.build import build_report
 
-from ..engine.test_weather import CHANCE, STORM, T0, issue, nws_interval
-from ..engine.test_weather_engine import REFERENCE, SITE, counter, observations
+from ..support.weatherkit import (
+    CHANCE,
+    REFERENCE,
+    SITE,
+    STORM,
+    T0,
+    counter,
+    issue,
+    nws_interval,
+    observations,
+)
 
 H = MS_PER_HOUR
 

@@ -20,13 +20,12 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from ..support.browser import PHONE, Stack, browser, fill_form, mailed_signin, storm
 from ..support.daemonkit import events_of, wait_until
 from ..support.photos import jpeg_with_gps
 from ..support.webkit import QP, SITE
-from .test_browser import PHONE, Stack, browser, fill_form, mailed_signin, stack, storm
 
 pytestmark = pytest.mark.integration
-__all__ = ["stack"]  # the fixture, shared with test_browser
 CONTRACTOR_LINK = re.compile(r"(https?://[^\s<>\"]+/c/[A-Za-z0-9_.-]+)")
 
 

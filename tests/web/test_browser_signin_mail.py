@@ -23,11 +23,11 @@ import pytest
 from monitor.contract.inputs import Reading
 from monitor.host.links import sign_link
 
+from ..support.browser import PHONE, browser, fits_phone, need_chromium, signed_in_page
 from ..support.childproc import free_port
 from ..support.daemonkit import events_of
 from ..support.receivers import SmtpReceiver
 from ..support.webkit import PUBLIC, QP, SITE, WebProcess, recorded_web_site
-from .test_browser import PHONE, browser, fits_phone, need_chromium, signed_in_page
 
 pytestmark = pytest.mark.integration
 H_MS = 3_600_000

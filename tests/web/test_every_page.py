@@ -26,12 +26,11 @@ from typing import Any
 
 import pytest
 
+from ..support.browser import PHONE, SIGNIN, Stack, browser, fits_phone, storm
 from ..support.daemonkit import events_of, wait_until
 from ..support.webkit import SITE
-from .test_browser import PHONE, SIGNIN, Stack, browser, fits_phone, stack, storm
 
 pytestmark = pytest.mark.integration
-__all__ = ["stack"]  # the fixture, imported to be used here
 
 #: What the engine's own vocabulary looks like; none of it belongs on a page.
 RAW = re.compile(r"\b(storm_qualified|trap_cleanout_required|clock_id=|fill_fraction="

@@ -251,7 +251,7 @@ def test_the_overview_on_a_phone_and_on_a_desk(env: dict[str, Any], served: str)
     Content Security Policy error in the console. Screenshots in the test's directory."""
     from monitor.store.users import Users
 
-    from .test_browser import PHONE, browser
+    from ..support.browser import PHONE, browser
     shots = env["tmp"] / "shots"
     shots.mkdir(exist_ok=True)
     pw, chromium = browser()

@@ -18,11 +18,10 @@ from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from ..support.browser import PHONE, Stack, browser, mailed_signin, read_queue, recorded
 from ..support.daemonkit import wait_until
 from ..support.photos import jpeg_with_gps
 from ..support.webkit import QP, SITE
-from .test_browser import PHONE, Stack, browser, mailed_signin, read_queue, recorded
-from .test_browser import stack as stack  # noqa: F401  (the fixture, by its name)
 
 WAITING_NOTE = ("No network: this inspection is saved on this phone and will be sent when"
                 " the network is back. Do not record it again.")

@@ -26,6 +26,7 @@ from monitor.config import Config
 from monitor.contract.inputs import CorrectiveAction, Inspection, Reading
 from monitor.contract.times import MS_PER_HOUR, MS_PER_MINUTE
 
+from ..support.browser import PHONE, browser, fits_phone, need_chromium
 from ..support.childproc import free_port
 from ..support.webkit import (
     QP,
@@ -36,7 +37,6 @@ from ..support.webkit import (
     sign_in,
     signin_token,
 )
-from .test_browser import PHONE, browser, fits_phone, need_chromium
 
 H = MS_PER_HOUR
 NOW = int(time.time() * 1000) // H * H
@@ -139,7 +139,7 @@ def test_the_answer_page_names_the_clock_and_the_action_and_leads_on(book: Seaso
 
 
 def test_the_markdown_log_book_is_sentences(book: Season) -> None:
-    from ..store.test_missing_db import stormwatch
+    from ..support.commandkit import stormwatch
     proc = stormwatch(book.path, ("logbook", "--site", SITE, "--format", "md"))
     assert proc.returncode == 0, proc.stderr
     body = proc.stdout.split("|---|", 1)[1]

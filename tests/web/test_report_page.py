@@ -22,6 +22,7 @@ import pytest
 from monitor.views.report.style import CSS
 
 from ..support.childproc import free_port
+from ..support.reportkit import ACTIVE, TO, plotted_month
 from ..support.webkit import (
     OFFICER,
     SITE,
@@ -30,9 +31,6 @@ from ..support.webkit import (
     recorded_web_site,
     sign_in,
 )
-from ..views.test_report_month import ACTIVE
-from ..views.test_report_owed import TO
-from ..views.test_report_print import plotted_month
 
 MAY = "from=2026-05-01&to=2026-05-31"
 NAME = "    name: Branch Meadows Subdivision\n"
@@ -71,7 +69,7 @@ def test_the_page_links_the_stylesheet_the_app_serves(tmp_path: Path) -> None:
 
 @pytest.mark.integration
 def test_the_report_reads_on_a_phone_in_chromium(tmp_path: Path) -> None:
-    from .test_browser import PHONE, browser, need_chromium, signed_in_page
+    from ..support.browser import PHONE, browser, need_chromium, signed_in_page
     need_chromium()
     port = free_port()
     path, _ = _month_site(tmp_path, f"127.0.0.1:{port}")

@@ -24,9 +24,8 @@ from monitor.config import Config
 from monitor.config.file import ConfigError, parse_config
 from monitor.config.plausible import warnings
 from monitor.contract.inputs import Reading
-from monitor.contract.times import MS_PER_DAY, MS_PER_HOUR, MS_PER_MINUTE, iso, parse_iso
-from monitor.engine.core import Engine
-from monitor.engine.summary import site_status
+from monitor.contract.times import MS_PER_HOUR, iso
+from monitor.engine import Engine, site_status
 from monitor.host.engine import EngineHost
 from monitor.host.rows import journal_in
 from monitor.sinks.influx.derive import minute_points
@@ -34,23 +33,14 @@ from monitor.store.opening import open_store
 from monitor.views.replay import replay
 from monitor.views.status import build_status, format_status
 
-SITE = "branch-meadows"
-T0 = parse_iso("2026-05-01T00:00:00Z")
-MIN = MS_PER_MINUTE
+from ..support.ontip import DAY, MIN, SITE, T0, config, gauge, two_storms
+
 H = MS_PER_HOUR
-DAY = MS_PER_DAY
 HEALTH = ("sensor_stale", "sensor_recovered")
 
 
-def config(*gauges: dict[str, Any], **site: Any) -> Config:
-    doc: dict[str, Any] = {"id": SITE, "timezone": "America/New_York", "condition": "B",
-                           "sensors": list(gauges)}
-    doc.update(site)
-    return parse_config({"state_dir": "/tmp/stormwatch-test", "sites": [doc]}, env={})
 
 
-def gauge(ident: str = "rg1", **fields: Any) -> dict[str, Any]:
-    return {"id": ident, "kind": "rain", "in_per_tip": 0.01, **fields}
 
 
 def of(events: list[dict[str, Any]], kind: str, **match: Any) -> list[dict[str, Any]]:
@@ -72,12 +62,6 @@ def run(cfg: Config, rows: list[tuple[int, int]], tmp_path: Path) -> list[dict[s
     return [e.to_json() for e in result.events()]
 
 
-def two_storms() -> list[tuple[int, int]]:
-    """A logger's rows: a row per tip, two minutes apart, 60 tips from 00:00 and 60 more
-    from three days later; nothing in between (it was dry)."""
-    rows = [(T0 + k * 2 * MIN, 1 + k) for k in range(60)]
-    rows += [(T0 + 3 * DAY + k * 2 * MIN, 61 + k) for k in range(60)]
-    return rows
 
 
 def test_an_on_tip_gauge_finds_each_storm_after_a_dry_spell(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Helpers of the reliability suite: counting what went in and came out.
+"""The reliability suite's scenarios: counting what went in and came out.
 
 The scenarios drive the real daemon (``tests/support/daemonkit.py``) against real
 services; what they assert are counts. This module holds what they share on

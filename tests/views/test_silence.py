@@ -14,24 +14,12 @@ from typing import Any
 import pytest
 
 from monitor.config import Config
-from monitor.config.file import parse_config
 from monitor.contract.inputs import Reading
-from monitor.contract.times import MS_PER_HOUR, MS_PER_MINUTE, iso, parse_iso
-from monitor.engine.core import Engine
+from monitor.contract.times import iso, parse_iso
+from monitor.engine import Engine
 from monitor.views.replay import replay
 
-SITE = "branch-meadows"
-T0 = parse_iso("2026-05-01T00:00:00Z")
-MIN = MS_PER_MINUTE
-H = MS_PER_HOUR
-
-
-def config(gauges: list[dict[str, Any]] | None = None, **site: Any) -> Config:
-    doc: dict[str, Any] = {"id": SITE, "timezone": "America/New_York", "condition": "B",
-                           "sensors": gauges or [{"id": "rg1", "kind": "rain",
-                                                  "in_per_tip": 0.01}]}
-    doc.update(site)
-    return parse_config({"state_dir": "/tmp/stormwatch-test", "sites": [doc]}, env={})
+from ..support.silences import MIN, SITE, T0, H, config, drizzle, every_minute, silent_gauge
 
 
 def run(cfg: Config, rows: list[tuple[int, str, int]], tmp_path: Path) -> list[dict[str, Any]]:
@@ -55,18 +43,11 @@ def own(event: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in event.items() if k not in ("id", "revision")}
 
 
-def every_minute(sensor: str, start_ms: int, minutes: int, counter_at: Any) -> list[
-        tuple[int, str, int]]:
-    """A gauge publishing its counter each minute; ``counter_at(m)`` is its value."""
-    return [(start_ms + m * MIN, sensor, counter_at(m)) for m in range(minutes)]
 
 
 # --------------------------------------------------------------------------- 1. the default
 
 
-def drizzle(minutes: int = 31 * 60) -> list[tuple[int, str, int]]:
-    """One tip every 30 minutes (the first at minute 1) for 30 hours: 0.60 in."""
-    return every_minute("rg1", T0, minutes, lambda m: min(60, (m + 29) // 30))
 
 
 def test_the_default_rule_is_event_total_and_a_long_drizzle_qualifies(tmp_path: Path) -> None:
@@ -94,13 +75,6 @@ def test_event_24h_is_still_there_for_permits_that_say_so(tmp_path: Path) -> Non
 # --------------------------------------------------------------------------- 2. silence
 
 
-def silent_gauge(revealed_tips: int) -> list[tuple[int, str, int]]:
-    """0.30 in over 00:01..00:30, counter every minute to 01:00; silent 10 hours; back
-    at 11:00 with ``revealed_tips`` more, then reporting (dry) for 8 hours."""
-    before = every_minute("rg1", T0, 61, lambda m: min(m, 30))
-    back = T0 + 11 * H
-    after = every_minute("rg1", back, 8 * 60, lambda m: 30 + revealed_tips)
-    return before + after
 
 
 def test_rain_revealed_after_a_silence_stays_in_the_storm(tmp_path: Path) -> None:
