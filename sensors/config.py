@@ -23,7 +23,7 @@ from pydantic import (
     model_validator,
 )
 
-from .fields import FIELDS_BY_KIND, PRIMARY_FIELDS, SensorKind
+from .fields import FIELDS_BY_KIND, PRIMARY_FIELDS, REQUIRED_ANY, SensorKind
 
 ID_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,62}$"
 Id = Annotated[str, Field(pattern=ID_PATTERN)]
@@ -213,8 +213,9 @@ class ModbusSensor(SensorBase):
         if unknown:
             raise ValueError(f"registers: {', '.join(unknown)} not a field of a {self.kind} "
                              f"sensor (use {', '.join(sorted(FIELDS_BY_KIND[self.kind]))})")
-        needed = {"rain": ("tips_total",), "turbidity": ("ntu",),
-                  "sediment": ("depth_in", "distance_in")}[self.kind]
+        # A Modbus rain gauge counts tips; every other kind needs one of its required fields.
+        needed = (("tips_total",) if self.kind == "rain"
+                  else tuple(sorted(REQUIRED_ANY[self.kind])))
         if not any(f in fields for f in needed):
             raise ValueError(f"register: a {self.kind} sensor needs {' or '.join(needed)} "
                              "(set register, or registers)")
@@ -272,6 +273,8 @@ class SimSensor(SensorBase):
     """
 
     driver: Literal["sim"]
+    #: The simulator makes rain and what rain drives; no snow (a ``csv`` driver replays it).
+    KINDS = frozenset({"rain", "turbidity", "sediment"})
     start_s: Annotated[float, Field(allow_inf_nan=False)]
     end_s: Annotated[float, Field(allow_inf_nan=False)]
     storm: SimStorm | None = None

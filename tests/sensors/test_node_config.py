@@ -152,3 +152,21 @@ def test_the_example_file_documents_every_option() -> None:
     missing = sorted(n for m in models for n in _names(m)
                      if not re.search(rf"(^|[\s{{,#]){re.escape(n)}:", text, re.MULTILINE))
     assert missing == []
+
+
+def test_every_kind_of_the_contract_is_checked_by_each_driver_not_crashed_on() -> None:
+    """A kind the daemon learnt (``snow``) is refused by a driver that cannot read it, or
+    needs its own field: one line naming the field, never a KeyError."""
+    base = {"broker": {"host": "x"}, "site": "branch-meadows"}
+    for sensor, where, words in (
+            ({"id": "sn", "kind": "snow", "driver": "modbus", "port": "/dev/ttyUSB0",
+              "registers": {"battery_v": {"address": 1}}}, "sensors.0", "needs snow_in"),
+            ({"id": "sn", "kind": "snow", "driver": "sim", "start_s": 0, "end_s": 60},
+             "sensors.0.kind", "cannot be read by the sim driver")):
+        with pytest.raises(ConfigError) as err:
+            parse_config(base | {"sensors": [sensor]})
+        assert any(line.startswith(where) and words in line for line in err.value.lines), \
+            err.value.lines
+    ok = parse_config(base | {"sensors": [{"id": "sn", "kind": "snow", "driver": "modbus",
+                                           "port": "/dev/ttyUSB0", "register": 3}]})
+    assert ok.sensors[0].kind == "snow"
