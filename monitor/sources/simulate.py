@@ -50,7 +50,7 @@ from monitor.config import Config, SiteConfig
 from monitor.config.file import load_config
 from monitor.errors import EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, UserError
 from sensors.clock import BUILD_DATE, BUILD_EPOCH_S, iso_z
-from sensors.config import NodeConfig, SimStorm
+from sensors.config import NodeConfig, SimSensor, SimStorm
 from sensors.drivers import Hardware
 from sensors.drivers.csvfile import parse_ts_ms
 from sensors.drivers.sim import SimClock, SimulatedClock, readings_between
@@ -255,6 +255,8 @@ def sensor_entries(site: SiteConfig, plan: Plan) -> list[dict[str, Any]]:
     trap_depth_in = {t.sensor: t.design_depth_ft * 12.0 for t in site.traps}
     out: list[dict[str, Any]] = []
     for sensor in site.sensors:
+        if sensor.kind not in SimSensor.KINDS:
+            continue  # the simulator makes rain and what rain drives, no snow: left silent
         entry: dict[str, Any] = {
             "id": sensor.id, "kind": sensor.kind, "driver": "sim", "every_s": plan.every_s,
             "start_s": plan.start_s, "end_s": plan.end_s,

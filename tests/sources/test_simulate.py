@@ -223,6 +223,19 @@ def test_a_pair_shares_its_stream_and_the_trap_starts_part_full(tmp_path: Path) 
         "trap1-depth"]["sediment_start_in"] == 20.0
 
 
+def test_a_snow_sensor_is_left_out_of_the_simulation_not_a_crash(tmp_path: Path) -> None:
+    """The simulator makes rain and what rain drives: a site's snow sensor is left
+    silent (its health says so), and the node configuration of the rest still loads."""
+    config = load_daemon_config(write_config(tmp_path, 1883))
+    site = config.sites[0]
+    snowy = site.model_copy(update={"sensors": [*site.sensors, site.sensors[0].model_copy(
+        update={"id": "snow1", "kind": "snow"})]})
+    plan = make_plan(_plan_args(tmp_path / "stormwatch.yaml", "--speed", "600"), config,
+                     1_796_000_000.0)
+    entries = [e["id"] for e in sensor_entries(snowy, plan)]
+    assert "snow1" not in entries and entries == [s.id for s in site.sensors]
+
+
 # --------------------------------------------------------------------------- end to end
 
 SPEED = 3000
