@@ -1,4 +1,4 @@
-"""The field app in a real browser (issue item 9): Debian's Chromium at a phone's
+"""The field app in a real browser: Debian's Chromium at a phone's
 viewport, driven by Playwright, against the real ``stormwatch web``, the real
 daemon, a real Mosquitto and a real SMTP server (aiosmtpd).
 

@@ -1,4 +1,4 @@
-"""Hostile input against the real app (issue item 8): each refused with a clear 4xx
+"""Hostile input against the real app: each refused with a clear 4xx
 and nothing written (no photo file, no journal row, no key)."""
 
 from __future__ import annotations
