@@ -28,8 +28,8 @@ quote of the law, the form's link) but name clocks and faults with these words.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, Final, Protocol, TypeVar
+from collections.abc import Callable
+from typing import Final, Protocol, TypeVar
 from zoneinfo import ZoneInfo
 
 from . import events as ev
@@ -77,7 +77,7 @@ class SiteWords(Protocol):
     def fill_levels(self, trap_id: str) -> tuple[float, ...]: ...
 
 
-class SentenceContext:
+class _Ctx:
     """The site (or none: UTC, no levels) and the event, with what every sentence uses."""
 
     def __init__(self, event: ev.Event, site: SiteWords | None) -> None:
@@ -103,9 +103,9 @@ class SentenceContext:
 
 
 B = TypeVar("B", bound=Body)
-Say = Callable[[B, SentenceContext], str]
+Say = Callable[[B, _Ctx], str]
 #: Each event type's sentence, by type name (``_says``).
-SENTENCES: dict[str, Callable[[Body, SentenceContext], str]] = {}
+SENTENCES: dict[str, Callable[[Body, _Ctx], str]] = {}
 
 
 def _says(kind: type[B]) -> Callable[[Say[B]], Say[B]]:
@@ -115,15 +115,11 @@ def _says(kind: type[B]) -> Callable[[Say[B]], Say[B]]:
     return register
 
 
-def sentence(event: ev.Event, site: SiteWords | None = None,
-             families: Mapping[str, Callable[[Any, SentenceContext], str]] | None = None
-             ) -> str:
+def sentence(event: ev.Event, site: SiteWords | None = None) -> str:
     """The event as a person reads it (module docstring); a type without a sentence
-    yet is said by its name and time, never by its raw fields. ``families``: the
-    sentences the rule families declare for their own event types
-    (``rules/registry.py``'s ``sentence`` passes them)."""
-    c = SentenceContext(event, site)
-    say = SENTENCES.get(event.type) or (families or {}).get(event.type)
+    yet is said by its name and time, never by its raw fields."""
+    c = _Ctx(event, site)
+    say = SENTENCES.get(event.type)
     try:
         text = say(event.body, c) if say is not None else (
             f"{event.type.replace('_', ' ').capitalize()} at {c.at()}")
@@ -139,12 +135,12 @@ def sentence(event: ev.Event, site: SiteWords | None = None,
 
 
 @_says(ev.StormStarted)
-def _storm_started(e: ev.StormStarted, c: SentenceContext) -> str:
+def _storm_started(e: ev.StormStarted, c: _Ctx) -> str:
     return f"Rain began on gauge {e.gauge} at {c.at(e.started_at)}"
 
 
 @_says(ev.StormQualified)
-def _storm_qualified(e: ev.StormQualified, c: SentenceContext) -> str:
+def _storm_qualified(e: ev.StormQualified, c: _Ctx) -> str:
     depth = c.rain(e.total_in, e.threshold_in)
     where = (f" at reference station {e.reference} (gauge {e.gauge} missed it)"
              if e.source == "reference" else "")
@@ -160,14 +156,14 @@ def _storm_qualified(e: ev.StormQualified, c: SentenceContext) -> str:
 
 
 @_says(ev.StormEnded)
-def _storm_ended(e: ev.StormEnded, c: SentenceContext) -> str:
+def _storm_ended(e: ev.StormEnded, c: _Ctx) -> str:
     result = "it qualified for an inspection" if e.qualified else "below the storm threshold"
     return (f"Storm on gauge {e.gauge} ended {c.at(e.ended_at)} after "
             f"{c.rain(e.total_in)}: {result}")
 
 
 @_says(ev.StormForecast)
-def _storm_forecast(e: ev.StormForecast, c: SentenceContext) -> str:
+def _storm_forecast(e: ev.StormForecast, c: _Ctx) -> str:
     chance = "" if e.probability is None else f" ({e.probability:g} % chance)"
     return (f"Forecast of {c.rain(e.forecast_in, e.threshold_in)}{chance} from "
             f"{c.at(e.window_from)} to {c.at(e.window_to)} — check the controls before the "
@@ -175,7 +171,7 @@ def _storm_forecast(e: ev.StormForecast, c: SentenceContext) -> str:
 
 
 @_says(ev.GaugeDisagrees)
-def _gauge_disagrees(e: ev.GaugeDisagrees, c: SentenceContext) -> str:
+def _gauge_disagrees(e: ev.GaugeDisagrees, c: _Ctx) -> str:
     seen = "was silent" if e.stale else f"saw {c.rain(e.gauge_in, e.threshold_in / 4)}"
     opens = (f": counted as the site's storm, inspect within 24 hours, {S_9A2}"
              if e.opens_clock else ": check the gauge")
@@ -184,11 +180,18 @@ def _gauge_disagrees(e: ev.GaugeDisagrees, c: SentenceContext) -> str:
             f"{c.at(e.window_to)} while the gauge {seen}{opens}")
 
 
+@_says(ev.SnowEvent)
+def _snow_event(e: ev.SnowEvent, c: _Ctx) -> str:
+    return (f"Snow of {depth_text(e.total_in, e.threshold_in)} within "
+            f"{e.window_hours:g} hours on gauge {e.sensor} by {c.at(e.qualified_at)}: its "
+            "melt is a storm event's discharge — check the controls before the thaw")
+
+
 # --------------------------------------------------------------------------- inspections
 
 
 @_says(ev.InspectionRecorded)
-def _inspection_recorded(e: ev.InspectionRecorded, c: SentenceContext) -> str:
+def _inspection_recorded(e: ev.InspectionRecorded, c: _Ctx) -> str:
     names = list(e.inspectors or (e.inspector,))
     credential = next((cr for cr in e.credentials if cr), "")
     who = names[0] + (f" ({credential})" if credential else "") + (
@@ -214,19 +217,19 @@ def _inspection_recorded(e: ev.InspectionRecorded, c: SentenceContext) -> str:
 
 
 @_says(ev.InspectionBackdated)
-def _backdated(e: ev.InspectionBackdated, c: SentenceContext) -> str:
+def _backdated(e: ev.InspectionBackdated, c: _Ctx) -> str:
     return (f"Inspection by {e.inspector} of {c.at(e.inspected_at)} entered only "
             f"{c.at(e.entered_at)} ({e.hours_late:.0f} h later)")
 
 
 @_says(ev.InspectionDueSoon)
-def _due_soon(e: ev.InspectionDueSoon, c: SentenceContext) -> str:
+def _due_soon(e: ev.InspectionDueSoon, c: _Ctx) -> str:
     return (f"Reminder: {c.clock(e.clock_id, e.clock)} is due by {c.at(e.due)} "
             f"({e.hours_left:.1f} h left), {S_9A2}")
 
 
 @_says(ev.InspectionOverdue)
-def _overdue(e: ev.InspectionOverdue, c: SentenceContext) -> str:
+def _overdue(e: ev.InspectionOverdue, c: _Ctx) -> str:
     name = c.clock(e.clock_id, e.clock)
     # The first notice comes at the deadline itself: "0.0 h late" says nothing.
     late = f" ({e.hours_late:.1f} h late)" if e.hours_late >= 0.05 else ""
@@ -234,13 +237,13 @@ def _overdue(e: ev.InspectionOverdue, c: SentenceContext) -> str:
 
 
 @_says(ev.InspectionMissed)
-def _missed(e: ev.InspectionMissed, c: SentenceContext) -> str:
+def _missed(e: ev.InspectionMissed, c: _Ctx) -> str:
     return (f"Week {e.week} without {c.clock(e.clock_id, e.clock)} ({c.at(e.week_from)} to "
             f"{c.at(e.week_to)}): each week a separate violation, {S_12D}")
 
 
 @_says(ev.ClockClosed)
-def _clock_closed(e: ev.ClockClosed, c: SentenceContext) -> str:
+def _clock_closed(e: ev.ClockClosed, c: _Ctx) -> str:
     how = "on time" if e.outcome == "met" else "LATE"
     name = c.clock(e.clock_id, e.clock)
     return (f"{name[0].upper()}{name[1:]} done {how} {c.at(e.inspected_at)} (due by "
@@ -248,19 +251,19 @@ def _clock_closed(e: ev.ClockClosed, c: SentenceContext) -> str:
 
 
 @_says(ev.CorrectiveActionDue)
-def _action_due(e: ev.CorrectiveActionDue, c: SentenceContext) -> str:
+def _action_due(e: ev.CorrectiveActionDue, c: _Ctx) -> str:
     return (f"Corrective action not done by {deadline(e.due, c.zone)}: {e.text} (asked by "
             f"{e.inspector} {c.at(e.opened_at)})")
 
 
 @_says(ev.CorrectiveActionSent)
-def _action_sent(e: ev.CorrectiveActionSent, c: SentenceContext) -> str:
+def _action_sent(e: ev.CorrectiveActionSent, c: _Ctx) -> str:
     to = f" at {e.to}" if e.to else " by a link handed over"
     return f"Corrective action sent to the contractor{to} by {e.sent_by} {c.at()}: {e.text}"
 
 
 @_says(ev.CorrectiveActionDone)
-def _action_done(e: ev.CorrectiveActionDone, c: SentenceContext) -> str:
+def _action_done(e: ev.CorrectiveActionDone, c: _Ctx) -> str:
     who = "the contractor" if e.done_by == "contractor" else e.done_by
     note = f" ({e.note})" if e.note else ""
     photos = f", {len(e.photos)} photo{'s' if len(e.photos) != 1 else ''}" if e.photos else ""
@@ -269,7 +272,7 @@ def _action_done(e: ev.CorrectiveActionDone, c: SentenceContext) -> str:
 
 
 @_says(ev.SiteClosed)
-def _site_closed(e: ev.SiteClosed, c: SentenceContext) -> str:
+def _site_closed(e: ev.SiteClosed, c: _Ctx) -> str:
     by = f" by {e.by}" if e.by else ""
     return (f"Site closed at final stabilization {c.at(e.closed_at)}{by}: routine "
             "inspections end")
@@ -279,13 +282,13 @@ def _site_closed(e: ev.SiteClosed, c: SentenceContext) -> str:
 
 
 @_says(ev.TrapFill)
-def _trap_fill(e: ev.TrapFill, c: SentenceContext) -> str:
+def _trap_fill(e: ev.TrapFill, c: _Ctx) -> str:
     return (f"Sediment trap {e.trap} is {c.fill(e.trap, e.fill_fraction, e.threshold)} full "
             f"(warning level {fill_text(e.threshold)}) — plan the clean-out, {S_9A1}")
 
 
 @_says(ev.TrapCleanoutRequired)
-def _trap_cleanout(e: ev.TrapCleanoutRequired, c: SentenceContext) -> str:
+def _trap_cleanout(e: ev.TrapCleanoutRequired, c: _Ctx) -> str:
     fill = c.fill(e.trap, e.fill_fraction, e.threshold)
     still = "still " if e.repeat else ""
     fault = (f" (the last valid reading: the sensor {FAULT_WORDS.get(e.fault, e.fault)})"
@@ -294,13 +297,13 @@ def _trap_cleanout(e: ev.TrapCleanoutRequired, c: SentenceContext) -> str:
 
 
 @_says(ev.TrapCleaned)
-def _trap_cleaned(e: ev.TrapCleaned, c: SentenceContext) -> str:
+def _trap_cleaned(e: ev.TrapCleaned, c: _Ctx) -> str:
     return (f"Sediment trap {e.trap} cleaned out: from {c.fill(e.trap, e.fill_before)} to "
             f"{c.fill(e.trap, e.fill_after)} full")
 
 
 @_says(ev.SensorFault)
-def _sensor_fault(e: ev.SensorFault, c: SentenceContext) -> str:
+def _sensor_fault(e: ev.SensorFault, c: _Ctx) -> str:
     over = f" over trap {e.trap}" if e.trap else ""
     return (f"Sediment sensor {e.sensor}{over} {FAULT_WORDS.get(e.reason, e.reason)} "
             f"({e.value:g} in) since {c.at(e.since)}: the fill is not measured meanwhile, "
@@ -311,7 +314,7 @@ def _sensor_fault(e: ev.SensorFault, c: SentenceContext) -> str:
 
 
 @_says(ev.TurbidityContrast)
-def _turbidity(e: ev.TurbidityContrast, c: SentenceContext) -> str:
+def _turbidity(e: ev.TurbidityContrast, c: _Ctx) -> str:
     if e.state == "cleared":
         return (f"Turbidity at {e.pair} back within its limit (since {c.at(e.started_at)}), "
                 f"{S_8C}")
@@ -326,32 +329,32 @@ def _turbidity(e: ev.TurbidityContrast, c: SentenceContext) -> str:
 
 
 @_says(ev.BackgroundMissing)
-def _background_missing(e: ev.BackgroundMissing, c: SentenceContext) -> str:
+def _background_missing(e: ev.BackgroundMissing, c: _Ctx) -> str:
     return (f"No background reading from upstream probe {e.sensor} for {e.pair}: the "
             f"contrast cannot be checked, {S_8C}")
 
 
 @_says(ev.Pegged)
-def _pegged(e: ev.Pegged, c: SentenceContext) -> str:
+def _pegged(e: ev.Pegged, c: _Ctx) -> str:
     return (f"Turbidity probe {e.sensor} ({e.pair}) at its full scale of {e.max_ntu:g} NTU: "
             "the water may be more turbid, or the probe fouled")
 
 
 @_says(ev.ProbesSuspect)
-def _probes_suspect(e: ev.ProbesSuspect, c: SentenceContext) -> str:
+def _probes_suspect(e: ev.ProbesSuspect, c: _Ctx) -> str:
     return (f"Turbidity probes of {e.pair} suspect: upstream {e.upstream_ntu:g} NTU above "
             f"downstream {e.downstream_ntu:g} NTU for {e.hours:g} h since {c.at(e.since)} "
             f"(swapped, or in a plume), {S_8C}")
 
 
 @_says(ev.TurbidityUnmonitored)
-def _unmonitored(e: ev.TurbidityUnmonitored, c: SentenceContext) -> str:
+def _unmonitored(e: ev.TurbidityUnmonitored, c: _Ctx) -> str:
     return (f"Turbidity at {e.pair} not monitored since {c.at(e.since)} "
             f"({reason_words(e.reason)}) — look at the water below the discharge, {S_8C}")
 
 
 @_says(ev.TurbidityMonitored)
-def _monitored(e: ev.TurbidityMonitored, c: SentenceContext) -> str:
+def _monitored(e: ev.TurbidityMonitored, c: _Ctx) -> str:
     return (f"Turbidity at {e.pair} monitored again from {c.at(e.known_at)} (unknown since "
             f"{c.at(e.since)}), {S_8C}")
 
@@ -360,26 +363,26 @@ def _monitored(e: ev.TurbidityMonitored, c: SentenceContext) -> str:
 
 
 @_says(ev.SensorStale)
-def _sensor_stale(e: ev.SensorStale, c: SentenceContext) -> str:
+def _sensor_stale(e: ev.SensorStale, c: _Ctx) -> str:
     since = (f"since {c.at(e.last_seen)}" if e.last_seen is not None
              else "since monitoring began (never reported)")
     return f"Sensor {e.sensor} silent {since} — check its power and radio"
 
 
 @_says(ev.SensorRecovered)
-def _sensor_recovered(e: ev.SensorRecovered, c: SentenceContext) -> str:
+def _sensor_recovered(e: ev.SensorRecovered, c: _Ctx) -> str:
     return (f"Sensor {e.sensor} reporting again (silent from {c.at(e.stale_since)} to "
             f"{c.at(e.last_seen)})")
 
 
 @_says(ev.BatteryLow)
-def _battery_low(e: ev.BatteryLow, c: SentenceContext) -> str:
+def _battery_low(e: ev.BatteryLow, c: _Ctx) -> str:
     return (f"Battery of sensor {e.sensor} low: {e.battery_v:.2f} V (limit "
             f"{e.battery_low_v:.2f} V) — replace or charge it")
 
 
 @_says(ev.CounterReset)
-def _counter_reset(e: ev.CounterReset, c: SentenceContext) -> str:
+def _counter_reset(e: ev.CounterReset, c: _Ctx) -> str:
     return (f"Rain gauge {e.sensor} counter went from {e.tips_before} to {e.tips_after} "
             "(node restarted): counting continues")
 

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import SensorConfig, SiteConfig
-from ..contract.sentences import SentenceContext
 
 #: A fold, the sensors whose readings it takes, and those whose ``status`` it takes.
 FoldInputs = tuple[Any, tuple[str, ...], tuple[str, ...]]
@@ -75,10 +74,6 @@ class Family:
     ``folds(site)`` gives every fold of the family for a site by timeline name
     (``group:name``); ``routes(site, sensor)`` the timeline names a sensor's
     readings go to (its ``status`` messages go where ``folds`` says).
-    ``sentences`` says its own event types as a person reads them, for a type the
-    vocabulary's ``contract/sentences.py`` does not say (a newer family's);
-    ``alert_routes`` the default alert tags of those types (``sinks/notify/routing.py``
-    keeps the older types' defaults in its one table).
     """
 
     name: str
@@ -88,5 +83,3 @@ class Family:
     events: tuple[str, ...] = ()
     folds: Callable[[SiteConfig], dict[str, FoldInputs]] = _no_folds
     routes: Callable[[SiteConfig, SensorConfig], tuple[str, ...]] = _no_routes
-    sentences: Mapping[str, Callable[[Any, SentenceContext], str]] = field(default_factory=dict)
-    alert_routes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)

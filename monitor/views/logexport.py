@@ -28,7 +28,7 @@ from ..config import Config, SiteConfig
 from ..contract.clocknames import spoken
 from ..contract.events import Event
 from ..contract.localtime import local_text
-from ..rules.registry import sentence
+from ..contract.sentences import sentence
 from ..store import LogbookRow, Store
 from ..store.events import ARCHIVED, RECORD_TYPES
 

@@ -6,13 +6,11 @@ from __future__ import annotations
 import io
 
 from monitor.config.file import parse_config
-from monitor.contract.events import Event, Fact
+from monitor.contract.events import Fact
 from monitor.contract.inputs import Reading
 from monitor.contract.snow_events import SnowEvent
 from monitor.contract.times import MS_PER_HOUR, iso, parse_iso
-from monitor.rules.registry import sentence
 from monitor.rules.snow.snow import SnowFold
-from monitor.sinks.notify.routing import DEFAULT_ROUTES
 from monitor.views.replay import replay
 
 T0 = parse_iso("2026-01-10T00:00:00Z")
@@ -65,13 +63,3 @@ def test_replay_of_a_csv_with_snow_in_gives_the_event() -> None:
     snow = [e for e in played.events() if e.type == "snow_event"]
     assert [e.to_json()["qualified_at"] for e in snow] == [iso(T0 + 6 * MS_PER_HOUR)]
     assert snow[0].to_json()["total_in"] == 3.5
-
-
-def test_the_family_says_its_event_and_routes_it_from_its_own_folder() -> None:
-    """The snow event's sentence and default route are declared by its family: the
-    log book's words and the qualified professional's alert come from there."""
-    out = fold([(0, 1.0), (5, 1.0), (23, 1.25)])
-    text = sentence(Event(out[0], 0, False))
-    assert text.startswith("Snow of 3.25 in") and "within 24 hours on gauge sn1" in text, text
-    assert "snow_event" not in text
-    assert DEFAULT_ROUTES["snow_event"] == ("qp",)

@@ -10,9 +10,6 @@ health family's, as for every kind.
 from __future__ import annotations
 
 from ...config import SensorConfig, SiteConfig
-from ...contract.figures import depth_text
-from ...contract.sentences import SentenceContext
-from ...contract.snow_events import SnowEvent
 from ..family import Family, FoldInputs, PayloadField, SensorKindSpec
 from .snow import SnowFold
 
@@ -35,15 +32,5 @@ def routes(site: SiteConfig, sensor: SensorConfig) -> tuple[str, ...]:
     return (f"snow:{sensor.id}",) if sensor.kind == "snow" else ()
 
 
-def _snow_event(e: SnowEvent, c: SentenceContext) -> str:
-    return (f"Snow of {depth_text(e.total_in, e.threshold_in)} within "
-            f"{e.window_hours:g} hours on gauge {e.sensor} by {c.at(e.qualified_at)}: its "
-            "melt is a storm event's discharge — check the controls before the thaw")
-
-
-FAMILY = Family(
-    name="snow", group="snow", kinds={"snow": SNOW}, events=("snow_event",),
-    folds=folds, routes=routes, sentences={"snow_event": _snow_event},
-    # The qualified professional checks the controls before the thaw, as for a
-    # forecast storm; no clock yet, so not the officer.
-    alert_routes={"snow_event": ("qp",)})
+FAMILY = Family(name="snow", group="snow", kinds={"snow": SNOW}, events=("snow_event",),
+                folds=folds, routes=routes)

@@ -66,10 +66,10 @@ from ...contract.events import (
 from ...contract.figures import depth_text, fill_text
 from ...contract.localtime import local_datetime
 from ...contract.message import FAILURE, INFO, SUCCESS, WARNING, Line, Message, md_escape
-from ...contract.sentences import FAULT_WORDS
+from ...contract.sentences import FAULT_WORDS, sentence
 from ...contract.times import MS_PER_HOUR, parse_iso
 from ...contract.unmonitored_words import still_checked
-from ...rules.registry import KINDS, sentence
+from ...rules.registry import KINDS
 
 # The chapter's words, quoted where they apply (seed text of Chapter 134).
 QUOTE_134_9A2: Final = (

@@ -53,7 +53,6 @@ from typing import Final
 
 from ...contract.events import ClockClosed, Event, StormQualified, TurbidityContrast
 from ...contract.routes import ROUTE_KEYS
-from ...rules.registry import ALERT_ROUTES
 
 #: The qualified professional's tag: alerts routed to it carry the form link (``host/links.py``).
 QP_TAG: Final = "qp"
@@ -122,8 +121,9 @@ DEFAULT_ROUTES: Final[dict[str, tuple[str, ...]]] = {
     # The reference saw a storm the gauge did not: operations look at the gauge,
     # the qualified professional at the site (it may have rained there).
     "gauge_disagrees": ("qp", "ops"),
-    # The event types of newer rule families: each family declares its own.
-    **ALERT_ROUTES,
+    # Snow whose melt is a storm event's discharge: the qualified professional checks
+    # the controls before the thaw, like a forecast storm; no clock yet, no officer.
+    "snow_event": ("qp",),
 }
 
 #: Types whose alerts carry a deadline or a violation (see the module docstring).
