@@ -83,3 +83,6 @@ class Family:
     events: tuple[str, ...] = ()
     folds: Callable[[SiteConfig], dict[str, FoldInputs]] = _no_folds
     routes: Callable[[SiteConfig, SensorConfig], tuple[str, ...]] = _no_routes
+    #: The default alert route of each of its event types (and their variants, as
+    #: ``type.variant``): the notifier's defaults (``sinks/notify/routing.py``).
+    alert_routes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)

@@ -30,3 +30,7 @@ FAMILIES: Final[tuple[Family, ...]] = (
 KINDS: Final[Mapping[str, SensorKindSpec]] = {
     kind: spec for kind in get_args(SensorKind)
     for family in FAMILIES for k, spec in family.kinds.items() if k == kind}
+
+#: Every family's default alert routes, by route key.
+ALERT_ROUTES: Final[Mapping[str, tuple[str, ...]]] = {
+    key: tags for family in FAMILIES for key, tags in family.alert_routes.items()}

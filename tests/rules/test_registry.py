@@ -7,13 +7,24 @@ from typing import get_args
 
 from monitor.contract.events import EVENT_TYPES
 from monitor.contract.inputs import SensorKind
+from monitor.contract.routes import ROUTE_KEYS
 from monitor.rules.registry import FAMILIES, KINDS
+from monitor.sinks.notify.routing import DEFAULT_ROUTES
 from sensors.fields import DECIMALS, FIELDS_BY_KIND, PRIMARY_FIELDS, REQUIRED_ANY
 
 
 def test_every_event_type_has_exactly_one_family() -> None:
     declared = [t for family in FAMILIES for t in family.events]
     assert sorted(declared) == sorted(EVENT_TYPES)
+
+
+def test_each_family_routes_exactly_its_own_event_types_by_default() -> None:
+    """The notifier's defaults are the families' (``Family.alert_routes``): every type
+    and variant a route may name has one, given by the family that concludes it."""
+    for family in FAMILIES:
+        assert {key.split(".")[0] for key in family.alert_routes} == set(family.events), \
+            family.name
+    assert set(EVENT_TYPES) <= set(DEFAULT_ROUTES) <= set(ROUTE_KEYS)
 
 
 def test_family_names_and_timeline_groups_are_unique() -> None:

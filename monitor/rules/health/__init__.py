@@ -7,6 +7,8 @@ messages and those of the nodes that are its sign of life.
 
 from __future__ import annotations
 
+from typing import Final
+
 from ...config import SiteConfig
 from ..family import Family, FoldInputs
 from .health import HealthFold
@@ -18,5 +20,16 @@ def folds(site: SiteConfig) -> dict[str, FoldInputs]:
             for s in site.sensors}
 
 
+#: The default alert route of each of the family's event types (a variant as
+#: ``type.variant``), [] = log book only (``sinks/notify/routing.py``).
+ALERT_ROUTES: Final[dict[str, tuple[str, ...]]] = {
+    # Sensor health goes to whoever keeps the nodes running.
+    "sensor_stale": ("ops",),
+    "sensor_recovered": ("ops",),
+    "battery_low": ("ops",),
+}
+
+
 FAMILY = Family(name="health", group="health",
-                events=("sensor_stale", "sensor_recovered", "battery_low"), folds=folds)
+                events=("sensor_stale", "sensor_recovered", "battery_low"), folds=folds,
+                alert_routes=ALERT_ROUTES)

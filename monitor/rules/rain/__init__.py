@@ -9,6 +9,8 @@ the ``mean`` gauge.
 
 from __future__ import annotations
 
+from typing import Final
+
 from ...config import SensorConfig, SiteConfig
 from ..active import active_start_ms
 from ..family import Family, FoldInputs, PayloadField, SensorKindSpec
@@ -55,7 +57,22 @@ def routes(site: SiteConfig, sensor: SensorConfig) -> tuple[str, ...]:
     return (f"gauge:{sensor.id}",) + ((f"gauge:{MEAN_GAUGE}",) if mean else ())
 
 
+#: The default alert route of each of the family's event types (a variant as
+#: ``type.variant``), [] = log book only (``sinks/notify/routing.py``).
+ALERT_ROUTES: Final[dict[str, tuple[str, ...]]] = {
+    # A drizzle starts and ends a storm event; only a qualifying one is news.
+    "storm_started": (),
+    # § 134-9A(2): the 24-hour clock starts. The officer sees every one.
+    "storm_qualified": ("qp", "officer"),
+    # A site below Conditions A-C: recorded and reported, no deadline.
+    "storm_qualified.informational": ("qp",),
+    "storm_ended": (),
+    "counter_reset": ("ops",),
+}
+
+
 FAMILY = Family(
     name="rain", group="gauge", kinds={"rain": RAIN},
     events=("storm_started", "storm_qualified", "storm_ended", "counter_reset"),
-    folds=folds, routes=routes)
+    folds=folds, routes=routes,
+    alert_routes=ALERT_ROUTES)

@@ -9,6 +9,8 @@ health family's, as for every kind.
 
 from __future__ import annotations
 
+from typing import Final
+
 from ...config import SensorConfig, SiteConfig
 from ..family import Family, FoldInputs, PayloadField, SensorKindSpec
 from .snow import SnowFold
@@ -32,5 +34,14 @@ def routes(site: SiteConfig, sensor: SensorConfig) -> tuple[str, ...]:
     return (f"snow:{sensor.id}",) if sensor.kind == "snow" else ()
 
 
+#: The default alert route of each of the family's event types (a variant as
+#: ``type.variant``), [] = log book only (``sinks/notify/routing.py``).
+ALERT_ROUTES: Final[dict[str, tuple[str, ...]]] = {
+    # Snow whose melt is a storm event's discharge: the qualified professional checks
+    # the controls before the thaw, like a forecast storm; no clock yet, no officer.
+    "snow_event": ("qp",),
+}
+
+
 FAMILY = Family(name="snow", group="snow", kinds={"snow": SNOW}, events=("snow_event",),
-                folds=folds, routes=routes)
+                folds=folds, routes=routes, alert_routes=ALERT_ROUTES)

@@ -7,6 +7,8 @@ one depth, ``falls.py`` finds the clean-outs. Timelines ``trap:<id>``; a
 
 from __future__ import annotations
 
+from typing import Final
+
 from ...config import SensorConfig, SiteConfig
 from ..family import Family, FoldInputs, PayloadField, SensorKindSpec
 from .traps import TrapFold
@@ -39,7 +41,22 @@ def routes(site: SiteConfig, sensor: SensorConfig) -> tuple[str, ...]:
     return tuple(f"trap:{t.id}" for t in site.traps if t.sensor == sensor.id)
 
 
+#: The default alert route of each of the family's event types (a variant as
+#: ``type.variant``), [] = log book only (``sinks/notify/routing.py``).
+ALERT_ROUTES: Final[dict[str, tuple[str, ...]]] = {
+    "trap_fill": ("qp",),
+    "trap_cleanout_required": ("qp",),
+    "trap_cleaned": (),
+    # A trap sensor reading what cannot be true: operations fixes the
+    # sensor, and the qualified professional hears of it because § 134-9A(1) goes
+    # unwatched meanwhile (the demand repeats on the last valid fill; a trap filling
+    # further is not seen): the trap needs a look by eye.
+    "sensor_fault": ("qp", "ops"),
+}
+
+
 FAMILY = Family(
     name="traps", group="trap", kinds={"sediment": SEDIMENT},
     events=("trap_fill", "trap_cleanout_required", "trap_cleaned", "sensor_fault"),
-    folds=folds, routes=routes)
+    folds=folds, routes=routes,
+    alert_routes=ALERT_ROUTES)

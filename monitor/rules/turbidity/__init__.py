@@ -9,6 +9,8 @@ goes to the pairs its probe belongs to.
 
 from __future__ import annotations
 
+from typing import Final
+
 from ...config import SensorConfig, SiteConfig
 from ..family import Family, FoldInputs, PayloadField, SensorKindSpec
 from .turbidity import PairFold
@@ -41,8 +43,29 @@ def routes(site: SiteConfig, sensor: SensorConfig) -> tuple[str, ...]:
                  if sensor.id in (p.upstream, p.downstream))
 
 
+#: The default alert route of each of the family's event types (a variant as
+#: ``type.variant``), [] = log book only (``sinks/notify/routing.py``).
+ALERT_ROUTES: Final[dict[str, tuple[str, ...]]] = {
+    "turbidity_contrast": ("qp",),
+    "background_missing": ("ops",),
+    "pegged": ("ops",),
+    # Upstream far above downstream for hours: swapped probes hide every § 134-8C
+    # exceedance (the contrast comes out negative), a plume at the upstream probe is
+    # a site problem. Either way the qualified professional must look, and
+    # operations check the probes.
+    "probes_suspect": ("qp", "ops"),
+    # § 134-8C cannot be checked: the background probe dead, the downstream
+    # one silent or pegged for unknown_notice_hours. Operations fix the probe; the
+    # qualified professional must look at the water meanwhile, and both hear when the
+    # contrast is known again.
+    "turbidity_unmonitored": ("qp", "ops"),
+    "turbidity_monitored": ("qp", "ops"),
+}
+
+
 FAMILY = Family(
     name="turbidity", group="pair", kinds={"turbidity": TURBIDITY},
     events=("turbidity_contrast", "background_missing", "pegged", "probes_suspect",
             "turbidity_unmonitored", "turbidity_monitored"),
-    folds=folds, routes=routes)
+    folds=folds, routes=routes,
+    alert_routes=ALERT_ROUTES)

@@ -19,6 +19,9 @@ event are the first of these that is set::
     notify.routes[type.variant], notify.routes[type],
     DEFAULT_ROUTES[type.variant], DEFAULT_ROUTES[type]
 
+(``DEFAULT_ROUTES`` gathers each rule family's ``ALERT_ROUTES``, where the
+reason for each default is written beside it)
+
 so a route the user writes for ``clock_closed`` covers both outcomes, and an
 empty list means "record in the log book, send nothing".
 
@@ -53,78 +56,14 @@ from typing import Final
 
 from ...contract.events import ClockClosed, Event, StormQualified, TurbidityContrast
 from ...contract.routes import ROUTE_KEYS
+from ...rules.registry import ALERT_ROUTES
 
 #: The qualified professional's tag: alerts routed to it carry the form link (``host/links.py``).
 QP_TAG: Final = "qp"
 
-#: The default route of every event type of the vocabulary: a decision for each, [] = log book only.
-DEFAULT_ROUTES: Final[dict[str, tuple[str, ...]]] = {
-    # A drizzle starts and ends a storm event; only a qualifying one is news.
-    "storm_started": (),
-    # § 134-9A(2): the 24-hour clock starts. The officer sees every one.
-    "storm_qualified": ("qp", "officer"),
-    # A site below Conditions A-C: recorded and reported, no deadline.
-    "storm_qualified.informational": ("qp",),
-    "storm_ended": (),
-    # The qualified professional recorded it; clock_closed says what it settled.
-    "inspection_recorded": (),
-    # Entered long after its own time: it may have closed a clock that stood
-    # overdue meanwhile, so the officer hears of it.
-    "inspection_backdated": ("officer",),
-    # Each missed week is a separate violation (§ 134-12D); the overdue notices
-    # already go out every few hours, so these are for the log book and report.
-    "inspection_missed": (),
-    "corrective_action_due": ("qp",),
-    # The qualified professional sent it to the contractor: the log book's record.
-    "corrective_action_sent": (),
-    # Reported done (by the contractor's link): the qualified professional verifies it
-    # at the next inspection.
-    "corrective_action_done": ("qp",),
-    # Final stabilization: the routine cadence ends; the officer is told.
-    "site_closed": ("qp", "officer"),
-    "inspection_due_soon": ("qp",),
-    # An overdue clock also notifies the officer.
-    "inspection_overdue": ("qp", "officer"),
-    "clock_closed": ("qp",),
-    # A late inspection is a missed § 134-9A(2) deadline: the officer hears of it.
-    "clock_closed.late": ("qp", "officer"),
-    "trap_fill": ("qp",),
-    "trap_cleanout_required": ("qp",),
-    "trap_cleaned": (),
-    "turbidity_contrast": ("qp",),
-    # Sensor health goes to whoever keeps the nodes running.
-    "sensor_stale": ("ops",),
-    "sensor_recovered": ("ops",),
-    "battery_low": ("ops",),
-    "counter_reset": ("ops",),
-    "background_missing": ("ops",),
-    "pegged": ("ops",),
-    # A trap sensor reading what cannot be true: operations fixes the
-    # sensor, and the qualified professional hears of it because § 134-9A(1) goes
-    # unwatched meanwhile (the demand repeats on the last valid fill; a trap filling
-    # further is not seen): the trap needs a look by eye.
-    "sensor_fault": ("qp", "ops"),
-    # Upstream far above downstream for hours: swapped probes hide every § 134-8C
-    # exceedance (the contrast comes out negative), a plume at the upstream probe is
-    # a site problem. Either way the qualified professional must look, and
-    # operations check the probes.
-    "probes_suspect": ("qp", "ops"),
-    # § 134-8C cannot be checked: the background probe dead, the downstream
-    # one silent or pegged for unknown_notice_hours. Operations fix the probe; the
-    # qualified professional must look at the water meanwhile, and both hear when the
-    # contrast is known again.
-    "turbidity_unmonitored": ("qp", "ops"),
-    "turbidity_monitored": ("qp", "ops"),
-    # A storm in the forecast: the qualified professional checks the controls
-    # before the rain (§ 134-9A(2) follows the storm); no clock, no officer.
-    "storm_forecast": ("qp",),
-    # The reference saw a storm the gauge did not: operations look at the gauge,
-    # the qualified professional at the site (it may have rained there).
-    "gauge_disagrees": ("qp", "ops"),
-    # Snow whose melt is a storm event's discharge: the qualified professional checks
-    # the controls before the thaw, like a forecast storm; no clock yet, no officer.
-    "snow_event": ("qp",),
-}
+#: The default route of every event type of the vocabulary, [] = log book only: each
+#: rule family's decision for its own types (``Family.alert_routes``).
+DEFAULT_ROUTES: Final[dict[str, tuple[str, ...]]] = dict(ALERT_ROUTES)
 
 #: Types whose alerts carry a deadline or a violation (see the module docstring).
 URGENT_TYPES: Final = frozenset({"storm_qualified", "inspection_due_soon", "inspection_overdue",
