@@ -38,6 +38,7 @@ from .base import (
     raise_problems,
     validate_reporting,
 )
+from .permits import BusinessDays, PermitRef
 from .siterules import (
     DEFAULT_ABSOLUTE_NTU,
     Pause,
@@ -218,6 +219,10 @@ class SiteConfig(Model):
     location: Location | None = None
     #: The erosion and sediment controls the inspection form asks about, in order.
     practices: list[Practice] = Field(default_factory=list)
+    #: The permits the site answers to (none: Chapter 134 alone, ``village-branch-134``).
+    permits: tuple[PermitRef, ...] = ()
+    #: The business calendar of business-day deadlines (``permits``).
+    business_days: BusinessDays = Field(default_factory=BusinessDays)
 
     @field_validator("timezone")
     @classmethod
@@ -249,6 +254,11 @@ class SiteConfig(Model):
                 f"{days:g} is not a whole number of days, which routine_due: end_of_day "
                 f"(calendar days) needs; set routine_due: elapsed for a clock of exactly "
                 f"{days:g} x 24 hours"))], self)
+        keys = [p.key for p in self.permits]
+        twice = sorted({k for k in keys if keys.count(k) > 1})
+        if twice:
+            raise_problems(type(self).__name__, [(("permits", keys.index(twice[0]), "id"), (
+                f"{twice[0]} is listed twice; give the second one its own id"))], self)
         return self
 
     @property

@@ -28,6 +28,9 @@ from typing import Any, ClassVar, Literal
 from .body import CONTRACT as CONTRACT
 from .body import Body as Body
 from .body import contract_field as contract_field
+from .permit_events import CorrectiveActionOverdue as CorrectiveActionOverdue
+from .permit_events import SiteShutdown as SiteShutdown
+from .permit_events import TurbidityBenchmarkExceeded as TurbidityBenchmarkExceeded
 from .snow_events import SnowEvent as SnowEvent
 from .times import iso, parse_iso
 from .turbidity_events import BackgroundMissing as BackgroundMissing
@@ -94,6 +97,10 @@ class StormQualified(Body):
     #: ``active_since`` has from its readings), ``after_final_stabilization`` or
     #: ``paused``. Unset otherwise.
     outside: str | None = None
+    #: The permit whose rule the clock keeps, and the rule's citation (config/README.md,
+    #: "Permits"): ``village-branch-134`` and ``§ 134-9A(2)`` for Chapter 134.
+    permit: str | None = contract_field()
+    section: str | None = contract_field()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -125,6 +132,8 @@ class GaugeQualified(Body):
     uncertain_in: float
     gauges: tuple[str, ...]
     qualified_not_before: str | None = None
+    #: The permit storm rule it qualified under (``rules/permits``); None: the site's own.
+    rule: str | None = None
 
 
 # --------------------------------------------------------------------------- inspections
@@ -230,6 +239,10 @@ class InspectionMissed(Body):
     week: int
     week_from: str
     week_to: str
+    #: The permit whose rule the clock keeps, and the rule's citation (config/README.md,
+    #: "Permits"): ``village-branch-134`` and ``§ 134-9A(2)`` for Chapter 134.
+    permit: str | None = contract_field()
+    section: str | None = contract_field()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -253,6 +266,10 @@ class InspectionDueSoon(Body):
     hours_left: float
     #: ``reference`` for a storm clock the reference stations opened (``StormQualified``).
     source: str | None = None
+    #: The permit whose rule the clock keeps, and the rule's citation (config/README.md,
+    #: "Permits"): ``village-branch-134`` and ``§ 134-9A(2)`` for Chapter 134.
+    permit: str | None = contract_field()
+    section: str | None = contract_field()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -264,6 +281,10 @@ class InspectionOverdue(Body):
     hours_late: float
     #: ``reference`` for a storm clock the reference stations opened (``StormQualified``).
     source: str | None = None
+    #: The permit whose rule the clock keeps, and the rule's citation (config/README.md,
+    #: "Permits"): ``village-branch-134`` and ``§ 134-9A(2)`` for Chapter 134.
+    permit: str | None = contract_field()
+    section: str | None = contract_field()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -278,6 +299,10 @@ class ClockClosed(Body):
     backdated: bool
     #: ``reference`` for a storm clock the reference stations opened (``StormQualified``).
     source: str | None = None
+    #: The permit whose rule the clock keeps, and the rule's citation (config/README.md,
+    #: "Permits"): ``village-branch-134`` and ``§ 134-9A(2)`` for Chapter 134.
+    permit: str | None = contract_field()
+    section: str | None = contract_field()
 
 
 # --------------------------------------------------------------------------- traps
@@ -393,7 +418,8 @@ EVENT_TYPES: dict[str, type[Body]] = {cls.TYPE: cls for cls in (
     TrapCleanoutRequired, TrapCleaned, TurbidityContrast, SensorStale, SensorRecovered,
     BatteryLow, CounterReset, BackgroundMissing, Pegged, SensorFault, ProbesSuspect,
     TurbidityUnmonitored, TurbidityMonitored, StormForecast, GaugeDisagrees,
-    CorrectiveActionSent, CorrectiveActionDone, SnowEvent)}
+    CorrectiveActionSent, CorrectiveActionDone, SnowEvent, CorrectiveActionOverdue,
+    TurbidityBenchmarkExceeded, SiteShutdown)}
 #: Each event type's fields (monitor/README.md, "Events" and what the rules add), read off the
 #: types.
 EVENT_FIELDS: dict[str, tuple[str, ...]] = {

@@ -36,6 +36,7 @@ from . import events as ev
 from .body import Body
 from .clocknames import deadline, inspection_of, spoken
 from .figures import depth_text, fill_text
+from .permits import rule_words
 from .unmonitored_words import reason_words
 
 S_9A1, S_9A2, S_8C, S_12D = "§ 134-9A(1)", "§ 134-9A(2)", "§ 134-8C", "§ 134-12D"
@@ -148,11 +149,12 @@ def _storm_qualified(e: ev.StormQualified, c: _Ctx) -> str:
     if e.informational:
         why = _OUTSIDE.get(e.outside or "", "the site's condition needs no storm inspection")
         return f"{head} — recorded only, no inspection deadline ({why})"
+    rule = rule_words(e.permit, e.section, S_9A2)
     if e.due is None:
-        return f"{head} — inspect within 24 hours after the rain stops, {S_9A2}"
+        return f"{head} — inspect within 24 hours after the rain stops, {rule}"
     early = (f" (may have been due as early as {c.at(e.due_not_before)}: the gauge was silent)"
              if e.due_not_before else "")
-    return f"{head} — inspect by {c.at(e.due)}{early}, {S_9A2}"
+    return f"{head} — inspect by {c.at(e.due)}{early}, {rule}"
 
 
 @_says(ev.StormEnded)
@@ -225,7 +227,7 @@ def _backdated(e: ev.InspectionBackdated, c: _Ctx) -> str:
 @_says(ev.InspectionDueSoon)
 def _due_soon(e: ev.InspectionDueSoon, c: _Ctx) -> str:
     return (f"Reminder: {c.clock(e.clock_id, e.clock)} is due by {c.at(e.due)} "
-            f"({e.hours_left:.1f} h left), {S_9A2}")
+            f"({e.hours_left:.1f} h left), {rule_words(e.permit, e.section, S_9A2)}")
 
 
 @_says(ev.InspectionOverdue)
@@ -233,13 +235,22 @@ def _overdue(e: ev.InspectionOverdue, c: _Ctx) -> str:
     name = c.clock(e.clock_id, e.clock)
     # The first notice comes at the deadline itself: "0.0 h late" says nothing.
     late = f" ({e.hours_late:.1f} h late)" if e.hours_late >= 0.05 else ""
-    return f"OVERDUE: {name} was due by {c.at(e.due)}{late} — inspect now, {S_9A2}"
+    rule = rule_words(e.permit, e.section, S_9A2)
+    return f"OVERDUE: {name} was due by {c.at(e.due)}{late} — inspect now, {rule}"
 
 
 @_says(ev.InspectionMissed)
 def _missed(e: ev.InspectionMissed, c: _Ctx) -> str:
     return (f"Week {e.week} without {c.clock(e.clock_id, e.clock)} ({c.at(e.week_from)} to "
-            f"{c.at(e.week_to)}): each week a separate violation, {S_12D}")
+            f"{c.at(e.week_to)}): each week a separate violation, {_missed_rule(e)}")
+
+
+def _missed_rule(e: ev.InspectionMissed) -> str:
+    """§ 134-12D makes each missed week a violation of Chapter 134; under another
+    permit the week is missed against that permit's own rule."""
+    if e.permit in (None, "village-branch-134"):
+        return S_12D
+    return rule_words(e.permit, e.section, S_12D)
 
 
 @_says(ev.ClockClosed)
@@ -247,7 +258,7 @@ def _clock_closed(e: ev.ClockClosed, c: _Ctx) -> str:
     how = "on time" if e.outcome == "met" else "LATE"
     name = c.clock(e.clock_id, e.clock)
     return (f"{name[0].upper()}{name[1:]} done {how} {c.at(e.inspected_at)} (due by "
-            f"{c.at(e.due)}), {S_9A2}")
+            f"{c.at(e.due)}), {rule_words(e.permit, e.section, S_9A2)}")
 
 
 @_says(ev.CorrectiveActionDue)
@@ -276,6 +287,28 @@ def _site_closed(e: ev.SiteClosed, c: _Ctx) -> str:
     by = f" by {e.by}" if e.by else ""
     return (f"Site closed at final stabilization {c.at(e.closed_at)}{by}: routine "
             "inspections end")
+
+
+@_says(ev.CorrectiveActionOverdue)
+def _action_overdue(e: ev.CorrectiveActionOverdue, c: _Ctx) -> str:
+    return (f"OVERDUE: corrective action {e.text!r} was due by {c.at(e.due)} "
+            f"({e.hours_late:.0f} h late), {rule_words(e.permit, e.section, S_9A2)}")
+
+
+@_says(ev.SiteShutdown)
+def _site_shutdown(e: ev.SiteShutdown, c: _Ctx) -> str:
+    by = f" by {e.by}" if e.by else ""
+    until = f" until {c.at(e.ended_at)}" if e.ended_at else ""
+    return (f"Temporary shutdown from {c.at(e.started_at)}{until}{by}, written notice: "
+            f"{e.notice!r}: the permits' shutdown cadence applies")
+
+
+@_says(ev.TurbidityBenchmarkExceeded)
+def _benchmark(e: ev.TurbidityBenchmarkExceeded, c: _Ctx) -> str:
+    return (f"Dewatering turbidity at {e.sensor} averaged {e.mean_ntu:.1f} NTU over "
+            f"{e.samples} samples from {c.at(e.week_from)} to {c.at(e.week_to)}, above the "
+            f"{e.benchmark_ntu:g} NTU benchmark — corrective action, "
+            f"{rule_words(e.permit, e.section, '')}")
 
 
 # --------------------------------------------------------------------------- traps

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Final, get_args
 
 from ..contract.inputs import SensorKind
-from . import clocks, health, rain, snow, traps, turbidity, weather
+from . import clocks, health, permits, rain, snow, traps, turbidity, weather
 from .family import Family, SensorKindSpec
 
 FAMILIES: Final[tuple[Family, ...]] = (
@@ -23,6 +23,7 @@ FAMILIES: Final[tuple[Family, ...]] = (
     weather.FAMILY,
     clocks.FAMILY,
     snow.FAMILY,
+    permits.FAMILY,
 )
 
 #: Every sensor kind with its family's declaration of it, in the order of the

@@ -15,6 +15,7 @@ from monitor.contract.events import (
     ClockClosed,
     CorrectiveActionDone,
     CorrectiveActionDue,
+    CorrectiveActionOverdue,
     CorrectiveActionSent,
     CounterReset,
     Event,
@@ -31,6 +32,7 @@ from monitor.contract.events import (
     SensorRecovered,
     SensorStale,
     SiteClosed,
+    SiteShutdown,
     SnowEvent,
     StormEnded,
     StormForecast,
@@ -39,6 +41,7 @@ from monitor.contract.events import (
     TrapCleaned,
     TrapCleanoutRequired,
     TrapFill,
+    TurbidityBenchmarkExceeded,
     TurbidityContrast,
     TurbidityMonitored,
     TurbidityUnmonitored,
@@ -204,6 +207,15 @@ SAMPLE_BODIES: dict[str, Body] = {body.TYPE: body for body in (
     SnowEvent(sensor="sn1", started_at="2026-11-29T14:00:00Z",
               qualified_at="2026-11-30T10:00:00Z", total_in=3.5, threshold_in=3.25,
               window_hours=24.0),
+    CorrectiveActionOverdue(action_id="a1", text="Repair the silt fence", due=
+                            "2026-12-07T17:00:00Z", permit="epa-cgp-2022",
+                            section="CGP 2022 Part 5.2", hours_late=4.0),
+    TurbidityBenchmarkExceeded(sensor="tb-dw", week_from="2026-11-23T05:00:00Z",
+                               week_to="2026-11-30T05:00:00Z", mean_ntu=62.5, samples=7,
+                               benchmark_ntu=50.0, permit="epa-cgp-2022",
+                               section="CGP 2022 Part 3.3.1, 5.2.2"),
+    SiteShutdown(started_at="2026-11-30T12:00:00Z", ended_at=None,
+                 notice="Winter shutdown, notice sent to DEC Nov 28", by="J. Rivera"),
 )}
 
 

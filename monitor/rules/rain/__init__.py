@@ -9,6 +9,7 @@ the ``mean`` gauge.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Final
 
 from ...config import SensorConfig, SiteConfig
@@ -30,18 +31,20 @@ RAIN = SensorKindSpec(
     counted_when_absent=True)
 
 
-def folds(site: SiteConfig) -> dict[str, FoldInputs]:
-    """One fold per gauge, and the ``mean`` gauge's over all of them (``gauges: mean``)."""
+def folds(site: SiteConfig, make: Callable[..., GaugeFold] = GaugeFold
+          ) -> dict[str, FoldInputs]:
+    """One fold per gauge, and the ``mean`` gauge's over all of them (``gauges: mean``);
+    ``make`` builds each (a permit's rule builds its own, ``rules/permits/storms.py``)."""
     found: dict[str, FoldInputs] = {}
     gauges, start_ms = site.gauges(), active_start_ms(site)
     for g in gauges:
-        found[f"gauge:{g.id}"] = (GaugeFold(site.id, g.id, site.rain, [g],
+        found[f"gauge:{g.id}"] = (make(site.id, g.id, site.rain, [g],
                                             active_from_ms=start_ms), (g.id,), ())
     if site.rain.gauges == "mean" and gauges:
         # Heartbeats only of the on_tip gauges that have them (liveness in the mean).
         beats = {g.id: site.heartbeat_sensors(g) for g in gauges
                  if g.on_tip and g.heartbeat_minutes is not None}
-        found[f"gauge:{MEAN_GAUGE}"] = (GaugeFold(site.id, MEAN_GAUGE, site.rain, gauges,
+        found[f"gauge:{MEAN_GAUGE}"] = (make(site.id, MEAN_GAUGE, site.rain, gauges,
                                                   mean=True, heartbeats=beats,
                                                   active_from_ms=start_ms),
                                         tuple(g.id for g in gauges),

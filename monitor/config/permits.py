@@ -1,0 +1,233 @@
+"""The vocabulary of permits: the rules a site answers to, as data.
+
+A *profile* is a permit's rule book (``village-branch-134``, ``epa-cgp-2022`` ...).
+The built-in ones are YAML files of the rules family ``rules/permits`` and a
+``custom`` profile is the user's own file, written in the same vocabulary and
+validated by the same models, so a rule the user writes and a rule we ship
+mean the same thing (config/README.md, "Permits").
+
+A rule carries where it comes from (``section``, ``quote``, ``source``,
+``verified``), when it applies (``applies_when``) and exactly one duty:
+``routine``, ``storm``, ``snow``, ``corrective_action``, ``maintenance``,
+``shutdown`` or ``turbidity_benchmark``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import ConfigDict, Field, model_validator
+
+from ..contract.permits import BUILTIN_PROFILES, DUTY_KINDS, FREQUENCIES
+from .base import Id, Model, NonNegativeFloat, PositiveFloat, raise_problems
+
+_HOURS = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)-([01]\d|2[0-4]):([0-5]\d)$")
+
+
+class RoutineRule(Model):
+    """An inspection every ``every_days`` calendar days; ``times`` inspections in each
+    such span, at least ``min_gap_days`` full calendar days apart."""
+
+    every_days: Annotated[int, Field(ge=1, le=366)]
+    times: Annotated[int, Field(ge=1, le=7)] = 1
+    min_gap_days: Annotated[int, Field(ge=0, le=30)] = 0
+    due: Literal["end_of_day", "elapsed"] = "end_of_day"
+
+
+class StormRule(Model):
+    """An inspection within ``deadline_hours`` of a storm of ``threshold_in`` (measured
+    by the site's gauges, or forecast by the NWS with ``source: forecast``)."""
+
+    threshold_in: Annotated[float, Field(ge=0.01, le=20, allow_inf_nan=False)]
+    window: Literal["event_total", "event_24h", "rolling_24h"] = "event_total"
+    source: Literal["gauge", "forecast"] = "gauge"
+    probability_min: Annotated[float, Field(ge=0, le=100, allow_inf_nan=False)] | None = None
+    deadline_hours: PositiveFloat = 24.0
+    clock_start: Literal["qualified", "event_end"] = "qualified"
+    #: ``next_business_day``: a storm outside business hours is inspected when the
+    #: next business day begins (its close is the deadline).
+    outside_hours: Literal["next_business_day", "none"] = "none"
+
+
+class SnowRule(Model):
+    """An inspection after ``threshold_in`` of snow within ``window_hours`` (snowmelt)."""
+
+    threshold_in: Annotated[float, Field(gt=0, le=100, allow_inf_nan=False)]
+    window_hours: PositiveFloat = 24.0
+    deadline_hours: PositiveFloat = 24.0
+
+
+class Deadline(Model):
+    """A number of calendar days or of business days (one of them)."""
+
+    calendar_days: Annotated[int, Field(ge=0, le=366)] | None = None
+    business_days: Annotated[int, Field(ge=0, le=60)] | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> Deadline:
+        if (self.calendar_days is None) == (self.business_days is None):
+            raise_problems(type(self).__name__, [((), "give exactly one of calendar_days "
+                                                  "and business_days")], self)
+        return self
+
+
+class ActionRule(Model):
+    """A corrective action or routine maintenance, due ``deadline`` after discovery."""
+
+    deadline: Deadline
+
+
+class ShutdownRule(Model):
+    """During a recorded temporary shutdown, inspect every ``every_days`` calendar days."""
+
+    every_days: Annotated[int, Field(ge=1, le=366)]
+    notice: Literal["required", "none"] = "required"
+
+
+class BenchmarkRule(Model):
+    """Dewatering turbidity: the weekly average of the daily samples against ``ntu``."""
+
+    ntu: PositiveFloat
+    average: Literal["weekly"] = "weekly"
+    min_samples_per_day: Annotated[int, Field(ge=1, le=96)] = 1
+
+
+class AppliesWhen(Model):
+    """When a rule applies: the permit's chosen ``frequency``, whether the site
+    discharges to impaired water, and how many acres are disturbed at once (a site
+    that does not say counts as at most any number: the larger site's rule never
+    applies by guess, and ``check-config`` says so)."""
+
+    frequency: Literal["weekly", "biweekly_storm"] | None = None
+    impaired_water: bool | None = None
+    disturbed_acres_over: NonNegativeFloat | None = None
+    disturbed_acres_at_most: NonNegativeFloat | None = None
+
+
+class ProfileRule(Model):
+    """One rule of a profile: its source and exactly one duty (module docstring)."""
+
+    id: Id
+    section: Annotated[str, Field(min_length=1, max_length=120)]
+    quote: Annotated[str, Field(min_length=1, max_length=2000)]
+    source: Annotated[str, Field(min_length=1, max_length=500)]
+    verified: bool
+    applies_when: AppliesWhen = Field(default_factory=AppliesWhen)
+    routine: RoutineRule | None = None
+    storm: StormRule | None = None
+    snow: SnowRule | None = None
+    corrective_action: ActionRule | None = None
+    maintenance: ActionRule | None = None
+    shutdown: ShutdownRule | None = None
+    turbidity_benchmark: BenchmarkRule | None = None
+    #: Where the rule was read, in words ("EPA 2022 CGP inspection report template").
+    read_at: str | None = None
+
+    @model_validator(mode="after")
+    def _one_duty(self) -> ProfileRule:
+        given = [k for k in DUTY_KINDS if getattr(self, k) is not None]
+        if len(given) > 1:
+            raise_problems(type(self).__name__, [((given[1],), (
+                f"a rule has one duty; {given[0]} is given too (write two rules)"))], self)
+        if not given and self.id != "notes":
+            raise_problems(type(self).__name__, [((), (
+                "a rule needs one duty: " + ", ".join(DUTY_KINDS)))], self)
+        return self
+
+    @property
+    def duty(self) -> str:
+        """Which duty the rule holds (``routine``, ``storm`` ...)."""
+        return next((k for k in DUTY_KINDS if getattr(self, k) is not None), "notes")
+
+
+class Profile(Model):
+    """A permit's rules (a built-in profile file, or a ``custom`` one)."""
+
+    id: Id
+    title: Annotated[str, Field(min_length=1, max_length=200)]
+    #: The choices a site makes under the permit (``frequency``), with the default.
+    frequencies: tuple[str, ...] = ()
+    default_frequency: str | None = None
+    #: Whether the storm and routine numbers come from the site's own ``rain:`` and
+    #: ``routine_inspection_days`` (the village's Chapter 134, which they configure).
+    site_numbers: bool = False
+    rules: tuple[ProfileRule, ...]
+
+    @model_validator(mode="after")
+    def _unique(self) -> Profile:
+        seen: set[str] = set()
+        problems = []
+        for i, rule in enumerate(self.rules):
+            if rule.id in seen:
+                problems.append((("rules", i, "id"), f"{rule.id!r} is used twice"))
+            seen.add(rule.id)
+        raise_problems(type(self).__name__, problems, self)
+        return self
+
+
+class PermitRef(Model):
+    """A permit a site answers to: a profile and the choices the site made under it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    profile: Literal[BUILTIN_PROFILES + ("custom",)]  # type: ignore[valid-type]
+    #: A second permit of the same profile needs its own id (``custom`` always does).
+    id: Id | None = None
+    frequency: Literal[FREQUENCIES] | None = None  # type: ignore[valid-type]
+    impaired_water: bool = False
+    disturbed_acres: NonNegativeFloat | None = None
+    #: The turbidity probes on dewatering discharges (the benchmark's samples).
+    dewatering: tuple[Id, ...] = ()
+    #: A custom profile's file (relative to the configuration file) ...
+    file: str | None = None
+    #: ... or its rules written inline (the file is read into this).
+    definition: Profile | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare(cls, data: Any) -> Any:
+        return {"profile": data} if isinstance(data, str) else data
+
+    @model_validator(mode="after")
+    def _custom(self) -> PermitRef:
+        problems: list[tuple[tuple[str | int, ...], str]] = []
+        if self.profile == "custom":
+            if self.id is None:
+                problems.append((("id",), "a custom profile needs an id"))
+            if self.file is None and self.definition is None:
+                problems.append((("file",), "a custom profile needs a file"))
+        elif self.file is not None or self.definition is not None:
+            problems.append((("file",), f"only a custom profile has a file; "
+                             f"{self.profile} is built in"))
+        raise_problems(type(self).__name__, problems, self)
+        return self
+
+    @property
+    def key(self) -> str:
+        """The permit's name in events (``permit``) and clock ids."""
+        return self.id or self.profile
+
+
+class BusinessDays(Model):
+    """The site's business calendar: weekdays, less the public holidays of
+    ``country``/``subdiv`` (the ``holidays`` package), within ``hours`` (local)."""
+
+    country: Annotated[str, Field(min_length=2, max_length=3)] = "US"
+    subdiv: str | None = None
+    hours: str = "07:00-17:00"
+
+    @model_validator(mode="after")
+    def _hours(self) -> BusinessDays:
+        match = _HOURS.match(self.hours)
+        if match is None or match.group(1, 2) >= match.group(3, 4):
+            raise_problems(type(self).__name__, [(("hours",), (
+                f"{self.hours!r} is not HH:MM-HH:MM with the start before the end "
+                "(07:00-17:00)"))], self)
+        return self
+
+    @property
+    def minutes(self) -> tuple[int, int]:
+        """Business hours as minutes of the local day (start, end)."""
+        a, b = self.hours.split("-")
+        return (int(a[:2]) * 60 + int(a[3:]), int(b[:2]) * 60 + int(b[3:]))

@@ -1,0 +1,33 @@
+"""The names of permits every reader shares: the built-in profiles a configuration
+may name, the duties a profile rule may hold, and the frequencies a site may
+choose (config/README.md, "Permits")."""
+
+from __future__ import annotations
+
+from typing import Final
+
+#: The profiles that ship with stormwatch (``rules/permits/profiles/<id>.yaml``).
+BUILTIN_PROFILES: Final = ("village-branch-134", "epa-cgp-2022", "tx-txr150000", "nc-ncg01",
+                           "ny-gp-0-25-001")
+#: The profile a site without ``permits`` answers to: Chapter 134, as before permits.
+DEFAULT_PROFILE: Final = "village-branch-134"
+#: The duties a profile rule may hold, one each.
+DUTY_KINDS: Final = ("routine", "storm", "snow", "corrective_action", "maintenance", "shutdown",
+                     "turbidity_benchmark")
+#: The inspection frequencies a site chooses under EPA's and Texas' permits.
+FREQUENCIES: Final = ("weekly", "biweekly_storm")
+
+#: How a person names each built-in permit before a section ("EPA CGP 2022 Part 4.2").
+#: Chapter 134's sections need no name: "§ 134-9A(2)" says it.
+PERMIT_NAMES: Final = {"village-branch-134": "", "epa-cgp-2022": "EPA",
+                       "tx-txr150000": "Texas", "nc-ncg01": "North Carolina",
+                       "ny-gp-0-25-001": "New York"}
+
+
+def rule_words(permit: str | None, section: str | None, default: str) -> str:
+    """A rule's citation as a sentence ends with it: ``default`` (Chapter 134's section)
+    for an event from before permits, else the permit's name and the section."""
+    if section is None:
+        return default
+    name = PERMIT_NAMES.get(permit or "", permit or "")
+    return f"{name} {section}".strip()

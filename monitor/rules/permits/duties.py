@@ -1,0 +1,222 @@
+"""The duties of a site: every rule of every permit it answers to, resolved.
+
+A site without ``permits`` answers to ``village-branch-134`` alone, whose storm
+and routine numbers are the site's own ``rain:`` and ``routine_inspection_days``
+(Chapter 134 lets a site set them), so it behaves exactly as before permits
+existed. Each other permit contributes the rules of its profile that apply to
+the site's choices (``frequency``, ``impaired_water``, ``disturbed_acres``),
+each with its citation.
+
+The first permit listed is the site's *primary* one: its clocks keep the plain
+ids (``storm-…``, ``routine-…``); every other permit's clock ids begin with its
+key (``epa-cgp-2022/storm-…``), so each permit's clocks are its own.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ...config import SiteConfig
+from ...config.permits import PermitRef, Profile, ProfileRule
+from ...contract.permits import DEFAULT_PROFILE
+from .profiles import builtin_profile
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    """Where a duty comes from: the permit, its rule and the rule's words."""
+
+    permit: str
+    profile: str
+    rule: str
+    section: str
+    quote: str
+    source: str
+    verified: bool
+    read_at: str | None = None
+
+    def words(self) -> str:
+        """The permit and section as a person reads them beside a deadline."""
+        return f"{self.permit}, {self.section}"
+
+
+@dataclass(frozen=True, slots=True)
+class RoutineDuty:
+    every_days: float
+    times: int
+    min_gap_days: int
+    due: str
+    cite: Citation
+
+    @property
+    def interval_days(self) -> float:
+        """The days from one inspection to the next deadline: ``every_days`` shared
+        out among ``times`` inspections (twice in 7 days: due within 4)."""
+        if self.times == 1:
+            return self.every_days
+        return float(math.ceil(self.every_days / self.times))
+
+
+@dataclass(frozen=True, slots=True)
+class StormDuty:
+    threshold_in: float
+    window: str
+    source: str
+    probability_min: float | None
+    deadline_hours: float
+    clock_start: str
+    outside_hours: str
+    cite: Citation
+
+    @property
+    def rule_key(self) -> str:
+        """The storm rule's name among a site's gauge folds (same rule, same facts)."""
+        return f"{self.threshold_in:g}in-{self.window}"
+
+
+@dataclass(frozen=True, slots=True)
+class SnowDuty:
+    threshold_in: float
+    window_hours: float
+    deadline_hours: float
+    cite: Citation
+
+
+@dataclass(frozen=True, slots=True)
+class DeadlineDuty:
+    """A corrective action's or maintenance's deadline from discovery."""
+
+    kind: str  # "corrective_action" | "maintenance"
+    calendar_days: int | None
+    business_days: int | None
+    cite: Citation
+
+    def words(self) -> str:
+        if self.calendar_days is not None:
+            return f"{self.calendar_days} calendar day{'s' * (self.calendar_days != 1)}"
+        n = self.business_days or 0
+        return ("the close of the next business day" if n == 1
+                else f"{n} business days")
+
+
+@dataclass(frozen=True, slots=True)
+class ShutdownDuty:
+    every_days: int
+    notice: str
+    cite: Citation
+
+
+@dataclass(frozen=True, slots=True)
+class BenchmarkDuty:
+    ntu: float
+    min_samples_per_day: int
+    sensors: tuple[str, ...]
+    cite: Citation
+
+
+@dataclass(frozen=True, slots=True)
+class Permit:
+    """One permit of a site with the duties that apply to it."""
+
+    key: str
+    profile: str
+    title: str
+    primary: bool
+    routine: RoutineDuty | None = None
+    storm: StormDuty | None = None
+    snow: SnowDuty | None = None
+    corrective_action: DeadlineDuty | None = None
+    maintenance: DeadlineDuty | None = None
+    shutdown: ShutdownDuty | None = None
+    benchmark: BenchmarkDuty | None = None
+    #: Every rule that applies, with its citation, in the profile's order.
+    rules: tuple[tuple[ProfileRule, Citation], ...] = ()
+
+    def clock_id(self, plain: str) -> str:
+        """The id of this permit's clock ``plain`` (module docstring)."""
+        return plain if self.primary else f"{self.key}/{plain}"
+
+    @property
+    def unverified(self) -> tuple[Citation, ...]:
+        return tuple(c for _, c in self.rules if not c.verified)
+
+
+def refs_of(site: SiteConfig) -> tuple[PermitRef, ...]:
+    """The site's permits as configured, or Chapter 134 alone."""
+    return site.permits or (PermitRef(profile=DEFAULT_PROFILE),)
+
+
+def profile_of(ref: PermitRef) -> Profile:
+    """The profile a permit reference names (a custom one carries its own)."""
+    if ref.definition is not None:
+        return ref.definition
+    return builtin_profile(ref.profile)
+
+
+def applies(rule: ProfileRule, ref: PermitRef, profile: Profile) -> bool:
+    """Whether ``rule`` applies to a site that made the choices of ``ref``."""
+    when = rule.applies_when
+    freq = ref.frequency or profile.default_frequency
+    if when.frequency is not None and when.frequency != freq:
+        return False
+    if when.impaired_water is not None and when.impaired_water != ref.impaired_water:
+        return False
+    acres = ref.disturbed_acres or 0.0
+    if when.disturbed_acres_over is not None and not acres > when.disturbed_acres_over:
+        return False
+    return not (when.disturbed_acres_at_most is not None
+                and acres > when.disturbed_acres_at_most)
+
+
+def permits_of(site: SiteConfig) -> tuple[Permit, ...]:
+    """Every permit of ``site`` with its duties (module docstring)."""
+    return tuple(_permit(site, ref, i == 0) for i, ref in enumerate(refs_of(site)))
+
+
+def _permit(site: SiteConfig, ref: PermitRef, primary: bool) -> Permit:
+    profile = profile_of(ref)
+    found: dict[str, object] = {}
+    rules: list[tuple[ProfileRule, Citation]] = []
+    for rule in profile.rules:
+        if not applies(rule, ref, profile):
+            continue
+        cite = Citation(ref.key, profile.id, rule.id, rule.section, rule.quote, rule.source,
+                        rule.verified, rule.read_at)
+        rules.append((rule, cite))
+        duty = _duty(site, profile, rule, cite, ref)
+        if duty is not None:
+            name = "benchmark" if rule.duty == "turbidity_benchmark" else rule.duty
+            found.setdefault(name, duty)
+    return Permit(ref.key, profile.id, profile.title, primary, rules=tuple(rules),
+                  **found)  # type: ignore[arg-type]
+
+
+def _duty(site: SiteConfig, profile: Profile, rule: ProfileRule, cite: Citation,
+          ref: PermitRef) -> object | None:
+    own = profile.site_numbers
+    if rule.routine is not None:
+        r = rule.routine
+        return RoutineDuty(site.routine_inspection_days if own else float(r.every_days),
+                           r.times, r.min_gap_days, site.routine_due if own else r.due, cite)
+    if rule.storm is not None:
+        s, rain = rule.storm, site.rain
+        if own:
+            return StormDuty(rain.threshold_in, rain.mode, "gauge", None,
+                             rain.inspect_within_hours, rain.clock_start, s.outside_hours, cite)
+        return StormDuty(s.threshold_in, s.window, s.source, s.probability_min, s.deadline_hours,
+                         s.clock_start, s.outside_hours, cite)
+    if rule.snow is not None:
+        return SnowDuty(rule.snow.threshold_in, rule.snow.window_hours,
+                        rule.snow.deadline_hours, cite)
+    for kind in ("corrective_action", "maintenance"):
+        action = getattr(rule, kind)
+        if action is not None:
+            return DeadlineDuty(kind, action.deadline.calendar_days,
+                                action.deadline.business_days, cite)
+    if rule.shutdown is not None:
+        return ShutdownDuty(rule.shutdown.every_days, rule.shutdown.notice, cite)
+    if rule.turbidity_benchmark is not None:
+        return BenchmarkDuty(rule.turbidity_benchmark.ntu,
+                             rule.turbidity_benchmark.min_samples_per_day, ref.dewatering, cite)
+    return None
