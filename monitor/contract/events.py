@@ -98,9 +98,9 @@ class StormQualified(Body):
     #: ``paused``. Unset otherwise.
     outside: str | None = None
     #: The permit whose rule the clock keeps, and the rule's citation (config/README.md,
-    #: "Permits"): ``village-branch-134`` and ``§ 134-9A(2)`` for Chapter 134.
-    permit: str | None = contract_field()
-    section: str | None = contract_field()
+    #: "Permits"); unset at a site that names no permits (Chapter 134 alone).
+    permit: str | None = None
+    section: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -240,9 +240,9 @@ class InspectionMissed(Body):
     week_from: str
     week_to: str
     #: The permit whose rule the clock keeps, and the rule's citation (config/README.md,
-    #: "Permits"): ``village-branch-134`` and ``§ 134-9A(2)`` for Chapter 134.
-    permit: str | None = contract_field()
-    section: str | None = contract_field()
+    #: "Permits"); unset at a site that names no permits (Chapter 134 alone).
+    permit: str | None = None
+    section: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -267,9 +267,9 @@ class InspectionDueSoon(Body):
     #: ``reference`` for a storm clock the reference stations opened (``StormQualified``).
     source: str | None = None
     #: The permit whose rule the clock keeps, and the rule's citation (config/README.md,
-    #: "Permits"): ``village-branch-134`` and ``§ 134-9A(2)`` for Chapter 134.
-    permit: str | None = contract_field()
-    section: str | None = contract_field()
+    #: "Permits"); unset at a site that names no permits (Chapter 134 alone).
+    permit: str | None = None
+    section: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -282,9 +282,9 @@ class InspectionOverdue(Body):
     #: ``reference`` for a storm clock the reference stations opened (``StormQualified``).
     source: str | None = None
     #: The permit whose rule the clock keeps, and the rule's citation (config/README.md,
-    #: "Permits"): ``village-branch-134`` and ``§ 134-9A(2)`` for Chapter 134.
-    permit: str | None = contract_field()
-    section: str | None = contract_field()
+    #: "Permits"); unset at a site that names no permits (Chapter 134 alone).
+    permit: str | None = None
+    section: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -300,9 +300,9 @@ class ClockClosed(Body):
     #: ``reference`` for a storm clock the reference stations opened (``StormQualified``).
     source: str | None = None
     #: The permit whose rule the clock keeps, and the rule's citation (config/README.md,
-    #: "Permits"): ``village-branch-134`` and ``§ 134-9A(2)`` for Chapter 134.
-    permit: str | None = contract_field()
-    section: str | None = contract_field()
+    #: "Permits"); unset at a site that names no permits (Chapter 134 alone).
+    permit: str | None = None
+    section: str | None = None
 
 
 # --------------------------------------------------------------------------- traps

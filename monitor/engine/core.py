@@ -72,6 +72,7 @@ from .site import (
     notice_truth,
     prune_stale_spans,
     prune_weather,
+    recompute_clocks,
     settle_notices,
     settle_silence,
     weather_facts,
@@ -337,10 +338,7 @@ class Engine:
             se.newest_ms = ts
 
     def _recompute_clocks(self, se: SiteEngine) -> list[Event]:
-        se.clocks_now_ms = self.now_ms
-        se.clocks = clocks.compute(se.config, list(se.storm_facts.values()), se.inspections,
-                                   se.first_run.start_ms, self.now_ms, se.clocks, anchor=se.anchor,
-                                   floors=se.floors, closure=se.closure)
+        recompute_clocks(se, self.now_ms)
         return self._publish(se.clocks.facts, se.clocks.changed)
 
     def _recompute_silence(self, se: SiteEngine) -> list[Event]:
@@ -424,7 +422,8 @@ class Engine:
                              se.inspections, se.anchor, se.floors, horizon,
                              open_refs=frozenset(se.weather_ids),
                              undecided=None if se.config.active_since is not None
-                             else se.first_run.undecided(horizon))
+                             else se.first_run.undecided(horizon),
+                             anchors=se.anchors, permits=se.permits)
             se.first_run.prune(horizon)
             final += settled.fact_ids
             for fid in settled.storm_fact_ids:
@@ -433,7 +432,7 @@ class Engine:
             se.inspections = settled.inspections
             se.inspection_keys = {(i.ts_ms, i.inspector, i.kind) for i in se.inspections}
             final += settle_steps(se, horizon)
-            se.anchor, se.floors = settled.anchor, settled.floors
+            se.anchor, se.anchors, se.floors = settled.anchor, settled.anchors, settled.floors
             se.compacted_ms = horizon
             final += settle_silence(se, horizon)
             for fid in final:

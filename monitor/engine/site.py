@@ -30,6 +30,7 @@ from ..contract.events import (
     SensorStale,
 )
 from ..contract.inputs import ActionStep, Inspection, Reading, SiteClosure
+from ..contract.snow_events import SnowEvent
 from ..contract.times import minutes_ms
 from ..rules.active import FirstRun, active_start_ms
 from ..rules.clocks import clocks
@@ -37,6 +38,7 @@ from ..rules.clocks.clocks import ClockFloor, SiteClocks
 from ..rules.clocks.routine import Anchor
 from ..rules.family import FoldInputs
 from ..rules.health.health import never_heard
+from ..rules.permits.duties import Permit, permits_of
 from ..rules.rain import sitestorms
 from ..rules.rain.rain import GAUGE_QUALIFIED, GaugeFold
 from ..rules.registry import FAMILIES
@@ -94,7 +96,11 @@ class SiteEngine:
     #: gauge timelines' window while a storm's clock is open).
     storm_facts: dict[str, Fact] = field(default_factory=dict)
     anchor: Anchor | None = None
+    #: The routine chains' anchors of the site's other permits, by permit key.
+    anchors: dict[str, Anchor] = field(default_factory=dict)
     floors: dict[str, ClockFloor] = field(default_factory=dict)
+    #: The permits the site answers to, with their duties (``rules/permits``).
+    permits: tuple[Permit, ...] = ()
     #: Final stabilization, once recorded (``site close``).
     closure: SiteClosure | None = None
     #: The steps of the corrective actions still in memory, by key (``steps.py``).
@@ -179,7 +185,7 @@ def source_of(window: Window, site: str, sensors: Sequence[str],
 def build_site(site: SiteConfig, window: Window | None,
                 restored: dict[str, Any] | None = None) -> SiteEngine:
     se = SiteEngine(site, first_run=FirstRun.for_site(site),
-                    active_from_ms=active_start_ms(site))
+                    active_from_ms=active_start_ms(site), permits=permits_of(site))
     for name, (fold, sensors, status_of) in folds(site).items():
         group, ident = name.split(":", 1)
         source = source_of(window, site.id, sensors, status_of) if window is not None else None
@@ -213,6 +219,7 @@ def dump_site(se: SiteEngine) -> dict[str, Any]:
         "clocks_now_ms": se.clocks_now_ms,
         "storm_facts": [f.to_json() for f in se.storm_facts.values()],
         "anchor": se.anchor.to_json() if se.anchor is not None else None,
+        "anchors": {key: a.to_json() for key, a in se.anchors.items()},
         "floors": {cid: floor.to_json() for cid, floor in se.floors.items()},
         "readings": se.readings,
         "first_ms": se.first_ms,
@@ -244,6 +251,7 @@ def load_site(site: SiteConfig, window: Window | None, sd: dict[str, Any]) -> Si
     se.storm_facts = {f.id: f for f in (Fact.from_json(raw) for raw in sd.get("storm_facts", []))}
     anchor = sd.get("anchor")
     se.anchor = Anchor.from_json(anchor) if anchor is not None else None
+    se.anchors = {str(k): Anchor.from_json(v) for k, v in sd.get("anchors", {}).items()}
     se.floors = {cid: ClockFloor.from_json(v) for cid, v in sd.get("floors", {}).items()}
     se.readings = {str(k): int(v) for k, v in sd.get("readings", {}).items()}
     se.first_ms = {str(k): int(v) for k, v in sd.get("first_ms", {}).items()}
@@ -261,10 +269,17 @@ def load_site(site: SiteConfig, window: Window | None, sd: dict[str, Any]) -> Si
                                                     for raw in sd.get("unknown_runs", []))}
     se.notices_now_ms = sd.get("notices_now_ms")
     se.notices, se.notice_next_ms = notice_truth(se, se.notices_now_ms)
-    se.clocks = clocks.compute(site, list(se.storm_facts.values()), se.inspections,
-                               se.first_run.start_ms, se.clocks_now_ms, anchor=se.anchor,
-                               floors=se.floors, closure=se.closure)
+    recompute_clocks(se, se.clocks_now_ms)
     return se
+
+
+def recompute_clocks(se: SiteEngine, now_ms: int | None) -> None:
+    """The site's clocks at ``now_ms`` from its storm facts and inspections."""
+    se.clocks_now_ms = now_ms
+    se.clocks = clocks.compute(se.config, list(se.storm_facts.values()), se.inspections,
+                               se.first_run.start_ms, now_ms, se.clocks, anchor=se.anchor,
+                               floors=se.floors, closure=se.closure, permits=se.permits,
+                               anchors=se.anchors)
 
 
 def monitoring_start(se: SiteEngine) -> int | None:
@@ -360,7 +375,7 @@ def _closed_ms(se: SiteEngine) -> int | None:
     return se.closure.ts_ms if se.closure is not None else None
 
 
-_STORM_TYPES = frozenset({"storm_started", "storm_ended", GAUGE_QUALIFIED})
+_STORM_TYPES = frozenset({"storm_started", "storm_ended", GAUGE_QUALIFIED, SnowEvent.TYPE})
 _STALE_TYPES = frozenset({"sensor_stale", "sensor_recovered"})
 
 

@@ -72,6 +72,13 @@ CONFIGS["active_since"] = site_config(sensors=SENSORS, turbidity_pairs=PAIRS, tr
                                       active_since="2026-05-01")
 #: A stray row a routine period and an hour before the span (isolated: not
 #: the start of a site without active_since), yet within the lateness bound of it.
+#: A site under three permits (config/README.md, "Permits"): the village's 0.5 in, EPA's
+#: 0.25 in within 24 hours and its 14-day cadence, North Carolina's 1.0 in with a deadline
+#: on the next business day: three storm rules on the same gauges, three chains.
+CONFIGS["permits"] = site_config(
+    sensors=SENSORS, turbidity_pairs=PAIRS, traps=TRAPS,
+    permits=["village-branch-134", {"profile": "epa-cgp-2022", "frequency": "biweekly_storm"},
+             "nc-ncg01"], business_days={"country": "US", "subdiv": "NY"})
 STRAY_MS = START - 7 * MS_PER_DAY - MS_PER_HOUR
 CONFIG = CONFIGS["any"]
 gauge_modes = st.sampled_from(sorted(CONFIGS))

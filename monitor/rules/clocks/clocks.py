@@ -70,8 +70,10 @@ from ...contract.events import (
     make_id,
 )
 from ...contract.inputs import Inspection, SiteClosure
+from ...contract.permits import DEFAULT_PROFILE
 from ...contract.times import hours_ms, iso
 from ..active import ActivePeriod, calendar_zone, week_from_ms
+from ..permits.duties import Permit, permits_of
 from ..rain.rain import iso_or_none, revealed_due
 from ..rain.sitestorms import (
     GaugeStorm,
@@ -82,6 +84,7 @@ from ..rain.sitestorms import (
     with_references,
 )
 from .actions import action_facts, action_states, record_of
+from .permitclocks import PermitRules, snow_triggers
 from .routine import Anchor, routine_chain
 
 
@@ -98,6 +101,13 @@ class Clock:
     #: Where a pause or the end of the site's active period cuts the clock if nothing
     #: closes it before (None: its active span runs on, or it was closed).
     ends_at: int | None = None
+    #: The permit whose rule the clock keeps, and the rule's citation.
+    permit: str | None = None
+    section: str | None = None
+    #: The routine chain the clock belongs to: the permit's key (``settle.py``), and
+    #: whether that is the site's primary permit (whose chain's anchor is ``anchor``).
+    chain: str = DEFAULT_PROFILE
+    primary: bool = True
 
     @property
     def outcome(self) -> str | None:
@@ -168,14 +178,18 @@ def compute(site: SiteConfig, gauge_facts: list[Fact], inspections: list[Inspect
             monitored_from_ms: int | None, now_ms: int | None,
             previous: SiteClocks | None = None, *, anchor: Anchor | None = None,
             floors: dict[str, ClockFloor] | None = None,
-            closure: SiteClosure | None = None) -> SiteClocks:
+            closure: SiteClosure | None = None,
+            permits: tuple[Permit, ...] | None = None,
+            anchors: dict[str, Anchor] | None = None) -> SiteClocks:
     """Storm qualification, clocks and their events for one site at ``now_ms``.
 
     ``previous`` is the last result for the same site; it is reused, not copied,
     and must not be used afterwards. ``monitored_from_ms`` is where the active period begins
     by the readings (``period.FirstRun``; read only without ``active_since``). ``anchor`` and
-    ``floors`` come from ``settle``: the start of the routine chain and the settled
-    notices of open clocks; ``closure`` the site's recorded final stabilization.
+    ``floors`` come from ``settle``: the start of the primary permit's routine chain
+    (``anchors``: every other permit's, by key) and the settled notices of open clocks;
+    ``closure`` the site's recorded final stabilization. ``permits`` are the site's
+    (``rules/permits/duties.py``; worked out when not given): each keeps its own clocks.
     """
     prev = previous or SiteClocks()
     result = SiteClocks(facts=prev.facts)
@@ -184,22 +198,28 @@ def compute(site: SiteConfig, gauge_facts: list[Fact], inspections: list[Inspect
     fresh: dict[str, Fact] = {}  # clock facts new since the previous result
     period = ActivePeriod.of(site, monitored_from_ms,
                              closure.ts_ms if closure is not None else None)
-    storm_clocks, other = _storm_clocks(site, gauge_facts, period)
-    if site.clocks_apply:
-        result.clocks = storm_clocks + _routine_clocks(site, inspections, period, anchor, now_ms)
-        for clock in result.clocks:
-            if clock.clock == "storm" and clock.start is not None:
-                for insp in inspections:
-                    if clock.ends_at is not None and insp.ts_ms >= clock.ends_at:
-                        break  # cut: no later inspection closes it
-                    if insp.ts_ms >= clock.start and closes_clocks(insp):
-                        clock.closed_at, clock.closed_by, clock.ends_at = insp.ts_ms, insp, None
-                        break
-            if clock.closed_by is not None:
-                closes[id(clock.closed_by)].append(clock.clock_id)
-            result.per_clock[clock.clock_id] = _clock_facts(
-                site, clock, now_ms, prev.per_clock.get(clock.clock_id), fresh,
-                (floors or {}).get(clock.clock_id))
+    other: dict[str, Fact] = {}
+    for permit in permits if permits is not None else permits_of(site):
+        rules = PermitRules.of(site, permit)
+        chain_anchor = anchor if permit.primary else (anchors or {}).get(permit.key)
+        storm_clocks, storm_facts = _storm_clocks(rules, gauge_facts, period)
+        other.update(storm_facts)
+        if site.clocks_apply:
+            result.clocks += storm_clocks + _routine_clocks(
+                rules, inspections, period, chain_anchor, now_ms)
+    for clock in result.clocks:
+        if clock.clock == "storm" and clock.start is not None:
+            for insp in inspections:
+                if clock.ends_at is not None and insp.ts_ms >= clock.ends_at:
+                    break  # cut: no later inspection closes it
+                if insp.ts_ms >= clock.start and closes_clocks(insp):
+                    clock.closed_at, clock.closed_by, clock.ends_at = insp.ts_ms, insp, None
+                    break
+        if clock.closed_by is not None:
+            closes[id(clock.closed_by)].append(clock.clock_id)
+        result.per_clock[clock.clock_id] = _clock_facts(
+            site, clock, now_ms, prev.per_clock.get(clock.clock_id), fresh,
+            (floors or {}).get(clock.clock_id))
     for insp in inspections:
         for fact in inspection_facts(site, insp, tuple(sorted(closes[id(insp)]))):
             other[fact.id] = fact
@@ -212,54 +232,76 @@ def compute(site: SiteConfig, gauge_facts: list[Fact], inspections: list[Inspect
     return result
 
 
-def _storm_clocks(site: SiteConfig, gauge_facts: list[Fact], period: ActivePeriod
+def _storm_clocks(rules: PermitRules, gauge_facts: list[Fact], period: ActivePeriod
                   ) -> tuple[list[Clock], dict[str, Fact]]:
-    """A ``storm_qualified`` per qualifying site storm (``sitestorms.qualifying_storms``,
-    beside them the reference storms of ``weather.reference_opens_clock``:
-    ``with_references``), and a storm clock where clocks apply and it qualified within
-    the active period, due ``inspect_within_hours`` after its start (``clock_start``:
-    when it qualified, or when its storm ended; a reference storm's when the reference
-    reached the threshold, since a station's hours do not say when the rain at the
-    site ended), cut where its active span ends."""
-    rules = site.rain
-    within = hours_ms(rules.inspect_within_hours)
+    """A ``storm_qualified`` per site storm that qualifies under the permit's storm rule
+    (``sitestorms.qualifying_storms``, beside them the reference storms of
+    ``weather.reference_opens_clock``: ``with_references``), and a storm clock where
+    clocks apply and it qualified within the active period, due ``inspect_within_hours``
+    after its start (``clock_start``: when it qualified, or when its storm ended; a
+    reference storm's when the reference reached the threshold, since a station's hours
+    do not say when the rain at the site ended; ``PermitRules.storm_due``), cut where
+    its active span ends. The permit's snowmelt clocks beside them."""
+    site, permit = rules.site, rules.permit
+    if permit.storm is None:
+        return _snow_clocks(rules, gauge_facts, period), {}
+    rain = site.rain
+    within = hours_ms(rain.inspect_within_hours)
     clocks: list[Clock] = []
     facts: dict[str, Fact] = {}
-    storms = qualifying_storms(site, gauge_storms(gauge_facts), stale_spans(gauge_facts))
-    storms = with_references(storms, reference_storms(gauge_facts),
-                             hours_ms(rules.dry_gap_hours))
+    mine = rules.gauge_facts(gauge_facts)
+    storms = qualifying_storms(site, gauge_storms(mine), stale_spans(mine))
+    storms = with_references(storms, reference_storms(mine), hours_ms(rain.dry_gap_hours))
+    section = rules.storm_section()
     for site_storm in storms:
         rep, group = site_storm.rep, site_storm.group
         assert rep.qualified_at is not None
-        clock_id = f"storm-{rep.event_id}"
-        if rules.clock_start == "qualified" or rep.reference is not None:
+        clock_id = permit.clock_id(f"storm-{rep.event_id}")
+        if rain.clock_start == "qualified" or rep.reference is not None:
             start: int | None = rep.qualified_at
         else:
             ended = [s.ended_at for s in group]
             start = None if any(e is None for e in ended) else max(e for e in ended if e)
         outside = period.outside(rep.qualified_at) if site.clocks_apply else None
         opens = site.clocks_apply and outside is None
-        due = start + within if start is not None and opens else None
+        due = rules.storm_due(start, start + within) if start is not None and opens else None
         not_before = revealed_due(rep.q_not_before, rep.qualified_at, start, due, within,
-                                  rules.clock_start)
+                                  rain.clock_start)
         if opens:
             clocks.append(Clock(clock_id, "storm", rep.qualified_at, start, due, storm=rep,
-                                ends_at=period.span_end(rep.qualified_at)))
+                                ends_at=period.span_end(rep.qualified_at),
+                                permit=permit.event_key, section=rules.cited(section),
+                                chain=permit.key,
+                                primary=permit.primary))
         fact = Fact(site.id, rep.qualified_at,
-                    make_id("storm_qualified", site.id, rep.gauge, rep.started_at),
+                    rules.storm_fact_id(site.id, rep.gauge, rep.started_at),
                     StormQualified(
                         gauge=rep.q_gauges[0] if rep.reference is not None else rep.gauge,
                         event_id=rep.event_id, started_at=iso(rep.started_at),
                         qualified_at=iso(rep.qualified_at), total_in=rep.q_total_in,
                         max_24h_in=rep.q_max_24h_in, due=iso(due) if due is not None else None,
                         uncertain_in=rep.q_uncertain_in, gauges=site_storm.gauges,
-                        threshold_in=rules.threshold_in, mode=rules.mode,
+                        threshold_in=rain.threshold_in, mode=rain.mode,
                         clock_id=clock_id if opens else None,
                         informational=None if opens else True, outside=outside,
                         qualified_not_before=iso_or_none(rep.q_not_before),
-                        due_not_before=iso_or_none(not_before), **_reference_fields(rep)))
+                        due_not_before=iso_or_none(not_before), **_reference_fields(rep),
+                        permit=permit.event_key, section=rules.cited(section)))
         facts[fact.id] = fact
-    return clocks, facts
+    return clocks + _snow_clocks(rules, gauge_facts, period), facts
+
+
+def _snow_clocks(rules: PermitRules, facts: list[Fact], period: ActivePeriod) -> list[Clock]:
+    """The permit's snowmelt clocks (``permitclocks.snow_triggers``), where clocks apply
+    and the snow qualified within the active period."""
+    site, permit = rules.site, rules.permit
+    if not site.clocks_apply or permit.snow is None:
+        return []
+    return [Clock(t.clock_id, "storm", t.start_ms, t.start_ms, t.due_ms,
+                  ends_at=period.span_end(t.start_ms), permit=permit.event_key,
+                  section=rules.cited(permit.snow.cite.section), chain=permit.key,
+                  primary=permit.primary)
+            for t in snow_triggers(rules, facts) if period.outside(t.start_ms) is None]
 
 
 def _reference_fields(storm: GaugeStorm | None) -> dict[str, Any]:
@@ -275,13 +317,19 @@ def _clock_source(clock: Clock) -> str | None:
     return "reference" if clock.storm is not None and clock.storm.reference else None
 
 
-def _routine_clocks(site: SiteConfig, inspections: list[Inspection], period: ActivePeriod,
+def _routine_clocks(rules: PermitRules, inspections: list[Inspection], period: ActivePeriod,
                     anchor: Anchor | None, now_ms: int | None) -> list[Clock]:
-    """The routine chain within the site's active period (``routine.py``)."""
-    return [Clock(rc.clock_id, "routine", rc.start, rc.start, rc.due,
+    """The permit's routine chain within the site's active period (``routine.py``)."""
+    permit = rules.permit
+    if permit.routine is None:
+        return []
+    return [Clock(permit.clock_id(rc.clock_id), "routine", rc.start, rc.start, rc.due,
                   rc.closed_by.ts_ms if rc.closed_by is not None else None, rc.closed_by,
-                  ends_at=rc.ends_at)
-            for rc in routine_chain(site, inspections, period, anchor, closes_clocks, now_ms)]
+                  ends_at=rc.ends_at, permit=permit.event_key,
+                  section=rules.cited(permit.routine.cite.section), chain=permit.key,
+                  primary=permit.primary)
+            for rc in routine_chain(rules.site, inspections, period, anchor, closes_clocks,
+                                    now_ms, min_gap_days=permit.routine.min_gap_days)]
 
 
 def _merge(result: SiteClocks, prev: SiteClocks, other: dict[str, Fact],
@@ -344,7 +392,7 @@ def _clock_facts(site: SiteConfig, clock: Clock, now_ms: int | None, prev: Clock
                 outcome="met" if clock.closed_at <= clock.due else "late",
                 entered_at=iso(entered) if entered is not None else None,
                 backdated=by is not None and is_backdated(site, by),
-                source=_clock_source(clock)))
+                source=_clock_source(clock), permit=clock.permit, section=clock.section))
     return cf
 
 
@@ -364,7 +412,8 @@ def _notices(site: SiteConfig, clock: Clock, due: int, cf: ClockFacts, now: int,
             fid = make_id("inspection_due_soon", site.id, cid, hours)
             if fid not in cf.facts:
                 add(at, fid, InspectionDueSoon(
-                    clock_id=cid, clock=kind, due=due_iso, hours_left=hours, source=source))
+                    clock_id=cid, clock=kind, due=due_iso, hours_left=hours, source=source,
+                    permit=clock.permit, section=clock.section))
     repeat = hours_ms(rules.overdue_repeat_hours)
     k = cf.next_overdue
     at = due + k * repeat
@@ -372,7 +421,7 @@ def _notices(site: SiteConfig, clock: Clock, due: int, cf: ClockFacts, now: int,
         add(at, make_id("inspection_overdue", site.id, cid, k),
             InspectionOverdue(clock_id=cid, clock=kind, due=due_iso,
                               hours_late=round(k * rules.overdue_repeat_hours, 3),
-                              source=source))
+                              source=source, permit=clock.permit, section=clock.section))
         k += 1
         at = due + k * repeat
     cf.next_overdue = k
@@ -384,7 +433,8 @@ def _notices(site: SiteConfig, clock: Clock, due: int, cf: ClockFacts, now: int,
             nxt = week_from_ms(due, week + 1, zone)
             if fid not in cf.facts:
                 add(at, fid, InspectionMissed(clock_id=cid, clock=kind, due=due_iso, week=week,
-                                              week_from=iso(at), week_to=iso(nxt)))
+                                              week_from=iso(at), week_to=iso(nxt),
+                                              permit=clock.permit, section=clock.section))
             week, at = week + 1, nxt
 
 

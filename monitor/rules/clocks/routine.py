@@ -28,11 +28,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 
 from ...config import SiteConfig
 from ...contract.inputs import Inspection
 from ...contract.times import iso, parse_iso
-from ..active import ActivePeriod, due_ms
+from ..active import ActivePeriod, due_ms, local_day, local_midnight_ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,10 +69,13 @@ class RoutineClock:
 
 def routine_chain(site: SiteConfig, inspections: Sequence[Inspection], period: ActivePeriod,
                   anchor: Anchor | None, closes: Callable[[Inspection], bool],
-                  now_ms: int | None) -> list[RoutineClock]:
+                  now_ms: int | None, *, min_gap_days: int = 0) -> list[RoutineClock]:
     """The chain of routine clocks that exist at ``now_ms`` (module docstring; none
     without a *now*, nor before the period has a start). ``inspections`` are in time
-    order; ``closes`` says whether one may close a clock (kind and roster)."""
+    order; ``closes`` says whether one may close a clock (kind and roster).
+    ``min_gap_days``: an inspection closes a clock that the previous inspection
+    started only with that many full local days between them (twice a week "at
+    least 2 full calendar days apart": Monday's, then Thursday's at the earliest)."""
     begin = anchor.start_ms if anchor is not None else period.start_ms
     if begin is None:
         return []
@@ -95,14 +99,24 @@ def routine_chain(site: SiteConfig, inspections: Sequence[Inspection], period: A
             used.add(cid)
             clock = RoutineClock(cid, start, due_ms(site, start), span_end)
             out.append(clock)
+            earliest = _gap_end(site, start, min_gap_days) if strict else start
             nxt = next((i for i in qualified
                         if (i.ts_ms > start or (i.ts_ms == start and not strict))
+                        and i.ts_ms >= earliest
                         and (span_end is None or i.ts_ms < span_end)), None)
             if nxt is None:
                 break
             clock.closed_by, clock.ends_at = nxt, None
             start, strict = nxt.ts_ms, True
     return out
+
+
+def _gap_end(site: SiteConfig, start_ms: int, min_gap_days: int) -> int:
+    """The first instant ``min_gap_days`` full local days after the day of ``start_ms``."""
+    if min_gap_days <= 0:
+        return start_ms
+    zone = site.zone
+    return local_midnight_ms(site, local_day(zone, start_ms) + timedelta(days=min_gap_days + 1))
 
 
 def routine_start_ms(clock_id: str) -> int | None:

@@ -23,9 +23,11 @@ from ...config import SiteConfig
 from ...contract.events import Fact, InspectionDueSoon, InspectionOverdue, make_id
 from ...contract.inputs import Inspection
 from ...contract.times import hours_ms, parse_iso
+from ..permits.duties import Permit, permits_of
 from ..rain.sitestorms import MEAN_GAUGE, GaugeStorm, gauge_storms, group_storms, reference_storms
 from .actions import action_states, final_before, record_of
 from .clocks import Clock, ClockFloor, SiteClocks, inspection_fact_ids
+from .permitclocks import PermitRules
 from .routine import Anchor
 
 
@@ -38,6 +40,8 @@ class Settled:
     storm_fact_ids: set[str] = field(default_factory=set)
     inspections: list[Inspection] = field(default_factory=list)
     anchor: Anchor | None = None
+    #: The anchors of the other permits' routine chains, by permit key.
+    anchors: dict[str, Anchor] = field(default_factory=dict)
     floors: dict[str, ClockFloor] = field(default_factory=dict)
 
 
@@ -45,7 +49,9 @@ def settle(site: SiteConfig, gauge_facts: list[Fact], result: SiteClocks,
            inspections: list[Inspection], anchor: Anchor | None,
            floors: dict[str, ClockFloor], horizon_ms: int, *,
            open_refs: frozenset[str] = frozenset(),
-           undecided: tuple[int, int] | None = None) -> Settled:
+           undecided: tuple[int, int] | None = None,
+           anchors: dict[str, Anchor] | None = None,
+           permits: tuple[Permit, ...] | None = None) -> Settled:
     """Take out of ``result`` what nothing at or after ``horizon_ms`` can change.
 
     The caller refuses readings and inspections older than the horizon from now
@@ -59,27 +65,33 @@ def settle(site: SiteConfig, gauge_facts: list[Fact], result: SiteClocks,
     of one is not final, nor is its group. ``undecided`` (``period.FirstRun``) are
     the instants ``[lo, hi)`` that later input may still move into the active period
     of a site without ``active_since``: a storm that qualified there is not final.
+    ``anchors`` and ``permits``: the other permits' chains, and every permit's
+    ``storm_qualified`` of a storm that settles (``rules/permits``).
     """
     groups = _final_groups(site, gauge_facts, horizon_ms, open_refs)
     if undecided is not None:
         lo, hi = undecided
         groups = [g for g in groups if not any(
             s.qualified_at is not None and lo <= s.qualified_at < hi for s in g)]
-    clock_of_storm = {(c.storm.gauge, c.storm.event_id): c for c in result.clocks
-                      if c.storm is not None}
+    clock_of_storm: dict[tuple[str, str], list[Clock]] = {}
+    for c in result.clocks:
+        if c.storm is not None:
+            clock_of_storm.setdefault((c.storm.gauge, c.storm.event_id), []).append(c)
     kept_actions, action_needed, final_action_ids = _action_inputs(site, inspections, horizon_ms)
     candidates, needed = _settling_clocks(result.clocks, groups, clock_of_storm, inspections,
                                           action_needed, horizon_ms)
-    out = Settled(floors=dict(floors), anchor=anchor)
+    out = Settled(floors=dict(floors), anchor=anchor, anchors=dict(anchors or {}))
     settled_ids: set[str] = set()
+    all_permits = permits if permits is not None else permits_of(site)
     for group in groups:
-        clocks_of = [clock_of_storm[(s.gauge, s.event_id)] for s in group
-                     if (s.gauge, s.event_id) in clock_of_storm]
+        clocks_of = [c for s in group for c in clock_of_storm.get((s.gauge, s.event_id), ())]
         if any(c.clock_id not in candidates for c in clocks_of):
             continue
         for s in group:
             out.storm_fact_ids.update(s.fact_ids)
-            settled_ids.add(make_id("storm_qualified", site.id, s.gauge, s.started_at))
+            settled_ids.update(PermitRules.of(site, p).storm_fact_id(site.id, s.gauge,
+                                                                     s.started_at)
+                               for p in all_permits)
     settled_ids |= _drop_clocks(result, candidates, out)
     for insp in inspections:
         if id(insp) in needed:
@@ -122,7 +134,7 @@ def _by_start(storms: list[GaugeStorm]) -> list[GaugeStorm]:
 
 
 def _settling_clocks(clocks: list[Clock], groups: list[list[GaugeStorm]],
-                     clock_of_storm: dict[tuple[str, str], Clock],
+                     clock_of_storm: dict[tuple[str, str], list[Clock]],
                      inspections: list[Inspection], action_needed: set[int],
                      horizon_ms: int) -> tuple[set[str], set[int]]:
     """The clocks that settle, and the inspections still needed (by ``id()``).
@@ -135,9 +147,8 @@ def _settling_clocks(clocks: list[Clock], groups: list[list[GaugeStorm]],
     candidates: set[str] = set()
     for group in groups:
         for s in group:
-            clock = clock_of_storm.get((s.gauge, s.event_id))
-            if clock is not None and _ended(clock) < horizon_ms:
-                candidates.add(clock.clock_id)
+            candidates.update(c.clock_id for c in clock_of_storm.get((s.gauge, s.event_id), ())
+                              if _ended(c) < horizon_ms)
     routine = [c for c in clocks if c.clock == "routine"]
     candidates.update(c.clock_id for c in routine if _ended(c) < horizon_ms)
     closes: dict[int, list[Clock]] = {}
@@ -150,10 +161,10 @@ def _settling_clocks(clocks: list[Clock], groups: list[list[GaugeStorm]],
         narrowed = {cid for cid in candidates
                     if (c := _by_id(clocks, cid)) is not None
                     and (c.closed_by is None or id(c.closed_by) not in needed)}
-        prefix = True
-        for c in routine:
-            prefix = prefix and c.clock_id in narrowed
-            if not prefix:
+        prefix: dict[str, bool] = {}
+        for c in routine:  # each permit's chain settles as a prefix of itself
+            prefix[c.chain] = prefix.get(c.chain, True) and c.clock_id in narrowed
+            if not prefix[c.chain]:
                 narrowed.discard(c.clock_id)
         if narrowed == candidates:
             return candidates, needed
@@ -172,10 +183,16 @@ def _drop_clocks(result: SiteClocks, candidates: set[str], out: Settled) -> set[
             settled_ids.update(cf.facts)
         out.floors.pop(clock.clock_id, None)
         result.clocks.remove(clock)
-        if clock.clock == "routine" and (out.anchor is None
-                                         or _ended(clock) > out.anchor.start_ms):
+        if clock.clock != "routine":
+            continue
+        current = out.anchor if clock.primary else out.anchors.get(clock.chain)
+        if current is None or _ended(clock) > current.start_ms:
             # After a cut clock the chain starts afresh with the next active span.
-            out.anchor = Anchor(_ended(clock), strict=clock.closed_at is not None)
+            moved = Anchor(_ended(clock), strict=clock.closed_at is not None)
+            if clock.primary:
+                out.anchor = moved
+            else:
+                out.anchors[clock.chain] = moved
     return settled_ids
 
 

@@ -123,6 +123,10 @@ class Permit:
     profile: str
     title: str
     primary: bool
+    #: Whether the site names its permits: a site without ``permits`` answers to
+    #: Chapter 134 alone, and its events stay as they were before permits existed
+    #: (no ``permit``/``section`` fields).
+    named: bool = True
     routine: RoutineDuty | None = None
     storm: StormDuty | None = None
     snow: SnowDuty | None = None
@@ -132,6 +136,11 @@ class Permit:
     benchmark: BenchmarkDuty | None = None
     #: Every rule that applies, with its citation, in the profile's order.
     rules: tuple[tuple[ProfileRule, Citation], ...] = ()
+
+    @property
+    def event_key(self) -> str | None:
+        """The ``permit`` of the permit's events (None: the site names no permits)."""
+        return self.key if self.named else None
 
     def clock_id(self, plain: str) -> str:
         """The id of this permit's clock ``plain`` (module docstring)."""
@@ -171,10 +180,11 @@ def applies(rule: ProfileRule, ref: PermitRef, profile: Profile) -> bool:
 
 def permits_of(site: SiteConfig) -> tuple[Permit, ...]:
     """Every permit of ``site`` with its duties (module docstring)."""
-    return tuple(_permit(site, ref, i == 0) for i, ref in enumerate(refs_of(site)))
+    return tuple(_permit(site, ref, i == 0, bool(site.permits))
+                 for i, ref in enumerate(refs_of(site)))
 
 
-def _permit(site: SiteConfig, ref: PermitRef, primary: bool) -> Permit:
+def _permit(site: SiteConfig, ref: PermitRef, primary: bool, named: bool) -> Permit:
     profile = profile_of(ref)
     found: dict[str, object] = {}
     rules: list[tuple[ProfileRule, Citation]] = []
@@ -188,7 +198,7 @@ def _permit(site: SiteConfig, ref: PermitRef, primary: bool) -> Permit:
         if duty is not None:
             name = "benchmark" if rule.duty == "turbidity_benchmark" else rule.duty
             found.setdefault(name, duty)
-    return Permit(ref.key, profile.id, profile.title, primary, rules=tuple(rules),
+    return Permit(ref.key, profile.id, profile.title, primary, named, rules=tuple(rules),
                   **found)  # type: ignore[arg-type]
 
 
