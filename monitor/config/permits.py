@@ -14,13 +14,22 @@ A rule carries where it comes from (``section``, ``quote``, ``source``,
 
 from __future__ import annotations
 
+import math
 import re
+from functools import cache
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import yaml
 from pydantic import ConfigDict, Field, model_validator
 
-from ..contract.permits import BUILTIN_PROFILES, DUTY_KINDS, FREQUENCIES
+from ..contract.permits import BUILTIN_PROFILES, DEFAULT_PROFILE, DUTY_KINDS, FREQUENCIES
 from .base import Id, Model, NonNegativeFloat, PositiveFloat, raise_problems
+
+#: The built-in profiles: data files of the permits rule family, read here because a
+#: ``custom`` profile is configuration in the same vocabulary (and the configuration
+#: names its clocks' cadence, ``SiteConfig.cadence_days``).
+PROFILES_DIR = Path(__file__).resolve().parent.parent / "rules" / "permits" / "profiles"
 
 _HOURS = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)-([01]\d|2[0-4]):([0-5]\d)$")
 
@@ -207,6 +216,69 @@ class PermitRef(Model):
     def key(self) -> str:
         """The permit's name in events (``permit``) and clock ids."""
         return self.id or self.profile
+
+    @property
+    def rule_book(self) -> Profile:
+        """The profile the reference names (a custom one carries its own)."""
+        if self.definition is not None:
+            return self.definition
+        return builtin_profile(self.profile)
+
+    def applying(self) -> tuple[ProfileRule, ...]:
+        """The rules of the profile that apply to the site's choices."""
+        book = self.rule_book
+        return tuple(rule for rule in book.rules if applies(rule, self, book))
+
+
+@cache
+def builtin_profile(profile_id: str) -> Profile:
+    """The built-in profile ``profile_id`` (one of ``BUILTIN_PROFILES``), read once: the
+    files do not change while a process runs."""
+    if profile_id not in BUILTIN_PROFILES:
+        raise KeyError(profile_id)
+    text = (PROFILES_DIR / f"{profile_id}.yaml").read_text(encoding="utf-8")
+    return Profile.model_validate(yaml.safe_load(text))
+
+
+def applies(rule: ProfileRule, ref: PermitRef, profile: Profile) -> bool:
+    """Whether ``rule`` applies to a site that made the choices of ``ref``."""
+    when = rule.applies_when
+    freq = ref.frequency or profile.default_frequency
+    if when.frequency is not None and when.frequency != freq:
+        return False
+    if when.impaired_water is not None and when.impaired_water != ref.impaired_water:
+        return False
+    acres = ref.disturbed_acres or 0.0
+    if when.disturbed_acres_over is not None and not acres > when.disturbed_acres_over:
+        return False
+    return not (when.disturbed_acres_at_most is not None
+                and acres > when.disturbed_acres_at_most)
+
+
+def permit_refs(permits: tuple[PermitRef, ...]) -> tuple[PermitRef, ...]:
+    """A site's permits as configured, or Chapter 134 alone."""
+    return permits or (PermitRef(profile=DEFAULT_PROFILE),)
+
+
+def interval_days(every_days: float, times: int) -> float:
+    """The days from one inspection to the next deadline: ``every_days`` shared out among
+    ``times`` inspections (twice in 7 days: due within 4)."""
+    return every_days if times == 1 else float(math.ceil(every_days / times))
+
+
+def cadence_of(permits: tuple[PermitRef, ...], own_days: float, clock_id: str) -> float | None:
+    """The routine cadence in days of the permit whose clock ``clock_id`` is (the first
+    permit's for an id without a ``<permit>/`` prefix); ``own_days`` where the profile
+    takes the site's own numbers; None when the permit has no routine rule."""
+    refs = permit_refs(permits)
+    key, slash, _ = clock_id.partition("/")
+    ref = next((r for r in refs if r.key == key), None) if slash else refs[0]
+    if ref is None:
+        return None
+    if ref.rule_book.site_numbers:
+        return own_days
+    routine = next((r.routine for r in ref.applying() if r.routine is not None), None)
+    return None if routine is None else interval_days(routine.every_days, routine.times)
 
 
 class BusinessDays(Model):

@@ -38,7 +38,7 @@ from .base import (
     raise_problems,
     validate_reporting,
 )
-from .permits import BusinessDays, PermitRef
+from .permits import BusinessDays, PermitRef, cadence_of
 from .siterules import (
     DEFAULT_ABSOLUTE_NTU,
     Pause,
@@ -264,6 +264,14 @@ class SiteConfig(Model):
     @property
     def zone(self) -> ZoneInfo:
         return ZoneInfo(self.timezone)
+
+    def cadence_days(self, clock_id: str = "") -> float:
+        """The routine cadence, in days, of the permit a clock belongs to (its id's
+        ``<permit>/`` prefix; none: the first permit), what its name counts in ("14 days
+        from Nov 25"); the site's own ``routine_inspection_days`` where the permit has no
+        routine rule or takes the site's numbers."""
+        days = cadence_of(self.permits, self.routine_inspection_days, clock_id)
+        return self.routine_inspection_days if days is None else days
 
     @property
     def clocks_apply(self) -> bool:

@@ -25,10 +25,11 @@ from typing import Final
 from zoneinfo import ZoneInfo
 
 from .localtime import local_datetime
+from .permits import PERMIT_NAMES
 from .times import parse_iso
 
 #: The start inside a storm clock's id (``contract.times.compact``) or a routine one's.
-_STORM_ID: Final = re.compile(r"^storm-.+-(\d{8}T\d{6}Z)$")
+_STORM_ID: Final = re.compile(r"^(?:storm|snowmelt)-.+-(\d{8}T\d{6}Z)$")
 _ROUTINE_ID: Final = re.compile(r"^routine-(.+?)(?:#(\d+))?$")
 
 
@@ -73,6 +74,7 @@ def day(value: int | str | None, zone: ZoneInfo) -> str:
 def clock_start(clock_id: str) -> int | None:
     """The instant (ms) a clock's id names: a storm's start, a routine period's; None
     for an id of another shape."""
+    clock_id = clock_id.rpartition("/")[2]  # a permit's clock: ``<permit>/storm-…``
     storm = _STORM_ID.match(clock_id)
     try:
         if storm is not None:
@@ -98,8 +100,12 @@ def clock_name(clock_id: str, zone: ZoneInfo, clock: str | None = None,
     """``storm of Dec 2`` or ``week of Nov 25`` (the local date its id names; ``(2)``
     after a routine clock that restarted the same instant); the id itself when it
     names no date. ``clock`` (``storm``/``routine``) is the event's word for its kind,
-    used when the id does not say it; ``days`` the site's routine cadence
-    (``routine_inspection_days``): ``14 days from Nov 25`` at 14."""
+    used when the id does not say it; ``days`` the clock's routine cadence
+    (``SiteConfig.cadence_days``): ``14 days from Nov 25`` at 14. A clock of a permit
+    other than the site's first (``<permit>/…``) says whose: ``storm of Dec 2 (EPA)``."""
+    permit, slash, bare = clock_id.rpartition("/")
+    if slash:
+        return f"{clock_name(bare, zone, clock, days)} ({PERMIT_NAMES.get(permit) or permit})"
     start = clock_start(clock_id)
     if start is None:
         return f"{clock} clock {clock_id}" if clock else clock_id
@@ -110,6 +116,8 @@ def clock_name(clock_id: str, zone: ZoneInfo, clock: str | None = None,
     n = f" ({again.group(2)})" if again is not None and again.group(2) else ""
     if clock_id.startswith("storm-"):
         return f"storm of {local:%b} {local.day}{n}"
+    if clock_id.startswith("snowmelt-"):
+        return f"snowmelt of {local:%b} {local.day}{n}"
     span = routine_span(days)
     return f"{span} {'of' if span == 'week' else 'from'} {local:%b} {local.day}{n}"
 
@@ -119,7 +127,7 @@ def inspection_of(clock_id: str, zone: ZoneInfo, clock: str | None = None,
     """``the inspection for the storm of Dec 2``, ``the routine inspection for the week of
     Nov 25``: what a clock asks for, in a sentence."""
     name = clock_name(clock_id, zone, clock, days)
-    if name.startswith("storm of"):
+    if name.startswith(("storm of", "snowmelt of")):
         return f"the inspection for the {name}"
     if name.startswith(f"{routine_span(days)} "):
         return f"the routine inspection for the {name}"

@@ -90,8 +90,15 @@ class _Ctx:
         return spoken(self.event.at_ms if value is None else value, self.zone)
 
     def clock(self, clock_id: str, clock: str | None = None) -> str:
-        days = self.site.routine_inspection_days if self.site is not None else 7.0
-        return inspection_of(clock_id, self.zone, clock, days)
+        return inspection_of(clock_id, self.zone, clock, self.days(clock_id))
+
+    def days(self, clock_id: str) -> float:
+        """The routine cadence of the clock's permit (``SiteConfig.cadence_days``), or of
+        the site for one that knows no permits; the law's seven without a site."""
+        if self.site is None:
+            return 7.0
+        cadence = getattr(self.site, "cadence_days", None)
+        return float(cadence(clock_id)) if callable(cadence) else self.site.routine_inspection_days
 
     def fill(self, trap: str, fraction: float, *more: float) -> str:
         levels = (self.site.fill_levels(trap) if self.site is not None else ()) + more

@@ -53,7 +53,8 @@ def summarize(engine: Engine, site_id: str) -> SiteSummary:
         ClockSummary(clock.clock_id, clock.clock,
                      clock.start if clock.start is not None else clock.opened_at, clock.due,
                      clock.closed_at, clock.ends_at,
-                     clock.storm.event_id if clock.storm is not None else None)
+                     clock.storm.event_id if clock.storm is not None else None,
+                     clock.permit, clock.section)
         for clock in engine.clocks(site_id))
     sensors = {}
     for sensor in site.sensors:
@@ -151,7 +152,8 @@ def status_at(summary: SiteSummary, now_ms: int) -> SiteNow:
         open_clocks.append(OpenClock(
             c.clock_id, c.clock, c.started_ms, due, c.event_id,
             round((due - now_ms) / MS_PER_HOUR, 2) if due is not None else None,
-            is_overdue(due, now_ms), weeks if c.clock == "routine" else None))
+            is_overdue(due, now_ms), weeks if c.clock == "routine" else None,
+            c.permit, c.section))
     open_clocks.sort(key=lambda c: (c.due_ms is None, c.due_ms or 0))
     sensors = {}
     for sid, h in summary.sensors.items():

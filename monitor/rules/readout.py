@@ -156,18 +156,28 @@ class ClockSummary:
     ends_ms: int | None = None
     #: The storm event of a storm clock (None for a routine clock).
     event_id: str | None = None
+    #: The permit whose rule the clock keeps and the rule's section (None at a site
+    #: that names no permits: Chapter 134's § 134-9A(2)).
+    permit: str | None = None
+    section: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"clock_id": self.clock_id, "clock": self.clock,
                 "started_at": iso(self.started_ms), "due": _iso(self.due_ms),
                 "closed_at": _iso(self.closed_ms), "ends_at": _iso(self.ends_ms),
-                **({"event_id": self.event_id} if self.event_id is not None else {})}
+                **({"event_id": self.event_id} if self.event_id is not None else {}),
+                **_source_json(self.permit, self.section)}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ClockSummary:
         return cls(data["clock_id"], data["clock"], parse_iso(data["started_at"]),
                    _ms(data["due"]), _ms(data.get("closed_at")), _ms(data.get("ends_at")),
-                   data.get("event_id"))
+                   data.get("event_id"), data.get("permit"), data.get("section"))
+
+
+def _source_json(permit: str | None, section: str | None) -> dict[str, Any]:
+    """A clock's ``permit`` and ``section`` when the site names its permits."""
+    return {"permit": permit, "section": section} if permit is not None else {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,6 +293,9 @@ class OpenClock:
     overdue: bool
     #: A routine clock's weeks missed so far (§ 134-12D); None for a storm clock.
     missed_weeks: int | None = None
+    #: The permit and section of the clock's rule (``ClockSummary``).
+    permit: str | None = None
+    section: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"clock_id": self.clock_id, "clock": self.clock,
@@ -293,13 +306,15 @@ class OpenClock:
         out["overdue"] = self.overdue
         if self.missed_weeks is not None:
             out["missed_weeks"] = self.missed_weeks
+        out.update(_source_json(self.permit, self.section))
         return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> OpenClock:
         return cls(data["clock_id"], data["clock"], parse_iso(data["started_at"]),
                    _ms(data["due"]), data.get("event_id"), data["hours_left"],
-                   data["overdue"], data.get("missed_weeks"))
+                   data["overdue"], data.get("missed_weeks"), data.get("permit"),
+                   data.get("section"))
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ from ..config import Config, SiteConfig
 from ..config.plausible import NO_GAUGE, storm_duty_unwatched
 from ..contract.figures import fill_text
 from ..contract.localtime import local_text
+from ..contract.permits import rule_words
 from ..contract.rejects import RejectReason
 from ..contract.times import iso, parse_iso
 from ..contract.unmonitored_words import reason_words
@@ -329,7 +330,8 @@ def _site_lines(site: SiteConfig, shown: dict[str, Any], generated_ms: int) -> l
                 if left is not None else "due when the storm ends")
         if c.missed_weeks:
             when += f", {c.missed_weeks} week(s) missed"
-        lines.append(f"  clock {c.clock:<8} {c.clock_id:<36} {when}")
+        rule = f" ({rule_words(c.permit, c.section, '')})" if c.permit is not None else ""
+        lines.append(f"  clock {c.clock:<8} {c.clock_id:<36} {when}{rule}")
     if not s.open_clocks:
         lines.append("  no open inspection clocks")
     lines.append(f"  last inspection: {local(s.last_inspection_ms)}")

@@ -94,9 +94,10 @@ def owed_of(site: SiteConfig, status: Mapping[str, Any], now_ms: int,
     if now is None:
         return Owed([UNKNOWN_LINE], [], ["unknown"] if site.traps else [],
                     ["unknown"] if site.turbidity_pairs else [], ["unknown"], unknown=True)
-    zone, days = site.zone, site.routine_inspection_days
-    owed = [clock_words(c, zone, now_ms, days) for c in now.open_clocks if soon(c)]
-    later = [clock_words(c, zone, now_ms, days) for c in now.open_clocks if not soon(c)]
+    zone, days = site.zone, site.cadence_days
+    owed = [clock_words(c, zone, now_ms, days(c.clock_id)) for c in now.open_clocks if soon(c)]
+    later = [clock_words(c, zone, now_ms, days(c.clock_id)) for c in now.open_clocks
+             if not soon(c)]
     if now.missed_weeks:
         owed.append(f"{now.missed_weeks} week(s) without a required inspection"
                     " (§\u00a0134-12D, each a separate violation)")

@@ -236,7 +236,7 @@ def _answer(site: SiteConfig, insp: Inspection, outcome: Outcome) -> dict[str, A
         "closed": [{"clock_id": c.clock_id, "clock": c.clock, "outcome": c.outcome,
                     "due": c.due, "due_local": local_text(c.due, site.zone),
                     "name": clock_name(c.clock_id, site.zone, c.clock,
-                                       site.routine_inspection_days),
+                                       site.cadence_days(c.clock_id)),
                     "due_words": spoken(c.due, site.zone)}
                    for c in outcome.closed],
         "corrective_actions": [a.id for a in insp.corrective_actions],

@@ -140,8 +140,9 @@ class SiteView:
 
     def clock_name(self, clock: dict[str, Any]) -> str:
         """An open clock (``status``'s) by what it is: ``storm of Dec 2``, ``week of Nov 25``."""
-        return clock_name(str(clock.get("clock_id", "")), self.site.zone, clock.get("clock"),
-                          self.site.routine_inspection_days)
+        clock_id = str(clock.get("clock_id", ""))
+        return clock_name(clock_id, self.site.zone, clock.get("clock"),
+                          self.site.cadence_days(clock_id))
 
     def due(self, clock: dict[str, Any]) -> str:
         """``due Thu Dec 3 11:30 EST``, or ``OVERDUE since ...`` at the request's instant."""

@@ -74,6 +74,8 @@ VOCABULARY_TYPES = [
     "corrective_action_sent", "corrective_action_done",
     # Snow whose melt is a storm event's discharge.
     "snow_event",
+    # Permits: corrective actions past their deadline, the dewatering benchmark, a shutdown.
+    "corrective_action_overdue", "turbidity_benchmark_exceeded", "site_shutdown",
 ]
 
 

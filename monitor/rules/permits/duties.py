@@ -14,13 +14,10 @@ key (``epa-cgp-2022/storm-…``), so each permit's clocks are its own.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from ...config import SiteConfig
-from ...config.permits import PermitRef, Profile, ProfileRule
-from ...contract.permits import DEFAULT_PROFILE
-from .profiles import builtin_profile
+from ...config.permits import PermitRef, Profile, ProfileRule, interval_days, permit_refs
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,11 +48,8 @@ class RoutineDuty:
 
     @property
     def interval_days(self) -> float:
-        """The days from one inspection to the next deadline: ``every_days`` shared
-        out among ``times`` inspections (twice in 7 days: due within 4)."""
-        if self.times == 1:
-            return self.every_days
-        return float(math.ceil(self.every_days / self.times))
+        """The days from one inspection to the next deadline (``config.permits``)."""
+        return interval_days(self.every_days, self.times)
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,46 +145,17 @@ class Permit:
         return tuple(c for _, c in self.rules if not c.verified)
 
 
-def refs_of(site: SiteConfig) -> tuple[PermitRef, ...]:
-    """The site's permits as configured, or Chapter 134 alone."""
-    return site.permits or (PermitRef(profile=DEFAULT_PROFILE),)
-
-
-def profile_of(ref: PermitRef) -> Profile:
-    """The profile a permit reference names (a custom one carries its own)."""
-    if ref.definition is not None:
-        return ref.definition
-    return builtin_profile(ref.profile)
-
-
-def applies(rule: ProfileRule, ref: PermitRef, profile: Profile) -> bool:
-    """Whether ``rule`` applies to a site that made the choices of ``ref``."""
-    when = rule.applies_when
-    freq = ref.frequency or profile.default_frequency
-    if when.frequency is not None and when.frequency != freq:
-        return False
-    if when.impaired_water is not None and when.impaired_water != ref.impaired_water:
-        return False
-    acres = ref.disturbed_acres or 0.0
-    if when.disturbed_acres_over is not None and not acres > when.disturbed_acres_over:
-        return False
-    return not (when.disturbed_acres_at_most is not None
-                and acres > when.disturbed_acres_at_most)
-
-
 def permits_of(site: SiteConfig) -> tuple[Permit, ...]:
     """Every permit of ``site`` with its duties (module docstring)."""
     return tuple(_permit(site, ref, i == 0, bool(site.permits))
-                 for i, ref in enumerate(refs_of(site)))
+                 for i, ref in enumerate(permit_refs(site.permits)))
 
 
 def _permit(site: SiteConfig, ref: PermitRef, primary: bool, named: bool) -> Permit:
-    profile = profile_of(ref)
+    profile = ref.rule_book
     found: dict[str, object] = {}
     rules: list[tuple[ProfileRule, Citation]] = []
-    for rule in profile.rules:
-        if not applies(rule, ref, profile):
-            continue
+    for rule in ref.applying():
         cite = Citation(ref.key, profile.id, rule.id, rule.section, rule.quote, rule.source,
                         rule.verified, rule.read_at)
         rules.append((rule, cite))
@@ -229,4 +194,21 @@ def _duty(site: SiteConfig, profile: Profile, rule: ProfileRule, cite: Citation,
     if rule.turbidity_benchmark is not None:
         return BenchmarkDuty(rule.turbidity_benchmark.ntu,
                              rule.turbidity_benchmark.min_samples_per_day, ref.dewatering, cite)
+    return None
+
+
+def citation(site: SiteConfig, permit_key: str, section: str) -> Citation | None:
+    """The citation of the rule of ``permit_key`` with ``section`` at ``site`` (the
+    first such rule: a section may hold several duties of one permit)."""
+    for permit in permits_of(site):
+        if permit.key == permit_key:
+            return next((c for _, c in permit.rules if c.section == section), None)
+    return None
+
+
+def storm_deadline_hours(site: SiteConfig, permit_key: str) -> float | None:
+    """The storm deadline in hours of ``permit_key`` at ``site`` (None: no storm rule)."""
+    for permit in permits_of(site):
+        if permit.key == permit_key and permit.storm is not None:
+            return permit.storm.deadline_hours
     return None

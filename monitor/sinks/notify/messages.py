@@ -69,7 +69,9 @@ from ...contract.message import FAILURE, INFO, SUCCESS, WARNING, Line, Message, 
 from ...contract.sentences import FAULT_WORDS, sentence
 from ...contract.times import MS_PER_HOUR, parse_iso
 from ...contract.unmonitored_words import still_checked
+from ...rules.permits.duties import storm_deadline_hours
 from ...rules.registry import KINDS
+from .permitwords import duty_line, source_words
 
 # The chapter's words, quoted where they apply (seed text of Chapter 134).
 QUOTE_134_9A2: Final = (
@@ -243,13 +245,16 @@ class _Ctx:
         ms = value if isinstance(value, int) else ms_of(value)
         return local_time(ms, self.zone, year=year) if ms is not None else "unknown"
 
-    def routine_days(self) -> float:
-        """The site's routine cadence in days (the law's seven without a site)."""
-        return self.site.routine_inspection_days if self.site is not None else 7.0
+    def routine_days(self, clock_id: str = "") -> float:
+        """The routine cadence in days of a clock's permit (the law's seven without a
+        site)."""
+        return self.site.cadence_days(clock_id) if self.site is not None else 7.0
 
     def clock_name(self, clock: str) -> str:
+        """The kind of inspection a clock event asks for, by the event's own clock."""
+        clock_id = str(getattr(self.event.body, "clock_id", "") or "")
         if clock == "routine":
-            return f"{self.routine_days():g}-day routine inspection"
+            return f"{self.routine_days(clock_id):g}-day routine inspection"
         return "storm inspection"
 
     def sensor_kind(self, sensor_id: str) -> str | None:
@@ -281,6 +286,11 @@ class _Ctx:
 
 def _duty_9a2() -> Line:
     return Line("Chapter 134 § 134-9A(2) requires", f"\"...{QUOTE_134_9A2}\"", quote=True)
+
+
+def _duty(c: _Ctx, permit: str | None, section: str | None) -> Line:
+    """The rule behind a clock's deadline: § 134-9A(2), or the permit's own."""
+    return duty_line(c.site, permit, section) or _duty_9a2()
 
 
 def _duty_9a1() -> Line:
@@ -319,13 +329,25 @@ def _storm_qualified(c: _Ctx, e: StormQualified) -> Content:
         facts.append(Line("Inspection due", "24 hours after the rain stops; you will get the "
                           "deadline when the storm has ended"))
         return Content(f"storm {inches(e.total_in, e.threshold_in)}: inspection clock starts when "
-                       "the rain stops", "A storm event qualifies for a storm inspection.",
-                       facts, WARNING, [_duty_9a2(), Line("To do", c.record_hint("storm"))])
+                       f"the rain stops{source_words(e.permit, e.section)}",
+                       "A storm event qualifies for a storm inspection.",
+                       facts, WARNING, [_duty(c, e.permit, e.section),
+                                        Line("To do", c.record_hint("storm"))])
     facts.append(Line("Inspection due", f"{c.local(due)} ({hours_left(due, c.now)})"))
     return Content(
-        f"storm {inches(e.total_in, e.threshold_in)}, inspect by {c.local(due, year=False)}",
-        "A storm event qualified: a storm inspection is due within 24 hours.",
-        facts, WARNING, [_duty_9a2(), Line("To do", c.record_hint("storm"))])
+        f"storm {inches(e.total_in, e.threshold_in)}, inspect by {c.local(due, year=False)}"
+        f"{source_words(e.permit, e.section)}",
+        _storm_summary(c, e), facts, WARNING,
+        [_duty(c, e.permit, e.section), Line("To do", c.record_hint("storm"))])
+
+
+def _storm_summary(c: _Ctx, e: StormQualified) -> str:
+    """Within how long of what storm the inspection is due, and by which rule."""
+    if e.permit is None or e.section is None or c.site is None:
+        return "A storm event qualified: a storm inspection is due within 24 hours."
+    within = storm_deadline_hours(c.site, e.permit) or 24.0
+    return (f"A storm event qualified: a storm inspection is due within {within:g} hours of "
+            f"a {inches(e.threshold_in)} storm, {source_words(e.permit, e.section)[2:-1]}.")
 
 
 def _no_deadline(c: _Ctx, e: StormQualified) -> str:
@@ -403,12 +425,13 @@ def _due_soon(c: _Ctx, e: InspectionDueSoon) -> Content:
     name = c.clock_name(e.clock)
     left = max(0, due - c.now)
     return Content(
-        f"{name} due in {hours(left).replace(' hours', ' h')}, by {c.local(due, year=False)}",
+        f"{name} due in {hours(left).replace(' hours', ' h')}, by {c.local(due, year=False)}"
+        f"{source_words(e.permit, e.section)}",
         f"Reminder: the {name} is due {c.local(due)} and has not been recorded yet.",
         [Line("Inspection due", f"{c.local(due)} ({hours_left(due, c.now)})"),
          Line("Clock", e.clock_id)],
         WARNING,
-        [_duty_9a2(), Line("To do", c.record_hint(e.clock))])
+        [_duty(c, e.permit, e.section), Line("To do", c.record_hint(e.clock))])
 
 
 def _overdue(c: _Ctx, e: InspectionOverdue) -> Content:
@@ -419,12 +442,19 @@ def _overdue(c: _Ctx, e: InspectionOverdue) -> Content:
              Line("Clock", e.clock_id)]
     repeat = c.site.rain.overdue_repeat_hours if c.site is not None else 4.0
     return Content(
-        f"OVERDUE {name} (was due {c.local(due, year=False)})",
+        f"OVERDUE {name} (was due {c.local(due, year=False)})"
+        f"{source_words(e.permit, e.section)}",
         f"The {name} was due {due_text} and no inspection has been recorded. This notice "
         f"repeats every {repeat:g} hours until one is.",
         facts, FAILURE,
-        [_duty_9a2(), Line("Penalty (§ 134-12D)", PENALTY_134_12D),
+        [_duty(c, e.permit, e.section), *_penalty(e.permit),
          Line("To do", c.record_hint(e.clock))])
+
+
+def _penalty(permit: str | None) -> list[Line]:
+    """§ 134-12D's penalty, for Chapter 134's clocks only."""
+    return [Line("Penalty (§ 134-12D)", PENALTY_134_12D)] if permit in (
+        None, "village-branch-134") else []
 
 
 def _clock_closed(c: _Ctx, e: ClockClosed) -> Content:
@@ -434,11 +464,12 @@ def _clock_closed(c: _Ctx, e: ClockClosed) -> Content:
     if e.backdated and e.entered_at:
         facts.append(Line("Entered", f"{c.local(e.entered_at)} (backdated)"))
     if e.outcome == "late":
-        return Content(f"{name} recorded LATE ({hours(inspected - due)} after the deadline)",
+        return Content(f"{name} recorded LATE ({hours(inspected - due)} after the deadline)"
+                       f"{source_words(e.permit, e.section)}",
                        f"The {name} was recorded after its deadline.", facts, WARNING,
-                       [_duty_9a2()])
-    return Content(f"{name} recorded on time", f"The {name} was recorded before its deadline.",
-                   facts, SUCCESS)
+                       [_duty(c, e.permit, e.section)])
+    return Content(f"{name} recorded on time{source_words(e.permit, e.section)}",
+                   f"The {name} was recorded before its deadline.", facts, SUCCESS)
 
 
 def _inspection_recorded(c: _Ctx, e: InspectionRecorded) -> Content:
@@ -449,7 +480,7 @@ def _inspection_recorded(c: _Ctx, e: InspectionRecorded) -> Content:
     if e.backdated and e.entered_at:
         facts.append(Line("Entered", f"{c.local(e.entered_at)} (backdated)"))
     if e.closes:
-        facts.append(Line("Closes", ", ".join(clock_name(x, c.zone, days=c.routine_days())
+        facts.append(Line("Closes", ", ".join(clock_name(x, c.zone, days=c.routine_days(x))
                                                for x in e.closes)))
     facts += [Line("Finding", f"{f['practice']}: {f['condition']}") for f in e.findings]
     facts += [Line("Corrective action", f"{a['id']}: {a['text']}"
@@ -483,7 +514,7 @@ def _missed(c: _Ctx, e: InspectionMissed) -> Content:
         f"{c.local(e.due)}.",
         [Line("Week", f"{c.local(e.week_from)} to {c.local(e.week_to)}"),
          Line("Clock", e.clock_id)], FAILURE,
-        [_duty_9a2(), Line("Penalty (§ 134-12D)", PENALTY_134_12D)])
+        [_duty(c, e.permit, e.section), *_penalty(e.permit)])
 
 
 def _action_due(c: _Ctx, e: CorrectiveActionDue) -> Content:

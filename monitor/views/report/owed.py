@@ -44,7 +44,7 @@ def _what(site: SiteConfig, d: Duty, local: LocalTime) -> str:
     if d.kind == "inspection":
         kind = ("Storm inspection (within 24 hours of the storm)" if d.clock == "storm"
                 else f"Routine inspection ({cadence_words(site)})")
-        name = clock_name(d.subject, site.zone, d.clock, site.routine_inspection_days)
+        name = clock_name(d.subject, site.zone, d.clock, site.cadence_days(d.subject))
         return f"{kind}: the {name}"
     if d.kind == "cleanout":
         levels = site.fill_levels(d.subject) or (0.5,)

@@ -58,7 +58,6 @@ def closed_words(clock_ids: tuple[str, ...], outcomes: dict[str, str], site: Sit
                  ) -> str:
     """The clocks an inspection closed, by name (``storm of May 3 (met)``, ``week of May 1``
     when no closing is recorded), as every page names them (``contract/clocknames.py``)."""
-    days = site.routine_inspection_days
-    return ", ".join(clock_name(c, site.zone, days=days)
+    return ", ".join(clock_name(c, site.zone, days=site.cadence_days(c))
                      + (f" ({outcomes[c]})" if c in outcomes else "") for c in clock_ids)
 
