@@ -41,7 +41,7 @@ def cmd_duties(args: argparse.Namespace) -> int:
     config = site_config(args.config, args.site)
     site = config.site(args.site)
     assert site is not None  # site_config refused an unknown one
-    shown = build_duties(site, _entry(config, site.id))
+    shown = build_duties(site, _entry(config, site.id), config.weather is not None)
     if args.json:
         emit(json.dumps(shown, indent=2) + "\n")
     else:

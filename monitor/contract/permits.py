@@ -38,3 +38,4 @@ def rule_words(permit: str | None, section: str | None, default: str) -> str:
 NO_GAUGE: Final = "storm duty not monitored: no rain gauge"
 NO_SNOW_SENSOR: Final = "snowmelt trigger not monitored: no snow sensor"
 NO_DEWATERING: Final = "turbidity benchmark not monitored: no dewatering sensors"
+NO_FORECAST: Final = "forecast trigger not monitored: no weather forecast for the site"

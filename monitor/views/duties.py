@@ -128,12 +128,12 @@ def clocks_of(permit: Permit, kind: str, clocks: list[dict[str, Any]]) -> list[d
 
 
 def _state(duty: Duty | None, kind: str, permit: Permit, site: SiteConfig,
-           entry: dict[str, Any] | None) -> dict[str, Any]:
+           entry: dict[str, Any] | None, forecasts: bool) -> dict[str, Any]:
     """A duty's state now from the site's ``status`` object (None: never recorded)."""
     if duty is None:
         return {"status": "not tracked", "reason": "another rule of this permit holds "
                 "this duty" if kind != "notes" else "a note, no duty of its own"}
-    reason = unmonitored(duty, site)
+    reason = unmonitored(duty, site, forecasts)
     if reason is not None:
         return {"status": "not monitored", "reason": reason}
     if kind not in CLOCKED:
@@ -148,9 +148,11 @@ def _source(cite: Citation) -> str:
     return cite.source + (f" (read at: {cite.read_at})" if cite.read_at else "")
 
 
-def build_duties(site: SiteConfig, entry: dict[str, Any] | None) -> dict[str, Any]:
+def build_duties(site: SiteConfig, entry: dict[str, Any] | None,
+                 forecasts: bool) -> dict[str, Any]:
     """The ``duties --json`` object of ``site``; ``entry`` is its ``status`` object,
-    or None when the state directory holds none."""
+    or None when the state directory holds none; ``forecasts``: whether the
+    configuration fetches weather forecasts (its ``weather`` section)."""
     permits = []
     for permit in permits_of(site):
         resolved = _resolved(permit)
@@ -162,7 +164,7 @@ def build_duties(site: SiteConfig, entry: dict[str, Any] | None) -> dict[str, An
                 "quote": cite.quote, "source": _source(cite), "verified": cite.verified,
                 "trigger": trigger_words(duty) if duty is not None else None,
                 "deadline": deadline_words(duty, site) if duty is not None else None,
-                "state": _state(duty, rule.duty, permit, site, entry)})
+                "state": _state(duty, rule.duty, permit, site, entry, forecasts)})
         permits.append({"permit": permit.key, "profile": permit.profile,
                         "title": permit.title, "duties": duties})
     return {"site": site.id, "permits": permits}

@@ -37,7 +37,7 @@ id: county-x
 title: County X grading ordinance
 rules:
   - id: before-storm
-    section: "County X Code § 12-4"
+    section: "County X Code sec. 12-4"
     quote: "inspect before any storm forecast at 0.5 in or more"
     source: "https://example.org/county-x/12-4"
     read_at: "the county's web page"
@@ -154,10 +154,13 @@ def test_a_custom_profile_files_rule_is_a_duty(
     county = duties_json(capsys, cfg)["permits"][2]
     assert (county["permit"], county["title"]) == ("county-x", "County X grading ordinance")
     (duty,) = county["duties"]
-    assert duty["section"] == "County X Code § 12-4" and duty["verified"] is False
+    assert duty["section"] == "County X Code sec. 12-4" and duty["verified"] is False
     assert duty["trigger"] == ("storm: 0.5 in forecast by the NWS with a probability of 50 % "
                                "or more")
     assert duty["source"] == "https://example.org/county-x/12-4 (read at: the county's web page)"
+    # No weather section: no forecast is fetched, so the trigger is not watched.
+    assert duty["state"] == {"status": "not monitored", "reason": (
+        "forecast trigger not monitored: no weather forecast for the site")}
 
 
 def test_an_unknown_site_is_refused_in_one_line(

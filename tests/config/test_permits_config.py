@@ -27,13 +27,13 @@ id: county-x
 title: County X grading ordinance
 rules:
   - id: weekly
-    section: "County X Code § 12-3"
+    section: "County X Code sec. 12-3"
     quote: "inspect every seven days"
     source: "https://example.org/county-x/12-3"
     verified: true
     routine: {every_days: 7}
   - id: before-storm
-    section: "County X Code § 12-4"
+    section: "County X Code sec. 12-4"
     quote: "inspect before any storm forecast at 0.5 in or more"
     source: "https://example.org/county-x/12-4"
     verified: true
@@ -188,3 +188,13 @@ def test_a_snow_sensor_and_dewatering_probes_watch_those_duties(
     code, err = check(capsys, str(write(tmp_path, extra)))
     assert code == 0
     assert [line for line in err if line.startswith("warning: ")] == []
+
+
+def test_a_forecast_trigger_without_forecasts_is_warned(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, err = check(capsys, str(write(tmp_path, CUSTOM, COUNTY)))
+    assert code == 0
+    assert [line for line in err if "location" in line] == [
+        "warning: sites.mill-lot.location: forecast trigger not monitored: no weather forecast "
+        "for the site (county-x County X Code sec. 12-4; set the weather section and the "
+        "site's location)"]
