@@ -18,5 +18,6 @@ configuration, the standard output that may be full, files written with
 * ``weather.py``  ``weather``: fetch the forecast and the reference once, and say
                   what follows;
 * ``web.py``      ``web``: the field app;
+* ``duties.py``   ``duties``: each duty of a site's permits, its source and state now;
 * ``helptext.py`` the long ``--help`` of every command, one table of wording.
 """

@@ -23,6 +23,7 @@ from ..contract.rejects import RejectReason
 from ..errors import EXIT_OK, EXIT_USAGE, CheckFailed, UserError
 from ..ingest.checks import NaiveZone
 from ..rules.active import cadence_words
+from ..rules.permits.checks import permit_warnings, to_verify
 from ..rules.registry import KINDS
 from ..sources.filerows import Rejects
 from ..sources.pertip import PerTipRows
@@ -38,10 +39,14 @@ def cmd_check_config(args: argparse.Namespace) -> int:
         problem = secret_file_problem(config.web.secret_file)
         if problem is not None:
             raise ConfigError([problem])
-    found = warnings(config)
+    found = warnings(config) + permit_warnings(config)
     for line in found:
         # --strict: the same lines as errors (a deployment check that must fail).
         print(line if args.strict else f"warning: {line}", file=sys.stderr)
+    # Not warnings: nothing in the file silences them, so --strict does not refuse
+    # them; the user checks each rule against the permit they hold.
+    for line in to_verify(config):
+        print(line, file=sys.stderr)
     if found and args.strict:
         return EXIT_USAGE
     emit(summarise(config) + "\n")

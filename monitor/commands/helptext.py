@@ -165,6 +165,28 @@ HELP: dict[str, tuple[str, str, str]] = {
 
         """ + _MISSING_DB, EXIT_CODES),
 
+    "duties": ("each duty of a site's permits: source, trigger, deadline, state now", """
+        For each permit of the site (permits:, or Chapter 134 alone) and each
+        of its rules that applies to the site's choices: the source (permit,
+        section, the rule's words, where they were read, verified or TO
+        VERIFY against your permit), the trigger ("storm: 0.25 in within
+        24 h"), the rule of the deadline ("24 h after the storm qualifies"),
+        and the state now: the permit's open clocks with due and hours left,
+        read from the state directory as status reads it; "not monitored"
+        when the site lacks the sensor the trigger needs (a rain gauge, a
+        snow sensor, dewatering probes); "no state yet" before the daemon
+        first records the site. The text fits a phone-width terminal.
+
+        --json prints one object: site, permits [{permit, profile, title,
+        duties [{rule, duty, section, quote, source, verified, trigger,
+        deadline, state {status, clocks [{clock_id, due, hours_left,
+        overdue}] or reason}}]}]. An unknown --site is refused (exit 2).
+        The profiles and their citations: config/README.md, "Permits".""", """
+        example:
+          stormwatch duties --config config/example.yaml --site branch-meadows
+
+        """ + EXIT_CODES),
+
     "inspect": ("record an inspection by the qualified professional", """
         Records an inspection (§ 134-9A(2): "a qualified professional conduct
         site inspections ... Inspection reports shall be maintained in a site

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..config.plausible import warnings
 from ..errors import EXIT_CHECK_FAILED, EXIT_OK, UserError
+from ..rules.permits.checks import permit_warnings
 from .common import CONFIG_HELP, check_state_dir, emit, load, setup_logging
 from .helptext import command_help
 
@@ -32,7 +33,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     check_state_dir(config, write=True, create=True)
     setup_logging(config, args.log_level)
     # What check-config warns about, in the log a deployment is watched through.
-    for line in warnings(config):
+    for line in warnings(config) + permit_warnings(config):
         log.warning("configuration: %s", line)
     daemon = Daemon(config, stop_event=stop, mqtt_process=True, config_path=args.config)
     return daemon.run()

@@ -7,7 +7,8 @@ print them all at once as ``ConfigError.lines``, one ``path.to.field: message``
 per problem:
 
 1. YAML is read with a loader that refuses duplicate keys (PyYAML would
-   silently keep the last one).
+   silently keep the last one); so is each ``custom`` permit's profile file,
+   read into the permit (``_read_profiles``).
 2. ``${VAR}`` references in strings are replaced; an unset variable is an
    error at the path of the string that names it.
 3. ``STORMWATCH_*`` environment variables override the file (see
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, get_args, get_origin
 
@@ -33,6 +34,7 @@ from ..errors import UserError
 from . import ENV_PREFIX, ID_PATTERN, Config
 from .base import bound_message
 from .paths import named_path, nearest_field
+from .permits import Profile
 
 
 class ConfigError(UserError):
@@ -207,28 +209,80 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
 
-def load_config(path: str | Path, env: Mapping[str, str] | None = None) -> Config:
-    """Read, interpolate, override from the environment and validate a YAML file."""
-    p = Path(path)
+def _read_yaml(p: Path, where: str) -> Any:
+    """The YAML document of file ``p``; a ``ConfigError`` whose line begins ``where``."""
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
-        raise ConfigError([f"{p}: cannot read ({exc.strerror})"]) from None
+        raise ConfigError([f"{where}: cannot read ({exc.strerror})"]) from None
     except UnicodeDecodeError as exc:
-        raise ConfigError([f"{p}: not UTF-8 text (byte {exc.start})"]) from None
+        raise ConfigError([f"{where}: not UTF-8 text (byte {exc.start})"]) from None
     try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)
+        return yaml.load(text, Loader=_UniqueKeyLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = f"{mark.line + 1}:{mark.column + 1}:" if mark is not None else ""
+        at = f"{mark.line + 1}:{mark.column + 1}:" if mark is not None else ""
         problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
-        raise ConfigError([f"{p}:{where} invalid YAML: {problem}"]) from None
+        raise ConfigError([f"{where}:{at} invalid YAML: {problem}"]) from None
+
+
+def load_config(path: str | Path, env: Mapping[str, str] | None = None) -> Config:
+    """Read, interpolate, override from the environment and validate a YAML file.
+
+    Each ``custom`` permit's ``file`` is read first (``_read_profiles``), and its
+    problems are reported with the configuration's own, all at once.
+    """
+    p = Path(path)
+    data = _read_yaml(p, str(p))
     if data is None:
         raise ConfigError([f"{p}: the file is empty"])
     if not isinstance(data, dict):
         raise ConfigError([f"{p}: the top level must be a mapping of sections "
                            f"(broker, sites, ...), not a {type(data).__name__}"])
-    return parse_config(data, env)
+    problems = _read_profiles(data, p.parent)
+    try:
+        config = parse_config(data, env)
+    except ConfigError as exc:
+        raise ConfigError(problems + list(exc.lines)) from None
+    if problems:
+        raise ConfigError(problems)
+    return config
+
+
+def _custom_refs(data: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(path, mapping) of every ``custom`` permit of every site that names a ``file``."""
+    sites = data.get("sites")
+    for i, site in enumerate(sites if isinstance(sites, list) else []):
+        permits = site.get("permits") if isinstance(site, dict) else None
+        for j, ref in enumerate(permits if isinstance(permits, list) else []):
+            if (isinstance(ref, dict) and ref.get("profile") == "custom"
+                    and isinstance(ref.get("file"), str)):
+                yield f"sites.{i}.permits.{j}.file", ref
+
+
+def _read_profiles(data: dict[str, Any], folder: Path) -> list[str]:
+    """Read each ``custom`` permit's profile file (relative to the configuration's
+    folder) into its ``definition``, validated as a built-in profile is; return the
+    problems, each at the permit's ``file`` with the file named, so the line says
+    which file to open and where in it (config/README.md, "Permits")."""
+    problems: list[str] = []
+    for path, ref in _custom_refs(data):
+        where = f"{named_path(path, data)} ({ref['file']})"
+        if "definition" in ref:
+            problems.append(f"{where}: give the rules in the file or inline as "
+                            "definition, not both")
+            continue
+        try:
+            text = _read_yaml(folder / ref["file"], where)
+        except ConfigError as exc:
+            problems += exc.lines
+            continue
+        try:
+            ref["definition"] = Profile.model_validate(text)
+        except ValidationError as exc:
+            problems += [f"{where}: {field}: {msg}"
+                         for field, msg in map(_format_error, exc.errors())]
+    return problems
 
 
 def read_secret(path: str | None) -> str | None:

@@ -298,6 +298,24 @@ class BusinessDays(Model):
                 "(07:00-17:00)"))], self)
         return self
 
+    @model_validator(mode="after")
+    def _known(self) -> BusinessDays:
+        # The holidays package knows each country and its subdivisions; an unknown
+        # one would only fail when the first business-day deadline is worked out.
+        import holidays
+
+        subdivs = holidays.list_supported_countries().get(self.country)
+        if subdivs is None:
+            raise_problems(type(self).__name__, [(("country",), (
+                f"{self.country!r} is not a country the holidays package knows: use its "
+                "ISO 3166 code in capitals (US, CA, GB)"))], self)
+        elif self.subdiv is not None and self.subdiv not in (subdivs or ()):
+            raise_problems(type(self).__name__, [(("subdiv",), (
+                f"{self.subdiv!r} is not a subdivision of {self.country} the holidays "
+                f"package knows ({', '.join(subdivs[:8]) or 'it has none'}"
+                f"{', ...' if len(subdivs) > 8 else ''})"))], self)
+        return self
+
     @property
     def minutes(self) -> tuple[int, int]:
         """Business hours as minutes of the local day (start, end)."""

@@ -29,6 +29,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 
+# Re-exported: the views name it from here, beside ``storm_duty_unwatched``.
+from ..contract.permits import NO_GAUGE as NO_GAUGE
 from . import Config, SiteConfig
 from .base import say_number
 
@@ -75,9 +77,6 @@ BOUNDS: tuple[Bound, ...] = (
 )
 
 
-#: What every view says of a site with the storm duty and no rain gauge (monitor/README.md, "The
-#: rules").
-NO_GAUGE = "storm duty not monitored: no rain gauge"
 
 
 def storm_duty_unwatched(site: SiteConfig) -> bool:

@@ -31,3 +31,11 @@ def rule_words(permit: str | None, section: str | None, default: str) -> str:
         return default
     name = PERMIT_NAMES.get(permit or "", permit or "")
     return f"{name} {section}".strip()
+
+
+#: What every reader says of a duty whose trigger needs a sensor the site lacks: a
+#: missing measurement is never a met duty (monitor/README.md, "The rules").
+NO_GAUGE: Final = "storm duty not monitored: no rain gauge"
+NO_SNOW_SENSOR: Final = "snowmelt trigger not monitored: no snow sensor"
+NO_DEWATERING: Final = "turbidity benchmark not monitored: no dewatering sensors"
+NO_FORECAST: Final = "forecast trigger not monitored: no weather forecast for the site"
