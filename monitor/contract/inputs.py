@@ -21,6 +21,8 @@ from typing import Any, Literal
 SensorKind = Literal["rain", "turbidity", "sediment", "snow"]
 #: What a sensor's message is: a reading of its kind, or its node's ``status``.
 MessageKind = Literal[SensorKind, "status"]
+#: A corrective action proper, or routine maintenance (``CorrectiveAction``).
+ActionKind = Literal["corrective", "maintenance"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,11 +81,26 @@ class Finding:
 @dataclass(frozen=True, slots=True)
 class CorrectiveAction:
     """A repair the inspection asks for, by ``due_ms`` (None: no date), closed by a
-    later inspection that ``resolves`` its ``id``."""
+    later inspection that ``resolves`` its ``id``. ``kind`` ``maintenance`` is routine
+    maintenance, which a permit may give a shorter deadline (EPA CGP 2022 Part
+    2.1.4.b); written only when it is that, so every earlier row keeps its bytes."""
 
     id: str
     text: str
     due_ms: int | None = None
+    kind: ActionKind = "corrective"
+
+    def to_json(self) -> dict[str, Any]:
+        """The journal's form (``due_ms``; ``kind`` only for maintenance)."""
+        out: dict[str, Any] = {"id": self.id, "text": self.text, "due_ms": self.due_ms}
+        if self.kind != "corrective":
+            out["kind"] = self.kind
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CorrectiveAction:
+        return cls(str(data["id"]), str(data["text"]), data.get("due_ms"),
+                   data.get("kind", "corrective"))
 
 
 #: The start of the caption of a photo showing the fix of a corrective action.
@@ -200,8 +217,7 @@ class Inspection:
         if self.entered_ms is not None:
             out["entered_ms"] = self.entered_ms
         if self.corrective_actions:
-            out["corrective_actions"] = [{"id": a.id, "text": a.text, "due_ms": a.due_ms}
-                                         for a in self.corrective_actions]
+            out["corrective_actions"] = [a.to_json() for a in self.corrective_actions]
         if self.photos:
             out["photos"] = [p.to_json() for p in self.photos]
         if self.location is not None:
@@ -224,7 +240,7 @@ class Inspection:
             inspectors=tuple(data.get("inspectors", ())),
             credentials=tuple(data.get("credentials", ())),
             entered_ms=data.get("entered_ms"),
-            corrective_actions=tuple(CorrectiveAction(str(a["id"]), str(a["text"]), a.get("due_ms"))
+            corrective_actions=tuple(CorrectiveAction.from_json(a)
                                      for a in data.get("corrective_actions", ())),
             resolves=tuple(data.get("resolves", ())),
             photos=tuple(Photo.from_json(p) for p in data.get("photos", ())),

@@ -95,8 +95,9 @@ def check_findings(value: object) -> tuple[Finding, ...] | Rejection:
 
 
 def check_actions(value: object, zone: ZoneInfo) -> tuple[CorrectiveAction, ...] | Rejection:
-    """``corrective_actions``: a list of ``{text, due}`` (``due`` optional: a time with
-    offset, as ``ts``, or a date, which means by the end of that day at the site).
+    """``corrective_actions``: a list of ``{text, due, kind}`` (``due`` optional: a time
+    with offset, as ``ts``, or a date, which means by the end of that day at the site;
+    ``kind`` optional: ``corrective``, the default, or ``maintenance``).
     An ``id`` in an item is not used (``action_ids`` gives each its id): the ids
     here are placeholders until then."""
     if value is None:
@@ -116,7 +117,11 @@ def check_actions(value: object, zone: ZoneInfo) -> tuple[CorrectiveAction, ...]
         if isinstance(due_ms, Rejection):
             return Rejection(RejectReason.bad_value, f"corrective_actions.{i}.due: "
                              f"{due_ms.detail.removeprefix('ts: ')}")
-        out.append(CorrectiveAction(f"ca-{i + 1}", item["text"].strip(), due_ms))
+        kind = item.get("kind", "corrective")
+        if kind not in ("corrective", "maintenance"):
+            return Rejection(RejectReason.bad_value, f"corrective_actions.{i}.kind: must be "
+                             f"corrective or maintenance, got {show(kind)}")
+        out.append(CorrectiveAction(f"ca-{i + 1}", item["text"].strip(), due_ms, kind))
     return tuple(out)
 
 
@@ -131,7 +136,7 @@ def action_ids(insp: Inspection, zone: ZoneInfo) -> tuple[str, ...]:
     minute is for the person who reads the id; the site's zone, or UTC for an
     instant the zone cannot show."""
     body = {k: v for k, v in insp.to_json().items() if k != "entered_ms"}
-    body["corrective_actions"] = [{"text": a.text, "due_ms": a.due_ms}
+    body["corrective_actions"] = [{k: v for k, v in a.to_json().items() if k != "id"}
                                   for a in insp.corrective_actions]
     digest = hashlib.sha256(canonical(body).encode("utf-8")).hexdigest()[:ACTION_HASH_HEX]
     local = local_datetime(insp.ts_ms, zone)

@@ -823,3 +823,20 @@ def test_row_parser_takes_plain_rows_on_its_fast_path() -> None:
     # Outside the window, and a cell that is no plain number: the general path says why.
     assert parser._fast(["2026-04-20T00:00:00Z", *row[1:]], {SITE: REF}) is None
     assert parser._fast([ISO, SITE, "rg1", "12.0", *row[4:]], {SITE: REF}) is None
+
+
+def test_an_action_may_say_it_is_routine_maintenance() -> None:
+    """``kind: maintenance`` on an action (the permit's shorter deadline); without it a
+    corrective action, written as before so every earlier journal row keeps its bytes."""
+    actions = [{"text": "clean the inlet", "kind": "maintenance"}, {"text": "new fence"}]
+    got = mqtt("site-a/inspection", {"ts": ISO, "inspector": "J", "corrective_actions": actions})
+    assert isinstance(got, Inspection), got
+    assert [a.kind for a in got.corrective_actions] == ["maintenance", "corrective"]
+    rows = [a.to_json() for a in got.corrective_actions]
+    assert [sorted(r) for r in rows] == [["due_ms", "id", "kind", "text"], ["due_ms", "id", "text"]]
+    assert Inspection.from_json(json.loads(json.dumps(got.to_json()))) == got
+    bad = mqtt("site-a/inspection", {"ts": ISO, "inspector": "J", "corrective_actions": [
+        {"text": "clean the inlet", "kind": "repair"}]})
+    assert isinstance(bad, Rejection) and bad.reason is RejectReason.bad_value
+    assert bad.detail == ("corrective_actions.0.kind: must be corrective or maintenance, "
+                          "got 'repair'")

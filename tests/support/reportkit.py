@@ -78,9 +78,10 @@ def month_items() -> list[Reading | Inspection]:
     return sorted(items, key=lambda it: it.ts_ms)
 
 
-def month_site(tmp_path: Path) -> Path:
-    """The config file of the site of May (module docstring), its state recorded."""
-    path = write_config(tmp_path, 1, name=f"Branch Meadows\n{ACTIVE}")
+def month_site(tmp_path: Path, more: str = "") -> Path:
+    """The config file of the site of May (module docstring), its state recorded;
+    ``more`` is further lines of the site's configuration."""
+    path = write_config(tmp_path, 1, name=f"Branch Meadows\n{ACTIVE}{more}")
     config = load_config(path, env={})
     with open_store(config) as store:
         host = EngineHost.restore(config, store, clock=lambda: TO / 1000)

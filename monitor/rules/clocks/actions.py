@@ -6,6 +6,14 @@ open from the inspection that asked for it until the first later inspection
 resolving it; one still open at its due time is a ``corrective_action_due``
 fact at that instant (the qualified professional is reminded).
 
+Beside its own due, an action has a deadline from each permit of the site
+with a rule for its kind (``kind: maintenance``, or a corrective action:
+``deadlines.py``; EPA CGP 2022 Part 5.2, Part 2.1.4.b). Not fixed by one (no
+report of it done and no inspection verifying it at or before the deadline:
+``fixed_ms``), it is one ``corrective_action_overdue`` per action and permit at
+the deadline instant; a fix after the deadline leaves it standing, as the
+reminder at the due time stands.
+
 Between the two, an action may take steps (``ActionStep``, journaled as they
 are entered): ``sent`` to the contractor as a link, and reported ``done`` (by
 the qualified professional, or the contractor through the link). Each step is
@@ -35,6 +43,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
+from ...config import SiteConfig
 from ...contract.events import (
     CorrectiveActionDone,
     CorrectiveActionDue,
@@ -44,8 +53,11 @@ from ...contract.events import (
     InspectionRecorded,
     make_id,
 )
-from ...contract.inputs import ActionStep, CorrectiveAction, Inspection, Photo
+from ...contract.inputs import ActionKind, ActionStep, CorrectiveAction, Inspection, Photo
+from ...contract.permit_events import CorrectiveActionOverdue
 from ...contract.times import iso, parse_iso
+from ..permits.duties import permits_of
+from .deadlines import overdue_id, overdue_ids, permit_deadlines
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +89,8 @@ class ActionState:
     done_ms: int | None = None
     done_by: str | None = None
     done_note: str | None = None
+    #: Routine maintenance or a corrective action proper (``deadlines.py``).
+    kind: ActionKind = "corrective"
 
     @property
     def state(self) -> str:
@@ -128,7 +142,9 @@ def record_of(insp: Inspection) -> ActionRecord:
 
 def record_of_event(body: InspectionRecorded) -> ActionRecord:
     """The same from a recorded ``inspection_recorded`` (the log book's view)."""
-    actions = tuple(CorrectiveAction(str(a["id"]), str(a["text"]), _ms(a.get("due")))
+    actions = tuple(CorrectiveAction(str(a["id"]), str(a["text"]), _ms(a.get("due")),
+                                     "maintenance" if a.get("kind") == "maintenance"
+                                     else "corrective")
                     for a in body.corrective_actions)
     return ActionRecord(parse_iso(body.inspected_at), body.inspector, actions, body.resolves)
 
@@ -184,7 +200,7 @@ def _resolved(records: Iterable[ActionRecord]) -> dict[str, ActionState]:
         for action in rec.actions:
             if action.id not in states:
                 states[action.id] = ActionState(action.id, action.text, action.due_ms,
-                                                rec.ts_ms, rec.inspector)
+                                                rec.ts_ms, rec.inspector, kind=action.kind)
     return states
 
 
@@ -205,9 +221,16 @@ def resolved_nothing(states: Iterable[ActionState], rec: ActionRecord) -> tuple[
     return tuple(r for r in rec.resolves if r not in done)
 
 
-def action_facts(site_id: str, states: Iterable[ActionState], now_ms: int | None) -> list[Fact]:
+def action_facts(site: SiteConfig, states: Iterable[ActionState], now_ms: int | None
+                 ) -> list[Fact]:
     """``corrective_action_due`` for each action still open at its due time, once *now*
-    has reached it."""
+    has reached it; ``corrective_action_overdue`` for each action and permit whose
+    deadline *now* has reached with no fix at or before it (module docstring)."""
+    states = list(states)
+    return _due_facts(site.id, states, now_ms) + _overdue_facts(site, states, now_ms)
+
+
+def _due_facts(site_id: str, states: list[ActionState], now_ms: int | None) -> list[Fact]:
     out = []
     for st in states:
         if not st.missed_due or now_ms is None or st.due_ms is None or st.due_ms > now_ms:
@@ -218,6 +241,33 @@ def action_facts(site_id: str, states: Iterable[ActionState], now_ms: int | None
                                             opened_at=iso(st.opened_ms),
                                             inspector=st.inspector)))
     return out
+
+
+def _overdue_facts(site: SiteConfig, states: list[ActionState], now_ms: int | None
+                   ) -> list[Fact]:
+    if now_ms is None or not states:
+        return []
+    permits = permits_of(site)
+    out = []
+    for st in states:
+        fixed = st.fixed_ms
+        for d in permit_deadlines(site, permits, st.kind, st.opened_ms):
+            if d.due_ms > now_ms or (fixed is not None and fixed <= d.due_ms):
+                continue
+            out.append(Fact(site.id, d.due_ms, overdue_id(site.id, st.id, d.permit),
+                            CorrectiveActionOverdue(action_id=st.id, text=st.text,
+                                                    due=iso(d.due_ms), permit=d.permit,
+                                                    section=d.section, hours_late=0.0)))
+    return out
+
+
+def final_fact_ids(site: SiteConfig, state: ActionState) -> list[str]:
+    """The ids of the facts an action that can no longer change has (``final_before``):
+    its reminder if it missed its due, and every overdue it may have had (settling
+    lets go of those present)."""
+    due = ([make_id("corrective_action_due", site.id, state.id, state.opened_ms)]
+           if state.missed_due else [])
+    return due + overdue_ids(site, state.id)
 
 
 def final_before(state: ActionState, horizon_ms: int) -> bool:

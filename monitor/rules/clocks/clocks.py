@@ -223,7 +223,7 @@ def compute(site: SiteConfig, gauge_facts: list[Fact], inspections: list[Inspect
     for insp in inspections:
         for fact in inspection_facts(site, insp, tuple(sorted(closes[id(insp)]))):
             other[fact.id] = fact
-    for fact in action_facts(site.id, action_states(record_of(i) for i in inspections), now_ms):
+    for fact in action_facts(site, action_states(record_of(i) for i in inspections), now_ms):
         other[fact.id] = fact
     if closure is not None:
         fact = closure_fact(closure)

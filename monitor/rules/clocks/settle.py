@@ -25,7 +25,7 @@ from ...contract.inputs import Inspection
 from ...contract.times import hours_ms, parse_iso
 from ..permits.duties import Permit, permits_of
 from ..rain.sitestorms import MEAN_GAUGE, GaugeStorm, gauge_storms, group_storms, reference_storms
-from .actions import action_states, final_before, record_of
+from .actions import action_states, final_before, final_fact_ids, record_of
 from .clocks import Clock, ClockFloor, SiteClocks, inspection_fact_ids
 from .permitclocks import PermitRules
 from .routine import Anchor
@@ -225,15 +225,15 @@ def _action_inputs(site: SiteConfig, inspections: list[Inspection], horizon_ms: 
     """The corrective actions still open to change (every action of an inspection that
     asked for one of those, since its fact lists them all), the inspections they
     need (by ``id()``: that one, and those resolving its actions), and the
-    ``corrective_action_due`` fact ids of the actions that are final."""
+    fact ids of the actions that are final (``actions.final_fact_ids``)."""
     states = action_states(record_of(i) for i in inspections)
     pending = {s.id for s in states if not final_before(s, horizon_ms)}
     openers = [i for i in inspections if any(a.id in pending for a in i.corrective_actions)]
     kept = {a.id for i in openers for a in i.corrective_actions}
     needed = {id(i) for i in openers} | {id(i) for i in inspections
                                          if any(r in kept for r in i.resolves)}
-    finals = [(s.id, make_id("corrective_action_due", site.id, s.id, s.opened_ms))
-              for s in states if s.id not in pending and s.missed_due]
+    finals = [(s.id, fid) for s in states if s.id not in pending
+              for fid in final_fact_ids(site, s)]
     return kept, needed, finals
 
 

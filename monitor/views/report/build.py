@@ -56,7 +56,7 @@ from ...rules.clocks.clocks import is_overdue
 from ...rules.clocks.outcomes import StormRecord
 from ...store import Store
 from ..logbook import Recorded, current_events, verify_logbook
-from .actionchain import chain_section
+from .actionchain import chain_section, permit_deadline_section
 from .owed import owed_section
 from .photos import photos_section
 from .plots import plots_section
@@ -167,6 +167,7 @@ def build_report(config: Config, store: Store, site_id: str, from_ms: int, to_ms
                        photo_pixels_of(config)),
         _actions_table(facts, p.local),
         chain_section(facts, p.local),
+        permit_deadline_section(site, facts, p.local),
         trap_section(facts.events, p.local, site),
         turbidity_section(facts.events, p.local, episodes, state),
         plots_section(site, series, p.local, from_ms, to_ms),
