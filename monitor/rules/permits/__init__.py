@@ -4,6 +4,8 @@ A permit profile (``profiles/<id>.yaml``, or the user's ``custom`` file) is a
 list of rules, each with its citation; ``duties.py`` resolves the ones that
 apply to a site into its ``Permit`` duties; ``storms.py`` qualifies the site's
 storms under each permit's own storm rule (timelines ``permit:<gauge>@<rule>``);
+``benchmark.py`` averages each dewatering probe's daily turbidity by the week
+against the permit's benchmark (timelines ``permit:benchmark@<probe>``);
 ``calendar.py`` counts business days and hours with the site's public holidays.
 The clocks family opens and closes every permit's clocks from these duties.
 """
@@ -13,15 +15,22 @@ from __future__ import annotations
 from typing import Final
 
 from ...config import SensorConfig, SiteConfig
-from ..family import Family
+from ..family import Family, FoldInputs
 from ..rain.sitestorms import MEAN_GAUGE
-from .storms import folds, other_storm_rules
+from . import benchmark, storms
+from .storms import other_storm_rules
+
+
+def folds(site: SiteConfig) -> dict[str, FoldInputs]:
+    """The storm rules' gauge folds and the dewatering probes' benchmark folds."""
+    return {**storms.folds(site), **benchmark.folds(site)}
 
 
 def routes(site: SiteConfig, sensor: SensorConfig) -> tuple[str, ...]:
-    """A gauge's readings go to its fold under each other storm rule (and the mean's)."""
+    """A gauge's readings go to its fold under each other storm rule (and the mean's);
+    a dewatering probe's to its benchmark fold."""
     if sensor.kind != "rain":
-        return ()
+        return benchmark.routes(site, sensor)
     names = (sensor.id,) + ((MEAN_GAUGE,) if site.rain.gauges == "mean" else ())
     return tuple(f"permit:{g}@{key}" for key in other_storm_rules(site) for g in names)
 
