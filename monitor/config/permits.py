@@ -190,13 +190,21 @@ class PermitRef(Model):
     dewatering: tuple[Id, ...] = ()
     #: A custom profile's file (relative to the configuration file) ...
     file: str | None = None
-    #: ... or its rules written inline (the file is read into this).
+    #: ... or its rules written inline (the file is read into this). A built-in
+    #: profile's rules are put here when the reference is validated, so whoever reads
+    #: the configuration (the engine) reads rules, never a file.
     definition: Profile | None = None
 
     @model_validator(mode="before")
     @classmethod
     def _bare(cls, data: Any) -> Any:
-        return {"profile": data} if isinstance(data, str) else data
+        data = {"profile": data} if isinstance(data, str) else data
+        if isinstance(data, dict) and data.get("profile") in BUILTIN_PROFILES:
+            if "definition" in data or "file" in data:
+                raise ValueError(f"only a custom profile has a file; {data['profile']} "
+                                 "is built in")
+            data = {**data, "definition": builtin_profile(data["profile"])}
+        return data
 
     @model_validator(mode="after")
     def _custom(self) -> PermitRef:
@@ -206,9 +214,9 @@ class PermitRef(Model):
                 problems.append((("id",), "a custom profile needs an id"))
             if self.file is None and self.definition is None:
                 problems.append((("file",), "a custom profile needs a file"))
-        elif self.file is not None or self.definition is not None:
-            problems.append((("file",), f"only a custom profile has a file; "
-                             f"{self.profile} is built in"))
+        elif self.definition is None or self.definition.id != self.profile:
+            problems.append((("profile",), f"{self.profile} is built in: its rules cannot "
+                             "be given here"))
         raise_problems(type(self).__name__, problems, self)
         return self
 
@@ -219,10 +227,10 @@ class PermitRef(Model):
 
     @property
     def rule_book(self) -> Profile:
-        """The profile the reference names (a custom one carries its own)."""
-        if self.definition is not None:
-            return self.definition
-        return builtin_profile(self.profile)
+        """The rules of the profile the reference names (``definition``)."""
+        if self.definition is None:  # a custom reference refused by validation
+            raise ValueError(f"permit {self.key}: no rules")
+        return self.definition
 
     def applying(self) -> tuple[ProfileRule, ...]:
         """The rules of the profile that apply to the site's choices."""

@@ -159,7 +159,13 @@ class Engine:
             raise KeyError(f"unknown site {item.site!r}")
         if isinstance(item, ActionStep):  # a record of its own: no clock moves (steps.py)
             fact = apply_step(se, item, self.stats)
-            return [] if fact is None else self._publish({fact.id: fact}, [fact.id])
+            if fact is None:
+                return []
+            out = self._publish({fact.id: fact}, [fact.id])
+            if any(p.corrective_action or p.maintenance for p in se.permits):
+                # A fix reported done meets a permit's deadline (rules/clocks/actions.py).
+                out += self._recompute_clocks(se)
+            return out
         if isinstance(item, Forecast | ReferenceObservation):
             return self._apply_weather(se, item)
         if isinstance(item, Inspection):

@@ -279,7 +279,7 @@ def recompute_clocks(se: SiteEngine, now_ms: int | None) -> None:
     se.clocks = clocks.compute(se.config, list(se.storm_facts.values()), se.inspections,
                                se.first_run.start_ms, now_ms, se.clocks, anchor=se.anchor,
                                floors=se.floors, closure=se.closure, permits=se.permits,
-                               anchors=se.anchors)
+                               anchors=se.anchors, steps=tuple(se.action_steps.values()))
 
 
 def monitoring_start(se: SiteEngine) -> int | None:
@@ -375,7 +375,7 @@ def _closed_ms(se: SiteEngine) -> int | None:
     return se.closure.ts_ms if se.closure is not None else None
 
 
-_STORM_TYPES = frozenset({"storm_started", "storm_ended", GAUGE_QUALIFIED, SnowEvent.TYPE})
+_STORM_TYPES = frozenset({"storm_started", "storm_ended", GAUGE_QUALIFIED})
 _STALE_TYPES = frozenset({"sensor_stale", "sensor_recovered"})
 
 
@@ -384,10 +384,12 @@ def note_storm_facts(se: SiteEngine, truth: dict[str, Fact], changed: Iterable[s
     storm facts, and with ``gauges: all`` when each gauge was stale. True if any
     changed."""
     wanted = _STORM_TYPES | (_STALE_TYPES if se.config.rain.gauges == "all" else frozenset())
+    if any(p.snow is not None for p in se.permits):
+        wanted |= {SnowEvent.TYPE}  # a permit's snowmelt clock (rules/clocks/permitclocks.py)
     gauges = {g.id for g in se.config.gauges()}
     return mirror(se.storm_facts, truth, changed, lambda fact: fact if fact.type in wanted and (
-        fact.type in _STORM_TYPES or (isinstance(fact.body, SensorStale | SensorRecovered)
-                                      and fact.body.sensor in gauges)) else None)
+        fact.type not in _STALE_TYPES or (isinstance(fact.body, SensorStale | SensorRecovered)
+                                          and fact.body.sensor in gauges)) else None)
 
 
 def note_reference_storms(se: SiteEngine, truth: dict[str, Fact], changed: Iterable[str]

@@ -10,7 +10,7 @@ import pytest
 
 from monitor.cli import main
 from monitor.config.file import load_config
-from monitor.rules.permits.duties import permits_of, profile_of
+from monitor.rules.permits.duties import permits_of
 
 CONFIG = """\
 state_dir: {state}
@@ -66,7 +66,7 @@ def check(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str
 def test_a_custom_profile_file_is_read_beside_the_configuration(tmp_path: Path) -> None:
     config = load_config(write(tmp_path, CUSTOM, COUNTY))
     (site,) = config.sites
-    profile = profile_of(site.permits[2])
+    profile = site.permits[2].rule_book
     assert (profile.id, [r.id for r in profile.rules]) == ("county-x", ["weekly", "before-storm"])
     county = permits_of(site)[2]
     assert county.key == "county-x" and not county.primary

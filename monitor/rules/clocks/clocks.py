@@ -69,7 +69,7 @@ from ...contract.events import (
     StormQualified,
     make_id,
 )
-from ...contract.inputs import Inspection, SiteClosure
+from ...contract.inputs import ActionStep, Inspection, SiteClosure
 from ...contract.permits import DEFAULT_PROFILE
 from ...contract.times import hours_ms, iso
 from ..active import ActivePeriod, calendar_zone, week_from_ms
@@ -180,7 +180,8 @@ def compute(site: SiteConfig, gauge_facts: list[Fact], inspections: list[Inspect
             floors: dict[str, ClockFloor] | None = None,
             closure: SiteClosure | None = None,
             permits: tuple[Permit, ...] | None = None,
-            anchors: dict[str, Anchor] | None = None) -> SiteClocks:
+            anchors: dict[str, Anchor] | None = None,
+            steps: tuple[ActionStep, ...] = ()) -> SiteClocks:
     """Storm qualification, clocks and their events for one site at ``now_ms``.
 
     ``previous`` is the last result for the same site; it is reused, not copied,
@@ -190,6 +191,8 @@ def compute(site: SiteConfig, gauge_facts: list[Fact], inspections: list[Inspect
     (``anchors``: every other permit's, by key) and the settled notices of open clocks;
     ``closure`` the site's recorded final stabilization. ``permits`` are the site's
     (``rules/permits/duties.py``; worked out when not given): each keeps its own clocks.
+    ``steps`` are the corrective actions' steps: a fix reported done meets a permit's
+    deadline for it (``actions.py``).
     """
     prev = previous or SiteClocks()
     result = SiteClocks(facts=prev.facts)
@@ -223,7 +226,8 @@ def compute(site: SiteConfig, gauge_facts: list[Fact], inspections: list[Inspect
     for insp in inspections:
         for fact in inspection_facts(site, insp, tuple(sorted(closes[id(insp)]))):
             other[fact.id] = fact
-    for fact in action_facts(site, action_states(record_of(i) for i in inspections), now_ms):
+    for fact in action_facts(site, action_states((record_of(i) for i in inspections), steps),
+                             now_ms):
         other[fact.id] = fact
     if closure is not None:
         fact = closure_fact(closure)
@@ -478,7 +482,10 @@ def recorded_body(insp: Inspection, closes: tuple[str, ...], backdated: bool
         findings=tuple({"practice": f.practice, "condition": f.condition}
                        for f in insp.findings),
         corrective_actions=tuple(
-            {"id": a.id, "text": a.text, "due": iso(a.due_ms) if a.due_ms is not None else None}
+            {"id": a.id, "text": a.text, "due": iso(a.due_ms) if a.due_ms is not None else None,
+             # Maintenance is due by its own rule (EPA CGP 2022 Part 2.1.4.b); a
+             # corrective action, the default, keeps the record it always had.
+             **({"kind": a.kind} if a.kind != "corrective" else {})}
             for a in insp.corrective_actions),
         inspectors=insp.names, credentials=insp.credentials,
         resolves=insp.resolves, notes=insp.notes or None,

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from ...config import SiteConfig
-from ...contract.events import Fact, InspectionDueSoon, InspectionOverdue, make_id
+from ...contract.events import Fact, InspectionDueSoon, InspectionOverdue
 from ...contract.inputs import Inspection
 from ...contract.times import hours_ms, parse_iso
 from ..permits.duties import Permit, permits_of
@@ -81,17 +81,8 @@ def settle(site: SiteConfig, gauge_facts: list[Fact], result: SiteClocks,
     candidates, needed = _settling_clocks(result.clocks, groups, clock_of_storm, inspections,
                                           action_needed, horizon_ms)
     out = Settled(floors=dict(floors), anchor=anchor, anchors=dict(anchors or {}))
-    settled_ids: set[str] = set()
-    all_permits = permits if permits is not None else permits_of(site)
-    for group in groups:
-        clocks_of = [c for s in group for c in clock_of_storm.get((s.gauge, s.event_id), ())]
-        if any(c.clock_id not in candidates for c in clocks_of):
-            continue
-        for s in group:
-            out.storm_fact_ids.update(s.fact_ids)
-            settled_ids.update(PermitRules.of(site, p).storm_fact_id(site.id, s.gauge,
-                                                                     s.started_at)
-                               for p in all_permits)
+    settled_ids = _settle_groups(site, groups, clock_of_storm, candidates,
+                                 permits if permits is not None else permits_of(site), out)
     settled_ids |= _drop_clocks(result, candidates, out)
     for insp in inspections:
         if id(insp) in needed:
@@ -107,6 +98,23 @@ def settle(site: SiteConfig, gauge_facts: list[Fact], result: SiteClocks,
     result.other_ids -= settled_ids
     out.fact_ids = sorted(present)
     return out
+
+
+def _settle_groups(site: SiteConfig, groups: list[list[GaugeStorm]],
+                   clock_of_storm: dict[tuple[str, str], list[Clock]], candidates: set[str],
+                   permits: tuple[Permit, ...], out: Settled) -> set[str]:
+    """The storm groups whose clocks all settle leave memory (their gauge facts, in
+    ``out``); the ids of every permit's ``storm_qualified`` of them."""
+    settled_ids: set[str] = set()
+    rules = [PermitRules.of(site, p) for p in permits]
+    for group in groups:
+        clocks_of = [c for s in group for c in clock_of_storm.get((s.gauge, s.event_id), ())]
+        if any(c.clock_id not in candidates for c in clocks_of):
+            continue
+        for s in group:
+            out.storm_fact_ids.update(s.fact_ids)
+            settled_ids.update(r.storm_fact_id(site.id, s.gauge, s.started_at) for r in rules)
+    return settled_ids
 
 
 def _final_groups(site: SiteConfig, gauge_facts: list[Fact], horizon_ms: int,

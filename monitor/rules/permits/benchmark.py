@@ -42,8 +42,17 @@ from ...contract.permit_events import TurbidityBenchmarkExceeded
 from ...contract.times import iso
 from ..active import end_of_local_day_ms, local_day
 from ..family import FoldInputs
-from ..turbidity.contrast import MILLI_PER_NTU, milli
 from .duties import permits_of
+
+#: The turbidity family's integer unit (``rules/turbidity/contrast.py``), said again here:
+#: importing that family from the permits family closes an import cycle through
+#: ``rules/readout.py`` and the clocks family, which reads the permits' deadlines.
+MILLI_PER_NTU = 1000
+
+
+def milli(ntu: float) -> int:
+    """NTU as integer milli-NTU, as the turbidity family counts them."""
+    return round(ntu * MILLI_PER_NTU)
 
 #: mean_ntu is reported, and compared with the benchmark, to the milli-NTU.
 DIGITS = 3

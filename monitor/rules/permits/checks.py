@@ -11,9 +11,9 @@ rules"): a missing measurement is never a met duty.
 from __future__ import annotations
 
 from ...config import Config, SiteConfig
+from ...config.permits import permit_refs
 from ...contract.permits import NO_DEWATERING, NO_FORECAST, NO_GAUGE, NO_SNOW_SENSOR
-from .duties import BenchmarkDuty, Citation, Permit, SnowDuty, StormDuty, permits_of, refs_of
-from .profiles import builtin_profile
+from .duties import BenchmarkDuty, Citation, Permit, SnowDuty, StormDuty, permits_of
 
 VERIFY = "verify against your permit: "
 #: New York's twice-a-week rule applies where more than this many acres are disturbed.
@@ -80,9 +80,9 @@ def permit_warnings(config: Config) -> list[str]:
     for site in config.sites:
         for permit in permits_of(site):
             found += _unwatched(site, permit, config.weather is not None)
-        for i, ref in enumerate(refs_of(site)):
+        for i, ref in enumerate(permit_refs(site.permits)):
             if ref.profile == NY_PROFILE and ref.disturbed_acres is None:
-                large = next(r for r in builtin_profile(NY_PROFILE).rules
+                large = next(r for r in ref.rule_book.rules
                              if r.applies_when.disturbed_acres_over is not None)
                 acres = large.applies_when.disturbed_acres_over
                 found.append(
