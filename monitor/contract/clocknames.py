@@ -29,7 +29,7 @@ from .permits import PERMIT_NAMES
 from .times import parse_iso
 
 #: The start inside a storm clock's id (``contract.times.compact``) or a routine one's.
-_STORM_ID: Final = re.compile(r"^(?:storm|snowmelt)-.+-(\d{8}T\d{6}Z)$")
+_STORM_ID: Final = re.compile(r"^(?:storm|snowmelt|forecast)-.+-(\d{8}T\d{6}Z)$")
 _ROUTINE_ID: Final = re.compile(r"^routine-(.+?)(?:#(\d+))?$")
 
 
@@ -118,6 +118,8 @@ def clock_name(clock_id: str, zone: ZoneInfo, clock: str | None = None,
         return f"storm of {local:%b} {local.day}{n}"
     if clock_id.startswith("snowmelt-"):
         return f"snowmelt of {local:%b} {local.day}{n}"
+    if clock_id.startswith("forecast-"):
+        return f"storm forecast on {local:%b} {local.day}{n}"
     span = routine_span(days)
     return f"{span} {'of' if span == 'week' else 'from'} {local:%b} {local.day}{n}"
 
@@ -127,7 +129,7 @@ def inspection_of(clock_id: str, zone: ZoneInfo, clock: str | None = None,
     """``the inspection for the storm of Dec 2``, ``the routine inspection for the week of
     Nov 25``: what a clock asks for, in a sentence."""
     name = clock_name(clock_id, zone, clock, days)
-    if name.startswith(("storm of", "snowmelt of")):
+    if name.startswith(("storm of", "snowmelt of", "storm forecast on")):
         return f"the inspection for the {name}"
     if name.startswith(f"{routine_span(days)} "):
         return f"the routine inspection for the {name}"

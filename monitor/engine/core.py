@@ -58,9 +58,11 @@ from ..rules.clocks import clocks
 from ..rules.clocks.settle import settle
 from ..rules.health.health import HealthFold, never_heard
 from ..rules.rain.rain import GaugeFold
+from ..rules.snow.snow import SnowFold
 from ..rules.turbidity.turbidity import PairFold
 from .firstseen import note_first_seen
 from .site import (
+    CLOCK_INPUT_GROUPS,
     SiteEngine,
     build_site,
     dump_site,
@@ -187,7 +189,7 @@ class Engine:
                 changed = tl.advance_to(now_ms)
                 if changed:
                     out += self._publish(tl.truth, changed)
-                    if name.startswith(("gauge:", "health:")):
+                    if name.startswith(CLOCK_INPUT_GROUPS):
                         note_storm_facts(se, tl.truth, changed)
                     elif name.startswith("pair:"):
                         note_unknown_runs(se, tl.truth, changed)
@@ -247,7 +249,7 @@ class Engine:
             if not changed:
                 continue
             out += self._publish(tl.truth, changed)
-            if isinstance(tl.fold, GaugeFold | HealthFold):
+            if isinstance(tl.fold, GaugeFold | HealthFold | SnowFold):
                 clocks_dirty = note_storm_facts(se, tl.truth, changed) or clocks_dirty
             elif isinstance(tl.fold, PairFold):
                 notices_dirty = note_unknown_runs(se, tl.truth, changed) or notices_dirty

@@ -28,6 +28,7 @@ from ..contract.events import (
     GaugeDisagrees,
     SensorRecovered,
     SensorStale,
+    StormForecast,
 )
 from ..contract.inputs import ActionStep, Inspection, Reading, SiteClosure
 from ..contract.snow_events import SnowEvent
@@ -375,6 +376,9 @@ def _closed_ms(se: SiteEngine) -> int | None:
     return se.closure.ts_ms if se.closure is not None else None
 
 
+#: The timelines whose facts the clocks read (``note_storm_facts``): the gauges, each
+#: permit's own storm rule on them, the snow gauges and every sensor's health.
+CLOCK_INPUT_GROUPS = ("gauge:", "permit:", "snow:", "health:")
 _STORM_TYPES = frozenset({"storm_started", "storm_ended", GAUGE_QUALIFIED})
 _STALE_TYPES = frozenset({"sensor_stale", "sensor_recovered"})
 
@@ -394,17 +398,26 @@ def note_storm_facts(se: SiteEngine, truth: dict[str, Fact], changed: Iterable[s
 
 def note_reference_storms(se: SiteEngine, truth: dict[str, Fact], changed: Iterable[str]
                           ) -> bool:
-    """Mirror the ``gauge_disagrees`` facts that open a clock (``reference_opens_clock``)
-    into ``storm_facts``, where the clocks read them (``sitestorms.reference_storms``).
-    True if any changed."""
+    """Mirror the weather facts the clocks read into ``storm_facts``: the
+    ``gauge_disagrees`` that open a clock (``reference_opens_clock``,
+    ``sitestorms.reference_storms``) and, for a permit with a forecast storm rule, every
+    ``storm_forecast`` (``rules/clocks/permitclocks.py``). True if any changed."""
+    forecasts = any(p.storm is not None and p.storm.source == "forecast" for p in se.permits)
+
+    def opens(fact: Fact) -> bool:
+        body = fact.body
+        return ((isinstance(body, GaugeDisagrees) and body.opens_clock)
+                or (forecasts and isinstance(body, StormForecast)))
+
     dirty = False
     for fid in changed:
         fact = truth.get(fid)
-        if fact is not None and isinstance(fact.body, GaugeDisagrees) and fact.body.opens_clock:
+        if fact is not None and opens(fact):
             if se.storm_facts.get(fid) != fact:
                 se.storm_facts[fid] = fact
                 dirty = True
-        elif fid in se.storm_facts and se.storm_facts[fid].type == GaugeDisagrees.TYPE:
+        elif fid in se.storm_facts and se.storm_facts[fid].type in (GaugeDisagrees.TYPE,
+                                                                     StormForecast.TYPE):
             del se.storm_facts[fid]
             dirty = True
     return dirty

@@ -84,7 +84,7 @@ from ..rain.sitestorms import (
     with_references,
 )
 from .actions import action_facts, action_states, record_of
-from .permitclocks import PermitRules, snow_triggers
+from .permitclocks import PermitRules, forecast_triggers, snow_triggers
 from .routine import Anchor, routine_chain
 
 
@@ -247,8 +247,8 @@ def _storm_clocks(rules: PermitRules, gauge_facts: list[Fact], period: ActivePer
     do not say when the rain at the site ended; ``PermitRules.storm_due``), cut where
     its active span ends. The permit's snowmelt clocks beside them."""
     site, permit = rules.site, rules.permit
-    if permit.storm is None:
-        return _snow_clocks(rules, gauge_facts, period), {}
+    if permit.storm is None or permit.storm.source == "forecast":
+        return _trigger_clocks(rules, gauge_facts, period), {}
     rain = site.rain
     within = hours_ms(rain.inspect_within_hours)
     clocks: list[Clock] = []
@@ -292,20 +292,21 @@ def _storm_clocks(rules: PermitRules, gauge_facts: list[Fact], period: ActivePer
                         due_not_before=iso_or_none(not_before), **_reference_fields(rep),
                         permit=permit.event_key, section=rules.cited(section)))
         facts[fact.id] = fact
-    return clocks + _snow_clocks(rules, gauge_facts, period), facts
+    return clocks + _trigger_clocks(rules, gauge_facts, period), facts
 
 
-def _snow_clocks(rules: PermitRules, facts: list[Fact], period: ActivePeriod) -> list[Clock]:
-    """The permit's snowmelt clocks (``permitclocks.snow_triggers``), where clocks apply
-    and the snow qualified within the active period."""
+def _trigger_clocks(rules: PermitRules, facts: list[Fact], period: ActivePeriod
+                    ) -> list[Clock]:
+    """The permit's snowmelt and forecast clocks (``permitclocks``), where clocks apply
+    and the trigger came within the active period."""
     site, permit = rules.site, rules.permit
-    if not site.clocks_apply or permit.snow is None:
+    if not site.clocks_apply:
         return []
     return [Clock(t.clock_id, "storm", t.start_ms, t.start_ms, t.due_ms,
                   ends_at=period.span_end(t.start_ms), permit=permit.event_key,
-                  section=rules.cited(permit.snow.cite.section), chain=permit.key,
-                  primary=permit.primary)
-            for t in snow_triggers(rules, facts) if period.outside(t.start_ms) is None]
+                  section=rules.cited(t.section), chain=permit.key, primary=permit.primary)
+            for t in snow_triggers(rules, facts) + forecast_triggers(rules, facts)
+            if period.outside(t.start_ms) is None]
 
 
 def _reference_fields(storm: GaugeStorm | None) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from ...config import SiteConfig
 from ...contract.events import Fact, GaugeQualified, make_id
 from ...contract.snow_events import SnowEvent
 from ...contract.times import compact, hours_ms, parse_iso
+from ...contract.weather_events import StormForecast
 from ..permits.calendar import BusinessCalendar
 from ..permits.duties import Permit
 
@@ -38,7 +39,7 @@ class PermitRules:
         storm, routine = permit.storm, permit.routine
         update: dict[str, object] = {}
         rule: str | None = None
-        if storm is not None:
+        if storm is not None and storm.source == "gauge":
             update["rain"] = site.rain.model_copy(update={
                 "threshold_in": storm.threshold_in, "mode": storm.window,
                 "inspect_within_hours": storm.deadline_hours,
@@ -90,15 +91,17 @@ class PermitRules:
 
 
 @dataclass(frozen=True, slots=True)
-class SnowTrigger:
-    """A ``snow_event`` that opens a permit's snowmelt clock."""
+class Trigger:
+    """Something other than a measured storm that opens a permit's storm clock: a
+    ``snow_event`` (snowmelt) or a ``storm_forecast``."""
 
     clock_id: str
     start_ms: int
     due_ms: int
+    section: str
 
 
-def snow_triggers(rules: PermitRules, facts: list[Fact]) -> list[SnowTrigger]:
+def snow_triggers(rules: PermitRules, facts: list[Fact]) -> list[Trigger]:
     """The snowmelt clocks of the permit's snow rule (EPA CGP 2022 Part 4.2): one per
     ``snow_event`` that reached the rule's depth, due ``deadline_hours`` after it
     qualified."""
@@ -112,5 +115,33 @@ def snow_triggers(rules: PermitRules, facts: list[Fact]) -> list[SnowTrigger]:
             start = parse_iso(body.qualified_at)
             cid = rules.permit.clock_id(
                 f"snowmelt-{body.sensor}-{compact(parse_iso(body.started_at))}")
-            out.append(SnowTrigger(cid, start, start + hours_ms(snow.deadline_hours)))
+            out.append(Trigger(cid, start, start + hours_ms(snow.deadline_hours),
+                               snow.cite.section))
+    return out
+
+
+def forecast_triggers(rules: PermitRules, facts: list[Fact]) -> list[Trigger]:
+    """The clocks of a storm rule with ``source: forecast`` (a permit that asks for an
+    inspection *before* a forecast storm): one per ``storm_forecast`` of at least the
+    rule's depth whose probability reaches ``probability_min``, from when it was first
+    forecast, due when the forecast storm's window begins (or ``deadline_hours`` after
+    the forecast, when that window has begun already). A forecast that gives no
+    probability opens the clock: an unknown chance is not a low one. The forecast is
+    judged first at the site's own threshold (``rules/weather``), so a rule below the
+    site's ``rain.threshold_in`` sees only the forecasts that reach that."""
+    storm = rules.permit.storm
+    if storm is None or storm.source != "forecast":
+        return []
+    out = []
+    for fact in facts:
+        body = fact.body
+        if not isinstance(body, StormForecast) or body.forecast_in < storm.threshold_in:
+            continue
+        if (storm.probability_min is not None and body.probability is not None
+                and body.probability < storm.probability_min):
+            continue
+        window = parse_iso(body.window_from)
+        due = window if window > fact.at_ms else fact.at_ms + hours_ms(storm.deadline_hours)
+        cid = rules.permit.clock_id(f"forecast-{body.source}-{compact(fact.at_ms)}")
+        out.append(Trigger(cid, fact.at_ms, due, storm.cite.section))
     return out
