@@ -215,8 +215,27 @@ HELP: dict[str, tuple[str, str, str]] = {
 
         """ + EXIT_CODES),
 
-    "site": ("site life cycle: `site close` records final stabilization", """
-        `stormwatch site close` records final stabilization.""", EXIT_CODES),
+    "site": ("site life cycle: `site close` records final stabilization, `site shutdown` "
+             "and `site resume` a temporary shutdown", """
+        `stormwatch site close` records final stabilization; `stormwatch site
+        shutdown --notice "…"` a temporary shutdown with its written notice, and
+        `stormwatch site resume` its end.""", EXIT_CODES),
+
+    "site shutdown": ("record a temporary shutdown with its written notice", """
+        Records a temporary shutdown from --at (default now) with the written notice
+        the permit asks for (site_shutdown in the log book). A permit with a
+        shutdown rule inspects at its cadence meanwhile (New York GP-0-25-001:
+        every 30 calendar days); a clock open when it begins is cut there. Other
+        permits, Chapter 134 among them, are unchanged.
+
+        example:
+          stormwatch site shutdown --config /etc/stormwatch/stormwatch.yaml \\
+              --site mill-lot --notice "Winter shutdown; notice mailed to DEC Dec 1"
+        """, EXIT_CODES),
+
+    "site resume": ("record the end of a temporary shutdown", """
+        Records that soil disturbance restarted at --at (default now): the
+        permits' routine cadence runs again from then.""", EXIT_CODES),
 
     "site close": ("record final stabilization (inspection clocks end)", """
         Records final stabilization (site_closed in the log book): no inspection

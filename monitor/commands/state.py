@@ -1,4 +1,5 @@
-"""Commands on the state database: ``status``, ``inspect``, ``site close``, ``logbook``
+"""Commands on the state database: ``status``, ``inspect``, ``site close``/``shutdown``/
+``resume``, ``logbook``
 (export, verify, anchor), ``report`` (README.md, "Commands").
 
 Each refuses an unusable ``state_dir`` or a missing database with one line
@@ -78,6 +79,25 @@ def cmd_site_close(args: argparse.Namespace) -> int:
     require_database(config, write=True)
     emit(record_closure(config, SiteClosure(args.site, at_ms, now_ms, args.by, args.notes))
          + "\n")
+    return EXIT_OK
+
+
+def cmd_site_shutdown(args: argparse.Namespace) -> int:
+    from ..contract.inputs import ShutdownNotice
+    from ..host.inspections import check_not_ahead, parse_time, record_shutdown
+
+    config = site_config(args.config, args.site)
+    now_ms = _now_ms()
+    at_ms = parse_time("--at", args.at, config, args.site) if args.at else now_ms
+    check_not_ahead("--at", at_ms, now_ms)
+    resume = args.site_command == "resume"
+    notice = getattr(args, "notice", None)
+    if not resume and not (notice or "").strip():
+        raise UserError("--notice: the written notice of the shutdown is required (what was "
+                        "sent, to whom, when)")
+    require_database(config, write=True)
+    emit(record_shutdown(config, ShutdownNotice(args.site, at_ms, notice, resume, now_ms,
+                                                args.by)) + "\n")
     return EXIT_OK
 
 
@@ -283,16 +303,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
                    help="a corrective action found done (repeatable)")
     p.set_defaults(func=cmd_inspect)
 
-    p = sub.add_parser("site", **command_help("site"))
-    site_sub = p.add_subparsers(dest="site_command", metavar="ACTION")
-    site_sub.required = True
-    p = site_sub.add_parser("close", **command_help("site close"))
-    p.add_argument("--config", required=True, metavar="FILE", help=CONFIG_HELP)
-    p.add_argument("--site", required=True)
-    p.add_argument("--at", help="date (local midnight) or ISO time with offset (default: now)")
-    p.add_argument("--by", help="who certifies it")
-    p.add_argument("--notes")
-    p.set_defaults(func=cmd_site_close)
+    _site_parsers(sub)
 
     p = sub.add_parser("logbook", **command_help("logbook"))
     p.add_argument("action", nargs="?", choices=("export", "verify", "anchor"), default="export")
@@ -309,6 +320,31 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.set_defaults(func=cmd_logbook)
 
     _report_parser(sub)
+
+
+def _site_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``site close``, ``site shutdown`` and ``site resume``: the site's life cycle."""
+    p = sub.add_parser("site", **command_help("site"))
+    site_sub = p.add_subparsers(dest="site_command", metavar="ACTION")
+    site_sub.required = True
+    p = site_sub.add_parser("close", **command_help("site close"))
+    p.add_argument("--config", required=True, metavar="FILE", help=CONFIG_HELP)
+    p.add_argument("--site", required=True)
+    p.add_argument("--at", help="date (local midnight) or ISO time with offset (default: now)")
+    p.add_argument("--by", help="who certifies it")
+    p.add_argument("--notes")
+    p.set_defaults(func=cmd_site_close)
+    for action in ("shutdown", "resume"):
+        p = site_sub.add_parser(action, **command_help(f"site {action}"))
+        p.add_argument("--config", required=True, metavar="FILE", help=CONFIG_HELP)
+        p.add_argument("--site", required=True)
+        p.add_argument("--at", help="date (local midnight) or ISO time with offset "
+                                    "(default: now)")
+        p.add_argument("--by", help="who records it")
+        if action == "shutdown":
+            p.add_argument("--notice", required=True,
+                           help="the written notice of the shutdown the permit asks for")
+        p.set_defaults(func=cmd_site_shutdown)
 
 
 def _report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -13,8 +13,9 @@ beginning ``resolves <action id>`` (``fix_caption``, ``fixed_action``), e.g.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 #: Every sensor kind: the one list of them (sensors/README.md, "MQTT contract"); each
 #: belongs to one rule family (``monitor/rules/registry.py`` declares its payload).
@@ -270,6 +271,48 @@ class SiteClosure:
     def from_json(cls, data: dict[str, Any]) -> SiteClosure:
         return cls(site=str(data["site"]), ts_ms=int(data["ts_ms"]),
                    entered_ms=data.get("entered_ms"), by=data.get("by"), notes=data.get("notes"))
+
+
+#: The body keys of the inspection rows of the journal that are not inspections: a
+#: site's closure, a shutdown or its end, a corrective action's step.
+OTHER_PERSON_RECORDS: Final = ("closure", "shutdown", "action_step")
+
+
+def is_inspection_body(body: Mapping[str, Any]) -> bool:
+    """Whether a journal ``inspection`` row's body is an inspection (not one of
+    ``OTHER_PERSON_RECORDS``, kept in the same rows)."""
+    return not any(body.get(key) for key in OTHER_PERSON_RECORDS)
+
+
+@dataclass(frozen=True, slots=True)
+class ShutdownNotice:
+    """A temporary shutdown of a site beginning at ``ts_ms`` with the written ``notice`` a
+    permit asks for (``stormwatch site shutdown``), or its end (``resume``: soil
+    disturbance restarts, ``stormwatch site resume``), entered at ``entered_ms`` by
+    ``by``. Journaled as an inspection row whose body says ``shutdown``
+    (``host/rows.py``)."""
+
+    site: str
+    ts_ms: int
+    notice: str | None = None
+    resume: bool = False
+    entered_ms: int | None = None
+    by: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = {"site": self.site, "ts_ms": self.ts_ms, "shutdown": True}
+        if self.resume:
+            out["resume"] = True
+        for name in ("notice", "entered_ms", "by"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ShutdownNotice:
+        return cls(site=str(data["site"]), ts_ms=int(data["ts_ms"]), notice=data.get("notice"),
+                   resume=bool(data.get("resume", False)), entered_ms=data.get("entered_ms"),
+                   by=data.get("by"))
 
 
 #: The steps of a corrective action between the inspection that asked for it and the

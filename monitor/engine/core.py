@@ -51,6 +51,7 @@ from ..contract.inputs import (
     Inspection,
     Reading,
     ReferenceObservation,
+    ShutdownNotice,
     SiteClosure,
 )
 from ..contract.times import MS_PER_DAY, MS_PER_HOUR
@@ -60,16 +61,15 @@ from ..rules.health.health import HealthFold, never_heard
 from ..rules.rain.rain import GaugeFold
 from ..rules.snow.snow import SnowFold
 from ..rules.turbidity.turbidity import PairFold
+from .clockinputs import CLOCK_INPUT_GROUPS, note_reference_storms, note_storm_facts
 from .firstseen import note_first_seen
 from .site import (
-    CLOCK_INPUT_GROUPS,
     SiteEngine,
+    add_shutdown,
     build_site,
     dump_site,
     load_site,
     monitoring_start,
-    note_reference_storms,
-    note_storm_facts,
     note_unknown_runs,
     notice_truth,
     prune_stale_spans,
@@ -152,10 +152,10 @@ class Engine:
             return self.tick_ms
         return max(self.tick_ms, self.watermark_ms)
 
-    def apply(self, item: Reading | Inspection | SiteClosure | Forecast | ReferenceObservation
-              | ActionStep) -> list[Event]:
-        """Take one accepted reading, inspection, site closure, weather input or step of a
-        corrective action; return the events it causes."""
+    def apply(self, item: Reading | Inspection | SiteClosure | ShutdownNotice | Forecast
+              | ReferenceObservation | ActionStep) -> list[Event]:
+        """Take one accepted reading, inspection, site closure or shutdown notice, weather
+        input or step of a corrective action; return the events it causes."""
         se = self.sites.get(item.site)
         if se is None:
             raise KeyError(f"unknown site {item.site!r}")
@@ -164,16 +164,17 @@ class Engine:
             if fact is None:
                 return []
             out = self._publish({fact.id: fact}, [fact.id])
-            if any(p.corrective_action or p.maintenance for p in se.permits):
-                # A fix reported done meets a permit's deadline (rules/clocks/actions.py).
-                out += self._recompute_clocks(se)
-            return out
+            # A fix reported done meets a permit's deadline (rules/clocks/actions.py).
+            deadlines = any(p.corrective_action or p.maintenance for p in se.permits)
+            return out + (self._recompute_clocks(se) if deadlines else [])
         if isinstance(item, Forecast | ReferenceObservation):
             return self._apply_weather(se, item)
         if isinstance(item, Inspection):
             return self._apply_inspection(se, item)
         if isinstance(item, SiteClosure):
             return self._apply_closure(se, item)
+        if isinstance(item, ShutdownNotice):
+            return self._apply_shutdown(se, item)
         return self._apply_reading(se, item)
 
     def tick(self, now_ms: int) -> list[Event]:
@@ -309,6 +310,14 @@ class Engine:
         self.stats.accepted += 1
         self._advance_watermark(se, closure.ts_ms)
         return _ordered(self._recompute_clocks(se) + self._notices_if_due(se, True))
+
+    def _apply_shutdown(self, se: SiteEngine, notice: ShutdownNotice) -> list[Event]:
+        if not add_shutdown(se, notice):  # one notice per instant and kind
+            self.stats.duplicates += 1
+            return []
+        self.stats.accepted += 1
+        self._advance_watermark(se, notice.ts_ms)
+        return _ordered(self._recompute_clocks(se))
 
     def _apply_weather(self, se: SiteEngine, item: Forecast | ReferenceObservation
                        ) -> list[Event]:

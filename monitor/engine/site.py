@@ -28,10 +28,8 @@ from ..contract.events import (
     GaugeDisagrees,
     SensorRecovered,
     SensorStale,
-    StormForecast,
 )
-from ..contract.inputs import ActionStep, Inspection, Reading, SiteClosure
-from ..contract.snow_events import SnowEvent
+from ..contract.inputs import ActionStep, Inspection, Reading, ShutdownNotice, SiteClosure
 from ..contract.times import minutes_ms
 from ..rules.active import FirstRun, active_start_ms
 from ..rules.clocks import clocks
@@ -41,7 +39,7 @@ from ..rules.family import FoldInputs
 from ..rules.health.health import never_heard
 from ..rules.permits.duties import Permit, permits_of
 from ..rules.rain import sitestorms
-from ..rules.rain.rain import GAUGE_QUALIFIED, GaugeFold
+from ..rules.rain.rain import GaugeFold
 from ..rules.registry import FAMILIES
 from ..rules.turbidity import unmonitored
 from ..rules.turbidity.unmonitored import Run, Unknown, open_unknown, run_of, runs_by_pair
@@ -104,6 +102,9 @@ class SiteEngine:
     permits: tuple[Permit, ...] = ()
     #: Final stabilization, once recorded (``site close``).
     closure: SiteClosure | None = None
+    #: Temporary shutdowns and their ends (``site shutdown``, ``site resume``), in time
+    #: order: few in a season, all kept.
+    shutdowns: tuple[ShutdownNotice, ...] = ()
     #: The steps of the corrective actions still in memory, by key (``steps.py``).
     action_steps: dict[tuple[str, str, int, str], ActionStep] = field(default_factory=dict)
     #: ``inspection_missed`` facts that have settled (left memory), for the season count.
@@ -226,6 +227,7 @@ def dump_site(se: SiteEngine) -> dict[str, Any]:
         "first_ms": se.first_ms,
         "silence_settled": sorted(se.silence_settled),
         "closure": se.closure.to_json() if se.closure is not None else None,
+        "shutdowns": [n.to_json() for n in se.shutdowns],
         "action_steps": [st.to_json() for st in se.action_steps.values()],
         "missed_weeks_settled": se.missed_weeks_settled,
         "weather": se.weather.dump(),
@@ -259,6 +261,7 @@ def load_site(site: SiteConfig, window: Window | None, sd: dict[str, Any]) -> Si
     se.silence_settled = set(sd.get("silence_settled", []))
     closure = sd.get("closure")
     se.closure = SiteClosure.from_json(closure) if closure is not None else None
+    se.shutdowns = tuple(ShutdownNotice.from_json(n) for n in sd.get("shutdowns", []))
     se.action_steps = {st.key: st for st in map(ActionStep.from_json, sd.get("action_steps", []))}
     se.missed_weeks_settled = int(sd.get("missed_weeks_settled", 0))
     se.weather = WeatherBook.load(sd.get("weather", {}))
@@ -274,13 +277,23 @@ def load_site(site: SiteConfig, window: Window | None, sd: dict[str, Any]) -> Si
     return se
 
 
+def add_shutdown(se: SiteEngine, notice: ShutdownNotice) -> bool:
+    """Keep a shutdown notice, in time order; False when the same one (instant and kind)
+    is held already."""
+    if any((n.ts_ms, n.resume) == (notice.ts_ms, notice.resume) for n in se.shutdowns):
+        return False
+    se.shutdowns = tuple(sorted((*se.shutdowns, notice), key=lambda n: (n.ts_ms, n.resume)))
+    return True
+
+
 def recompute_clocks(se: SiteEngine, now_ms: int | None) -> None:
     """The site's clocks at ``now_ms`` from its storm facts and inspections."""
     se.clocks_now_ms = now_ms
     se.clocks = clocks.compute(se.config, list(se.storm_facts.values()), se.inspections,
                                se.first_run.start_ms, now_ms, se.clocks, anchor=se.anchor,
                                floors=se.floors, closure=se.closure, permits=se.permits,
-                               anchors=se.anchors, steps=tuple(se.action_steps.values()))
+                               anchors=se.anchors, steps=tuple(se.action_steps.values()),
+                               shutdowns=se.shutdowns)
 
 
 def monitoring_start(se: SiteEngine) -> int | None:
@@ -374,53 +387,6 @@ def _heard(se: SiteEngine) -> dict[str, bool]:
 
 def _closed_ms(se: SiteEngine) -> int | None:
     return se.closure.ts_ms if se.closure is not None else None
-
-
-#: The timelines whose facts the clocks read (``note_storm_facts``): the gauges, each
-#: permit's own storm rule on them, the snow gauges and every sensor's health.
-CLOCK_INPUT_GROUPS = ("gauge:", "permit:", "snow:", "health:")
-_STORM_TYPES = frozenset({"storm_started", "storm_ended", GAUGE_QUALIFIED})
-_STALE_TYPES = frozenset({"sensor_stale", "sensor_recovered"})
-
-
-def note_storm_facts(se: SiteEngine, truth: dict[str, Fact], changed: Iterable[str]) -> bool:
-    """Mirror the facts the clocks read into the site's ``storm_facts``: the gauges'
-    storm facts, and with ``gauges: all`` when each gauge was stale. True if any
-    changed."""
-    wanted = _STORM_TYPES | (_STALE_TYPES if se.config.rain.gauges == "all" else frozenset())
-    if any(p.snow is not None for p in se.permits):
-        wanted |= {SnowEvent.TYPE}  # a permit's snowmelt clock (rules/clocks/permitclocks.py)
-    gauges = {g.id for g in se.config.gauges()}
-    return mirror(se.storm_facts, truth, changed, lambda fact: fact if fact.type in wanted and (
-        fact.type not in _STALE_TYPES or (isinstance(fact.body, SensorStale | SensorRecovered)
-                                          and fact.body.sensor in gauges)) else None)
-
-
-def note_reference_storms(se: SiteEngine, truth: dict[str, Fact], changed: Iterable[str]
-                          ) -> bool:
-    """Mirror the weather facts the clocks read into ``storm_facts``: the
-    ``gauge_disagrees`` that open a clock (``reference_opens_clock``,
-    ``sitestorms.reference_storms``) and, for a permit with a forecast storm rule, every
-    ``storm_forecast`` (``rules/clocks/permitclocks.py``). True if any changed."""
-    forecasts = any(p.storm is not None and p.storm.source == "forecast" for p in se.permits)
-
-    def opens(fact: Fact) -> bool:
-        body = fact.body
-        return ((isinstance(body, GaugeDisagrees) and body.opens_clock)
-                or (forecasts and isinstance(body, StormForecast)))
-
-    dirty = False
-    for fid in changed:
-        fact = truth.get(fid)
-        if fact is not None and opens(fact):
-            if se.storm_facts.get(fid) != fact:
-                se.storm_facts[fid] = fact
-                dirty = True
-        elif fid in se.storm_facts and se.storm_facts[fid].type in (GaugeDisagrees.TYPE,
-                                                                     StormForecast.TYPE):
-            del se.storm_facts[fid]
-            dirty = True
-    return dirty
 
 
 def weather_facts(se: SiteEngine, weather: WeatherConfig, window: Window | None

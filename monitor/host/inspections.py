@@ -23,13 +23,13 @@ a flag repeat the time as it was typed.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from ..config import Config
-from ..contract.events import ClockClosed, InspectionRecorded, SiteClosed
-from ..contract.inputs import Inspection, Location, Photo, SiteClosure, Via
+from ..contract.events import ClockClosed, InspectionRecorded, SiteClosed, SiteShutdown
+from ..contract.inputs import Inspection, Location, Photo, ShutdownNotice, SiteClosure, Via
 from ..contract.localtime import local_datetime, local_text
 from ..contract.rejects import Rejection, RejectReason
 from ..contract.times import iso, parse_iso
@@ -270,24 +270,56 @@ def _local(config: Config, site_id: str, when: int | str | None) -> str:
 
 def record_closure(config: Config, closure: SiteClosure) -> str:
     """Record final stabilization through the journal; return what was recorded."""
+    head = (f"Site {closure.site} closed (final stabilization) at "
+            f"{_local(config, closure.site, closure.ts_ms)}")
+    if _record_site_notice(config, closure, closure.entered_ms,
+                           lambda b: isinstance(b, SiteClosed)):
+        return head + ": recorded in the log book; no routine clock runs from then on."
+    return head + ": written for the running daemon, which has not confirmed it yet" \
+                  " (see `stormwatch status`)."
+
+
+def record_shutdown(config: Config, notice: ShutdownNotice) -> str:
+    """Record a temporary shutdown, or its end, through the journal; return what was
+    recorded."""
+    when = _local(config, notice.site, notice.ts_ms)
+    at = iso(notice.ts_ms)
+
+    def done(body: object) -> bool:
+        return isinstance(body, SiteShutdown) and at == (
+            body.ended_at if notice.resume else body.started_at)
+
+    if notice.resume:
+        head = f"Site {notice.site}: work resumed at {when}"
+        tail = "; the permits' routine cadence runs again."
+    else:
+        head = f"Site {notice.site}: temporary shutdown from {when}"
+        tail = ("; permits with a shutdown rule inspect at its cadence until "
+                "`stormwatch site resume`.")
+    if _record_site_notice(config, notice, notice.entered_ms, done):
+        return head + ": recorded in the log book" + tail
+    return head + ": written for the running daemon, which has not confirmed it yet" \
+                  " (see `stormwatch status`)."
+
+
+def _record_site_notice(config: Config, item: SiteClosure | ShutdownNotice,
+                        entered_ms: int | None, confirmed: Callable[[object], bool]) -> bool:
+    """Journal ``item`` (applying it here when no daemon runs); whether the log book has
+    what ``confirmed`` looks for, waiting a while for a running daemon."""
     with daemon_lock(config) as held, open_store(config) as store:
-        store.journal.commit([journal_in(closure, topic=None,
-                                         received_ms=closure.entered_ms)])
+        store.journal.commit([journal_in(item, topic=None, received_ms=entered_ms)])
         if held is not None:
             host = EngineHost.restore(config, store)
             host.catch_up()
             host.record_status()
             host.snapshot()
-    head = (f"Site {closure.site} closed (final stabilization) at "
-            f"{_local(config, closure.site, closure.ts_ms)}")
     deadline = time.monotonic() + (0 if held is not None else WAIT_FOR_DAEMON_S)
     while True:
         with open_store(config, readonly=True) as store:
-            if any(isinstance(e.body, SiteClosed) for e in store.events.current(closure.site)):
-                return head + ": recorded in the log book; no routine clock runs from then on."
+            if any(confirmed(e.body) for e in store.events.current(item.site)):
+                return True
         if time.monotonic() >= deadline:
-            return head + ": written for the running daemon, which has not confirmed it yet" \
-                          " (see `stormwatch status`)."
+            return False
         time.sleep(0.2)
 
 

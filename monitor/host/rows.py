@@ -11,6 +11,7 @@ from ..contract.inputs import (
     Inspection,
     Reading,
     ReferenceObservation,
+    ShutdownNotice,
     SiteClosure,
 )
 from ..engine import Engine
@@ -20,7 +21,8 @@ log = logging.getLogger("stormwatch.daemon")
 
 
 #: Every input the engine takes, as journaled.
-Input = Reading | Inspection | SiteClosure | Forecast | ReferenceObservation | ActionStep
+Input = (Reading | Inspection | SiteClosure | ShutdownNotice | Forecast | ReferenceObservation
+         | ActionStep)
 #: The body key that marks a step of a corrective action (``ActionStep``).
 STEP_KEY = "action_step"
 #: The body key that marks a weather row, and its value per input type.
@@ -39,10 +41,11 @@ def journal_in(item: Input, *, topic: str | None, received_ms: int | None) -> Jo
     if isinstance(item, Inspection):
         return JournalIn("inspection", item.site, None, item.ts_ms, item.to_json(), topic,
                          received_ms)
-    if isinstance(item, SiteClosure | ActionStep):
+    if isinstance(item, SiteClosure | ShutdownNotice | ActionStep):
         # Journaled as an inspection row (the table's kinds are fixed by a CHECK
-        # constraint in databases already out there); its body says ``closure`` or
-        # ``action_step``: both are what people enter, kept and counted as inspections.
+        # constraint in databases already out there); its body says ``closure``,
+        # ``shutdown`` or ``action_step``: what people enter, kept and counted as
+        # inspections.
         return JournalIn("inspection", item.site, None, item.ts_ms, item.to_json(), topic,
                          received_ms)
     return JournalIn("reading", item.site, item.sensor, item.ts_ms, item.to_json(), topic,
@@ -66,6 +69,8 @@ def apply_row(engine: Engine, row: JournalRow) -> list[Event]:
         return apply_item(engine, ActionStep.from_json(row.body))
     if row.kind == "inspection" and row.body.get("closure"):
         return apply_item(engine, SiteClosure.from_json(row.body))
+    if row.kind == "inspection" and row.body.get("shutdown"):
+        return apply_item(engine, ShutdownNotice.from_json(row.body))
     if row.kind == "inspection":
         return apply_item(engine, Inspection.from_json(row.body))
     if row.kind == "tick" and row.body.get(WEATHER_KEY) == "forecast":

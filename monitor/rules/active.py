@@ -115,9 +115,10 @@ def cadence_words(site: SiteConfig) -> str:
     return f"every {days:g} calendar days"
 
 
-def due_ms(site: SiteConfig, start_ms: int) -> int:
-    """When a routine clock started at ``start_ms`` is due (module docstring)."""
-    days = site.routine_inspection_days
+def due_ms(site: SiteConfig, start_ms: int, days: float | None = None) -> int:
+    """When a routine clock started at ``start_ms`` is due (module docstring), at the
+    site's cadence or at ``days`` (a shutdown's)."""
+    days = site.routine_inspection_days if days is None else days
     zone = calendar_zone(site)
     if zone is None:
         return start_ms + round(days * MS_PER_DAY)

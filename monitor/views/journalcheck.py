@@ -16,7 +16,7 @@ inspection row of the journal is checked against the log book's
 1. **Every journal inspection the log book records agrees with it.** A row's
    event is the one of its site, time and inspector
    (``clocks.inspection_fact_ids``); its body must be the row's
-   (``clocks.recorded_body``) in everything but ``closes`` and ``backdated``,
+   (``records.recorded_body``) in everything but ``closes`` and ``backdated``,
    which depend on the storms and the configuration. Of several rows with one
    key (the same visit recorded twice) the engine keeps one, so one of them
    must agree.
@@ -47,8 +47,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from ..contract.events import Event, InspectionRecorded
-from ..contract.inputs import Inspection
-from ..rules.clocks.clocks import inspection_fact_ids, recorded_body
+from ..contract.inputs import Inspection, is_inspection_body
+from ..rules.clocks.records import inspection_fact_ids, recorded_body
 from ..store import LogbookRow, Store
 from ..store.journal import JournalRow
 
@@ -75,7 +75,7 @@ def journal_problems(store: Store, *, archived: bool, sites: Collection[str] | N
     by_id: dict[str, list[tuple[JournalRow, Inspection]]] = {}
     problems = [f"journal: archive file {u}: its inspections were not compared" for u in unread]
     for row in rows:
-        if row.seq > applied or row.body.get("closure") or row.body.get("action_step"):
+        if row.seq > applied or not is_inspection_body(row.body):
             continue
         try:
             insp = Inspection.from_json(row.body)

@@ -39,8 +39,14 @@ reason in ``outside``. A storm clock still open when the active span it opened
 in ends (a pause begins, the site is closed) is cut there, as a routine clock
 is. Routine clocks chain within the active period (``routine.py``). The
 site's other facts are made here too: ``inspection_recorded`` (and
-``inspection_backdated``), ``site_closed``, and ``corrective_action_due``
-(``actions.py``).
+``inspection_backdated``) and ``site_closed`` (``records.py``),
+``site_shutdown`` (``shutdowns.py``), and ``corrective_action_due`` and
+``corrective_action_overdue`` (``actions.py``).
+
+Every permit of the site (``rules/permits``) keeps its own clocks: the
+computation above runs once per permit on the site with the permit's numbers
+in place (``permitclocks.py``), and one inspection closes the open clocks of
+every permit it satisfies.
 
 Clocks apply only to Conditions A, B and C of § 134-7B(2); other sites still
 get ``storm_qualified`` (with ``due: null`` and ``informational: true``, and
@@ -60,16 +66,13 @@ from ...contract.events import (
     Body,
     ClockClosed,
     Fact,
-    InspectionBackdated,
     InspectionDueSoon,
     InspectionMissed,
     InspectionOverdue,
-    InspectionRecorded,
-    SiteClosed,
     StormQualified,
     make_id,
 )
-from ...contract.inputs import ActionStep, Inspection, SiteClosure
+from ...contract.inputs import ActionStep, Inspection, ShutdownNotice, SiteClosure
 from ...contract.permits import DEFAULT_PROFILE
 from ...contract.times import hours_ms, iso
 from ..active import ActivePeriod, calendar_zone, week_from_ms
@@ -85,7 +88,9 @@ from ..rain.sitestorms import (
 )
 from .actions import action_facts, action_states, record_of
 from .permitclocks import PermitRules, forecast_triggers, snow_triggers
+from .records import closure_fact, inspection_facts, is_backdated
 from .routine import Anchor, routine_chain
+from .shutdowns import shutdown_fact, shutdown_spans
 
 
 @dataclass(slots=True)
@@ -181,7 +186,8 @@ def compute(site: SiteConfig, gauge_facts: list[Fact], inspections: list[Inspect
             closure: SiteClosure | None = None,
             permits: tuple[Permit, ...] | None = None,
             anchors: dict[str, Anchor] | None = None,
-            steps: tuple[ActionStep, ...] = ()) -> SiteClocks:
+            steps: tuple[ActionStep, ...] = (),
+            shutdowns: tuple[ShutdownNotice, ...] = ()) -> SiteClocks:
     """Storm qualification, clocks and their events for one site at ``now_ms``.
 
     ``previous`` is the last result for the same site; it is reused, not copied,
@@ -192,7 +198,8 @@ def compute(site: SiteConfig, gauge_facts: list[Fact], inspections: list[Inspect
     ``closure`` the site's recorded final stabilization. ``permits`` are the site's
     (``rules/permits/duties.py``; worked out when not given): each keeps its own clocks.
     ``steps`` are the corrective actions' steps: a fix reported done meets a permit's
-    deadline for it (``actions.py``).
+    deadline for it (``actions.py``). ``shutdowns`` are the site's temporary shutdowns
+    and their ends: a permit with a shutdown rule inspects at its cadence meanwhile.
     """
     prev = previous or SiteClocks()
     result = SiteClocks(facts=prev.facts)
@@ -202,22 +209,19 @@ def compute(site: SiteConfig, gauge_facts: list[Fact], inspections: list[Inspect
     period = ActivePeriod.of(site, monitored_from_ms,
                              closure.ts_ms if closure is not None else None)
     other: dict[str, Fact] = {}
+    spans = shutdown_spans(shutdowns)
+    for start, end in spans:
+        fact = shutdown_fact(site.id, start, end)
+        other[fact.id] = fact
+    anchors = {**(anchors or {}), **({"": anchor} if anchor is not None else {})}
     for permit in permits if permits is not None else permits_of(site):
-        rules = PermitRules.of(site, permit)
-        chain_anchor = anchor if permit.primary else (anchors or {}).get(permit.key)
-        storm_clocks, storm_facts = _storm_clocks(rules, gauge_facts, period)
-        other.update(storm_facts)
-        if site.clocks_apply:
-            result.clocks += storm_clocks + _routine_clocks(
-                rules, inspections, period, chain_anchor, now_ms)
+        clocks, facts = _permit_clocks(PermitRules.of(site, permit), gauge_facts, inspections,
+                                       period, anchors, now_ms,
+                                       [(n.ts_ms, end) for n, end in spans])
+        result.clocks += clocks
+        other.update(facts)
     for clock in result.clocks:
-        if clock.clock == "storm" and clock.start is not None:
-            for insp in inspections:
-                if clock.ends_at is not None and insp.ts_ms >= clock.ends_at:
-                    break  # cut: no later inspection closes it
-                if insp.ts_ms >= clock.start and closes_clocks(insp):
-                    clock.closed_at, clock.closed_by, clock.ends_at = insp.ts_ms, insp, None
-                    break
+        _close_storm_clock(clock, inspections)
         if clock.closed_by is not None:
             closes[id(clock.closed_by)].append(clock.clock_id)
         result.per_clock[clock.clock_id] = _clock_facts(
@@ -234,6 +238,33 @@ def compute(site: SiteConfig, gauge_facts: list[Fact], inspections: list[Inspect
         other[fact.id] = fact
     _merge(result, prev, other, fresh)
     return result
+
+
+def _close_storm_clock(clock: Clock, inspections: list[Inspection]) -> None:
+    """A storm clock is closed by the first inspection at or after its start that may
+    close clocks, unless it was cut before (routine clocks close in ``routine.py``)."""
+    if clock.clock != "storm" or clock.start is None:
+        return
+    for insp in inspections:
+        if clock.ends_at is not None and insp.ts_ms >= clock.ends_at:
+            return  # cut: no later inspection closes it
+        if insp.ts_ms >= clock.start and closes_clocks(insp):
+            clock.closed_at, clock.closed_by, clock.ends_at = insp.ts_ms, insp, None
+            return
+
+
+def _permit_clocks(rules: PermitRules, gauge_facts: list[Fact], inspections: list[Inspection],
+                   period: ActivePeriod, anchors: dict[str, Anchor], now_ms: int | None,
+                   shutdowns: list[tuple[int, int | None]]) -> tuple[list[Clock], dict[str, Fact]]:
+    """One permit's clocks (none where clocks do not apply) and its ``storm_qualified``
+    facts. ``anchors`` by permit key, the primary permit's under ``""``."""
+    permit = rules.permit
+    storm_clocks, facts = _storm_clocks(rules, gauge_facts, period)
+    if not rules.site.clocks_apply:
+        return [], facts
+    anchor = anchors.get("" if permit.primary else permit.key)
+    return storm_clocks + _routine_clocks(rules, inspections, period, anchor, now_ms,
+                                          shutdowns), facts
 
 
 def _storm_clocks(rules: PermitRules, gauge_facts: list[Fact], period: ActivePeriod
@@ -323,18 +354,23 @@ def _clock_source(clock: Clock) -> str | None:
 
 
 def _routine_clocks(rules: PermitRules, inspections: list[Inspection], period: ActivePeriod,
-                    anchor: Anchor | None, now_ms: int | None) -> list[Clock]:
-    """The permit's routine chain within the site's active period (``routine.py``)."""
+                    anchor: Anchor | None, now_ms: int | None,
+                    shutdowns: list[tuple[int, int | None]]) -> list[Clock]:
+    """The permit's routine chain within the site's active period (``routine.py``), at
+    its shutdown cadence during the site's shutdowns when it has one."""
     permit = rules.permit
     if permit.routine is None:
         return []
+    shut = permit.shutdown
     return [Clock(permit.clock_id(rc.clock_id), "routine", rc.start, rc.start, rc.due,
                   rc.closed_by.ts_ms if rc.closed_by is not None else None, rc.closed_by,
                   ends_at=rc.ends_at, permit=permit.event_key,
                   section=rules.cited(permit.routine.cite.section), chain=permit.key,
                   primary=permit.primary)
             for rc in routine_chain(rules.site, inspections, period, anchor, closes_clocks,
-                                    now_ms, min_gap_days=permit.routine.min_gap_days)]
+                                    now_ms, min_gap_days=permit.routine.min_gap_days,
+                                    shutdowns=shutdowns if shut is not None else (),
+                                    shutdown_days=shut.every_days if shut is not None else None)]
 
 
 def _merge(result: SiteClocks, prev: SiteClocks, other: dict[str, Fact],
@@ -441,67 +477,3 @@ def _notices(site: SiteConfig, clock: Clock, due: int, cf: ClockFacts, now: int,
                                               week_from=iso(at), week_to=iso(nxt),
                                               permit=clock.permit, section=clock.section))
             week, at = week + 1, nxt
-
-
-def is_backdated(site: SiteConfig, insp: Inspection) -> bool:
-    """Entered more than ``backdate_alert_hours`` after its own time."""
-    return insp.entered_ms is not None and \
-        insp.entered_ms - insp.ts_ms > hours_ms(site.backdate_alert_hours)
-
-
-def inspection_fact_ids(site_id: str, insp: Inspection) -> tuple[str, str]:
-    """The ids of an inspection's facts (``inspection_facts``), whether or not both exist."""
-    return (make_id("inspection_recorded", site_id, insp.ts_ms, insp.inspector),
-            make_id("inspection_backdated", site_id, insp.ts_ms, insp.inspector))
-
-
-def inspection_facts(site: SiteConfig, insp: Inspection, closes: tuple[str, ...]) -> list[Fact]:
-    """``inspection_recorded`` for the log book, and ``inspection_backdated`` for the
-    officer when it was entered long after its own time (§ 134-9A(2) reports)."""
-    entered = iso(insp.entered_ms) if insp.entered_ms is not None else None
-    backdated = is_backdated(site, insp)
-    recorded_id, backdated_id = inspection_fact_ids(site.id, insp)
-    out = [Fact(site.id, insp.ts_ms, recorded_id, recorded_body(insp, closes, backdated))]
-    if backdated and insp.entered_ms is not None:
-        out.append(Fact(site.id, insp.entered_ms, backdated_id,
-                        InspectionBackdated(
-                            inspector=insp.inspector, inspected_at=iso(insp.ts_ms),
-                            entered_at=entered or "", closes=closes,
-                            hours_late=round((insp.entered_ms - insp.ts_ms) / 3_600_000, 2))))
-    return out
-
-
-def recorded_body(insp: Inspection, closes: tuple[str, ...], backdated: bool
-                  ) -> InspectionRecorded:
-    """The ``inspection_recorded`` of ``insp``: everything but ``closes`` and
-    ``backdated`` is the input's own, so the log book's row can be checked against
-    the journal's (``views/journalcheck.py``)."""
-    return InspectionRecorded(
-        inspector=insp.inspector, kind=insp.kind, inspected_at=iso(insp.ts_ms),
-        closes=closes, entered_at=iso(insp.entered_ms) if insp.entered_ms is not None else None,
-        backdated=backdated,
-        findings=tuple({"practice": f.practice, "condition": f.condition}
-                       for f in insp.findings),
-        corrective_actions=tuple(
-            {"id": a.id, "text": a.text, "due": iso(a.due_ms) if a.due_ms is not None else None,
-             # Maintenance is due by its own rule (EPA CGP 2022 Part 2.1.4.b); a
-             # corrective action, the default, keeps the record it always had.
-             **({"kind": a.kind} if a.kind != "corrective" else {})}
-            for a in insp.corrective_actions),
-        inspectors=insp.names, credentials=insp.credentials,
-        resolves=insp.resolves, notes=insp.notes or None,
-        # The field app's evidence; a web inspection lists its photos even when there
-        # are none (monitor/README.md, "Events").
-        photos=tuple(p.to_json() for p in insp.photos)
-        if insp.photos or insp.via == "web" else None,
-        location=insp.location.to_json() if insp.location else None,
-        certified=insp.certified, via=insp.via)
-
-
-def closure_fact(closure: SiteClosure) -> Fact:
-    """``site_closed``: final stabilization, for the log book."""
-    return Fact(closure.site, closure.ts_ms, make_id("site_closed", closure.site),
-                SiteClosed(closed_at=iso(closure.ts_ms),
-                           entered_at=iso(closure.entered_ms)
-                           if closure.entered_ms is not None else None,
-                           by=closure.by, notes=closure.notes))

@@ -69,22 +69,28 @@ class RoutineClock:
 
 def routine_chain(site: SiteConfig, inspections: Sequence[Inspection], period: ActivePeriod,
                   anchor: Anchor | None, closes: Callable[[Inspection], bool],
-                  now_ms: int | None, *, min_gap_days: int = 0) -> list[RoutineClock]:
+                  now_ms: int | None, *, min_gap_days: int = 0,
+                  shutdowns: Sequence[tuple[int, int | None]] = (),
+                  shutdown_days: int | None = None) -> list[RoutineClock]:
     """The chain of routine clocks that exist at ``now_ms`` (module docstring; none
     without a *now*, nor before the period has a start). ``inspections`` are in time
     order; ``closes`` says whether one may close a clock (kind and roster).
     ``min_gap_days``: an inspection closes a clock that the previous inspection
     started only with that many full local days between them (twice a week "at
-    least 2 full calendar days apart": Monday's, then Thursday's at the earliest)."""
+    least 2 full calendar days apart": Monday's, then Thursday's at the earliest).
+    ``shutdowns`` (start, end) with ``shutdown_days``: a permit's cadence during a
+    temporary shutdown; a clock open when one begins or ends is cut there, and the next
+    starts at the other cadence (``with_shutdowns``)."""
     begin = anchor.start_ms if anchor is not None else period.start_ms
     if begin is None:
         return []
     strict = anchor.strict if anchor is not None else False
-    spans = period.spans(begin)
+    spans = with_shutdowns(period.spans(begin), shutdowns if shutdown_days else ())
     qualified = [i for i in inspections if closes(i)]
     out: list[RoutineClock] = []
     used: set[str] = set()
-    for span_start, span_end in spans:
+    for span_start, span_end, shut in spans:
+        days = float(shutdown_days) if shut and shutdown_days else None
         start = max(begin, span_start)
         if start > begin:
             strict = False  # a new span: the clock starts afresh at its first instant
@@ -97,7 +103,7 @@ def routine_chain(site: SiteConfig, inspections: Sequence[Inspection], period: A
                 n += 1
                 cid = f"{base}#{n}"
             used.add(cid)
-            clock = RoutineClock(cid, start, due_ms(site, start), span_end)
+            clock = RoutineClock(cid, start, due_ms(site, start, days), span_end)
             out.append(clock)
             earliest = _gap_end(site, start, min_gap_days) if strict else start
             nxt = next((i for i in qualified
@@ -108,6 +114,22 @@ def routine_chain(site: SiteConfig, inspections: Sequence[Inspection], period: A
                 break
             clock.closed_by, clock.ends_at = nxt, None
             start, strict = nxt.ts_ms, True
+    return out
+
+
+def with_shutdowns(spans: Sequence[tuple[int, int | None]],
+                   shutdowns: Sequence[tuple[int, int | None]]
+                   ) -> list[tuple[int, int | None, bool]]:
+    """The active ``spans`` cut at the starts and ends of ``shutdowns``, each piece marked
+    whether it lies in a shutdown."""
+    cuts = sorted({t for s, e in shutdowns for t in (s, e) if t is not None})
+    out: list[tuple[int, int | None, bool]] = []
+    for start, end in spans:
+        points = [start, *(c for c in cuts if start < c and (end is None or c < end)), end]
+        for a, b in zip(points, points[1:], strict=False):
+            assert a is not None
+            shut = any(s <= a and (e is None or a < e) for s, e in shutdowns)
+            out.append((a, b, shut))
     return out
 
 

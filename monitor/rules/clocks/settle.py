@@ -26,8 +26,9 @@ from ...contract.times import hours_ms, parse_iso
 from ..permits.duties import Permit, permits_of
 from ..rain.sitestorms import MEAN_GAUGE, GaugeStorm, gauge_storms, group_storms, reference_storms
 from .actions import action_states, final_before, final_fact_ids, record_of
-from .clocks import Clock, ClockFloor, SiteClocks, inspection_fact_ids
+from .clocks import Clock, ClockFloor, SiteClocks
 from .permitclocks import PermitRules
+from .records import inspection_fact_ids
 from .routine import Anchor
 
 

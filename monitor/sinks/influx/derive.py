@@ -49,7 +49,7 @@ from ...contract.events import (
     TurbidityMonitored,
     TurbidityUnmonitored,
 )
-from ...contract.inputs import Forecast, ReferenceObservation
+from ...contract.inputs import Forecast, ReferenceObservation, is_inspection_body
 from ...contract.times import MS_PER_HOUR, MS_PER_MINUTE, iso
 from ...engine import (
     Engine,
@@ -109,7 +109,7 @@ def raw_points(row: JournalRow) -> list[Point]:
                          fields, ts)]
     if row.kind == "tick" and body.get(WEATHER_KEY):
         return weather_points(body)
-    if row.kind == "inspection" and not body.get("closure") and not body.get("action_step"):
+    if row.kind == "inspection" and is_inspection_body(body):
         return [Point.make("inspection",
                            {"site": str(body["site"]), "kind": str(body.get("kind", "routine")),
                             "inspector": str(body["inspector"])},
