@@ -19,6 +19,7 @@ from ..config import SiteConfig
 from ..contract.clocknames import clock_name, spoken
 from ..contract.figures import fill_text
 from ..contract.localtime import local_datetime
+from ..contract.permits import rule_words
 from ..contract.times import MS_PER_HOUR
 from ..contract.unmonitored_words import reason_words
 from ..engine import OpenClock, SiteNow
@@ -50,15 +51,18 @@ def hours_words(hours: float) -> str:
 
 def clock_words(clock: OpenClock, zone: ZoneInfo, now_ms: int, days: float = 7.0) -> str:
     """One open inspection clock, named by its storm or week: what is owed, by when, and
-    how late (``Storm of Dec 2: inspection OVERDUE by 5 h (due Thu 06:30 EST)``)."""
+    how late (``Storm of Dec 2: inspection OVERDUE by 5 h (due Thu 06:30 EST)``), and at
+    a site that names its permits the rule it keeps (``…, EPA CGP 2022 Part 4.2``)."""
     name = clock_name(clock.clock_id, zone, clock.clock, days)
     what = f"{name[:1].upper()}{name[1:]}: inspection"
+    rule = (f", {rule_words(clock.permit, clock.section, '')}"
+            if clock.permit is not None and clock.section else "")
     if clock.due_ms is None or clock.hours_left is None:
-        return f"{what} due once the storm ends (it has not ended yet)"
+        return f"{what} due once the storm ends (it has not ended yet){rule}"
     due = when_words(clock.due_ms, zone, now_ms)
     if clock.overdue:
-        return f"{what} OVERDUE by {hours_words(-clock.hours_left)} (due {due})"
-    return f"{what} due in {hours_words(clock.hours_left)} ({due})"
+        return f"{what} OVERDUE by {hours_words(-clock.hours_left)} (due {due}){rule}"
+    return f"{what} due in {hours_words(clock.hours_left)} ({due}){rule}"
 
 
 def soon(clock: OpenClock) -> bool:

@@ -23,8 +23,10 @@ from ..contract.events import (
 )
 from ..contract.figures import depth_text, fill_text
 from ..contract.localtime import local_text
+from ..contract.permits import rule_words
 from ..contract.times import MS_PER_HOUR, parse_iso
 from ..contract.unmonitored_words import reason_words
+from ..rules.permits.duties import citation, clock_duty
 from ..store import Store
 from ..views.logexport import BookLine, book_lines, photo_hashes
 from ..views.report.photos import taken_words
@@ -143,6 +145,20 @@ class SiteView:
         clock_id = str(clock.get("clock_id", ""))
         return clock_name(clock_id, self.site.zone, clock.get("clock"),
                           self.site.cadence_days(clock_id))
+
+    def rule(self, clock: dict[str, Any]) -> str:
+        """The rule an open clock keeps, at a site that names its permits: ``Within 24 hours
+        of a storm of 0.25 in or more, EPA CGP 2022 Part 4.2``; empty otherwise."""
+        permit, section = clock.get("permit"), clock.get("section")
+        if not permit or not section:
+            return ""
+        cite = citation(self.site, str(permit), str(section),
+                        clock_duty(str(clock.get("clock")), str(clock.get("clock_id", ""))))
+        words = rule_words(str(permit), str(section), str(section))
+        if cite is None:
+            return words
+        return f"{words}: \u201c{cite.quote}\u201d" + ("" if cite.verified
+                                                      else " (verify against your permit)")
 
     def due(self, clock: dict[str, Any]) -> str:
         """``due Thu Dec 3 11:30 EST``, or ``OVERDUE since ...`` at the request's instant."""

@@ -197,13 +197,24 @@ def _duty(site: SiteConfig, profile: Profile, rule: ProfileRule, cite: Citation,
     return None
 
 
-def citation(site: SiteConfig, permit_key: str, section: str) -> Citation | None:
-    """The citation of the rule of ``permit_key`` with ``section`` at ``site`` (the
-    first such rule: a section may hold several duties of one permit)."""
+def citation(site: SiteConfig, permit_key: str, section: str, duty: str | None = None
+             ) -> Citation | None:
+    """The citation of the rule of ``permit_key`` with ``section`` at ``site``: of the
+    rule holding ``duty`` when one does (a section may hold several duties of one
+    permit: EPA's Part 4.2 its cadence, its storms and its snowmelt), else the first."""
     for permit in permits_of(site):
         if permit.key == permit_key:
-            return next((c for _, c in permit.rules if c.section == section), None)
+            found = [(r, c) for r, c in permit.rules if c.section == section]
+            return next((c for r, c in found if r.duty == duty),
+                        found[0][1] if found else None)
     return None
+
+
+def clock_duty(clock: str, clock_id: str) -> str:
+    """The duty a clock keeps: ``routine``, ``snow`` for a snowmelt clock, else ``storm``."""
+    if clock == "routine":
+        return "routine"
+    return "snow" if "snowmelt-" in clock_id else "storm"
 
 
 def storm_deadline_hours(site: SiteConfig, permit_key: str) -> float | None:

@@ -69,7 +69,7 @@ from ...contract.message import FAILURE, INFO, SUCCESS, WARNING, Line, Message, 
 from ...contract.sentences import FAULT_WORDS, sentence
 from ...contract.times import MS_PER_HOUR, parse_iso
 from ...contract.unmonitored_words import still_checked
-from ...rules.permits.duties import storm_deadline_hours
+from ...rules.permits.duties import clock_duty, storm_deadline_hours
 from ...rules.registry import KINDS
 from .permitwords import duty_line, source_words
 
@@ -290,7 +290,10 @@ def _duty_9a2() -> Line:
 
 def _duty(c: _Ctx, permit: str | None, section: str | None) -> Line:
     """The rule behind a clock's deadline: § 134-9A(2), or the permit's own."""
-    return duty_line(c.site, permit, section) or _duty_9a2()
+    body = c.event.body
+    kind = str(getattr(body, "clock", "storm") or "storm")
+    duty = clock_duty(kind, str(getattr(body, "clock_id", "") or ""))
+    return duty_line(c.site, permit, section, duty) or _duty_9a2()
 
 
 def _duty_9a1() -> Line:

@@ -19,12 +19,13 @@ def is_chapter_134(permit: str | None) -> bool:
     return permit in (None, DEFAULT_PROFILE)
 
 
-def duty_line(site: SiteConfig | None, permit: str | None, section: str | None) -> Line | None:
-    """The rule behind a deadline as an alert's quote; None for Chapter 134's (the
-    caller quotes § 134-9A(2) itself)."""
+def duty_line(site: SiteConfig | None, permit: str | None, section: str | None,
+              duty: str | None = None) -> Line | None:
+    """The rule behind a deadline (of ``duty``: ``storm``, ``routine``, ``snow``) as an
+    alert's quote; None for Chapter 134's (the caller quotes § 134-9A(2) itself)."""
     if is_chapter_134(permit) or section is None or permit is None:
         return None
-    cite = citation(site, permit, section) if site is not None else None
+    cite = citation(site, permit, section, duty) if site is not None else None
     head = f"{rule_words(permit, section, section)} requires"
     if cite is None:
         return Line(head, section)

@@ -1,0 +1,36 @@
+"""The field app says which rule each deadline comes from (config/README.md, "Permits"):
+at a site under Chapter 134 and EPA's biweekly option, a 0.60 in storm shows two
+inspections owed, the EPA one named so and with its section beside the deadline."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from monitor.contract.inputs import Reading
+from monitor.contract.times import MS_PER_MINUTE, parse_iso
+
+from ..support.webkit import QP, SITE, client_for, recorded_web_site, sign_in
+
+NOW_MS = parse_iso("2026-12-03T16:30:00Z")
+PERMITS = ("    permits:\n      - village-branch-134\n"
+           "      - {profile: epa-cgp-2022, frequency: biweekly_storm}\n")
+
+
+def test_the_site_page_names_each_permits_inspection_and_its_section(tmp_path: Path) -> None:
+    start = NOW_MS - 6 * 60 * MS_PER_MINUTE
+    storm = [Reading(SITE, "rg1", "rain", start + m * MS_PER_MINUTE, tips_total=min(m, 60))
+             for m in range(120)]
+    _, config = recorded_web_site(
+        tmp_path, lambda text: text.replace("    condition: B\n", "    condition: B\n" + PERMITS,
+                                            1), storm, now_ms=NOW_MS)
+    client = client_for(config)
+    sign_in(client, tmp_path / "state", QP)
+    page = client.get(f"/sites/{SITE}").text
+    text = " ".join(re.sub(r"<[^>]+>", " ", page).split())
+    assert "Storm of Dec 3 : storm inspection due Fri Dec 4 06:20 EST" in text
+    assert "Storm of Dec 3 (EPA) : storm inspection due Fri Dec 4 05:55 EST" in text
+    assert ("EPA CGP 2022 Part 4.2: \u201cwithin 24 hours of the occurrence of ... a storm "
+            "event that produces 0.25 inches or more of rain") in text
+    assert "14 days from Dec 3 (EPA) : routine inspection due Thu Dec 17 23:59 EST" in text
+    assert "§ 134-9A(2): \u201c" in text
