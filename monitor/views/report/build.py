@@ -58,6 +58,7 @@ from ...store import Store
 from ..logbook import Recorded, current_events, verify_logbook
 from .actionchain import chain_section, permit_deadline_section
 from .owed import owed_section
+from .permits import permits_section
 from .photos import photos_section
 from .plots import plots_section
 from .rows import closed_words, revealed_note, sensor_rows
@@ -156,6 +157,7 @@ def build_report(config: Config, store: Store, site_id: str, from_ms: int, to_ms
             for ref, text in LAW),
         _summary(p, facts, kept is not None),
         owed_section(site, facts.duties, facts.judged_ms, to_ms, kept is not None, p.local),
+        permits_section(site, facts, config.weather is not None),
         _storms(p, facts.storms),
         weather_section(book.events, book.retracted, p.local, from_ms, to_ms)
         if config.weather is not None else "",
