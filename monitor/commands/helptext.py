@@ -205,6 +205,9 @@ HELP: dict[str, tuple[str, str, str]] = {
           inspection entered more than backdate_alert_hours after its --at is
           accepted and marked backdated (the officer is alerted).
         * --due is a date (by the end of that local day) or an ISO time.
+        * --maintenance TEXT is routine maintenance rather than a corrective
+          action: under a permit with a maintenance rule it is due by the close
+          of the next business day (EPA CGP 2022 Part 2.1.4.b).
 
         """ + _MISSING_DB, """
         example:

@@ -260,7 +260,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 class _ActionArg(argparse.Action):
-    """``--corrective-action TEXT [--due DATE]``, repeated: pairs kept in order."""
+    """``--corrective-action TEXT [--due DATE]`` and ``--maintenance TEXT [--due DATE]``,
+    repeated: pairs kept in order."""
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
                  values: object, option_string: str | None = None) -> None:
@@ -271,10 +272,11 @@ class _ActionArg(argparse.Action):
         actions = list(getattr(namespace, "corrective_action", None) or [])
         if option_string == "--due":
             if not actions or actions[-1].due is not None:
-                parser.error("--due must follow a --corrective-action")
+                parser.error("--due must follow a --corrective-action or --maintenance")
             actions[-1] = replace(actions[-1], due=str(values))
         else:
-            actions.append(ActionArg(str(values)))
+            kind = "maintenance" if option_string == "--maintenance" else "corrective"
+            actions.append(ActionArg(str(values), kind=kind))
         namespace.corrective_action = actions
 
 
@@ -297,8 +299,13 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
                    help="what was found at one practice (repeatable)")
     p.add_argument("--corrective-action", action=_ActionArg, metavar="TEXT",
                    help="a repair asked for (repeatable; each may be followed by --due)")
+    p.add_argument("--maintenance", action=_ActionArg, metavar="TEXT", dest="corrective_action",
+                   help="routine maintenance found (repeatable): due by the permits' "
+                        "maintenance rule (EPA CGP 2022 Part 2.1.4.b: the close of the next "
+                        "business day)")
     p.add_argument("--due", action=_ActionArg, metavar="DATE",
-                   help="when the preceding --corrective-action is due (date or ISO time)")
+                   help="when the preceding --corrective-action or --maintenance is due "
+                        "(date or ISO time)")
     p.add_argument("--resolved", action="append", metavar="ID",
                    help="a corrective action found done (repeatable)")
     p.set_defaults(func=cmd_inspect)

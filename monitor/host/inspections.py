@@ -69,10 +69,12 @@ class NoSuchAction(InspectError):
 
 @dataclass(frozen=True, slots=True)
 class ActionArg:
-    """One ``--corrective-action TEXT`` and the ``--due`` that followed it."""
+    """One ``--corrective-action TEXT`` (or ``--maintenance TEXT``: routine maintenance,
+    due by its permit's own rule) and the ``--due`` that followed it."""
 
     text: str
     due: str | None = None
+    kind: str = "corrective"
 
 
 def parse_time(flag: str, text: str, config: Config, site_id: str) -> int:
@@ -138,7 +140,9 @@ def build_inspection(config: Config, site_id: str, names: Sequence[str], *, at: 
         "inspector": clean if len(clean) > 1 else clean[0], "kind": kind, "ts": iso(at_ms),
         "notes": notes, "findings": parsed, "resolves": list(resolves),
         # A date is due by the end of that day at the site (ingest/inspections.py, check_actions).
-        "corrective_actions": [{"text": a.text, "due": a.due} for a in actions]}
+        "corrective_actions": [{"text": a.text, "due": a.due,
+                                **({"kind": a.kind} if a.kind != "corrective" else {})}
+                               for a in actions]}
     if photos:
         payload["photos"] = [p.to_json() for p in photos]
     if location is not None:

@@ -1,6 +1,6 @@
 """``stormwatch site shutdown`` and ``site resume`` with no daemon running: the notice in the
 log book, New York's shutdown cadence in ``status``, and a readable refusal without a
-notice (config/README.md, "Permits")."""
+notice; ``inspect --maintenance`` (config/README.md, "Permits")."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 from monitor.config.file import load_config
 from monitor.store.opening import open_store
 
-from ..support.daemonkit import cli
+from ..support.daemonkit import cli, events_of
 from ..support.smallsite import write_site
 from ..support.util import SITE
 
@@ -57,3 +57,19 @@ def test_a_shutdown_without_a_notice_is_refused(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert "--notice: the written notice of the shutdown is required" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_inspect_records_routine_maintenance_as_such(tmp_path: Path) -> None:
+    """``--maintenance TEXT`` is an action due by the permits' maintenance rule (EPA CGP
+    2022 Part 2.1.4.b), told apart from a corrective action in the log book."""
+    path = write_site(tmp_path, "    permits: [epa-cgp-2022]\n")
+    with open_store(load_config(path, env={})):
+        pass
+    at = (date.today() - timedelta(days=3)).isoformat()
+    done = cli("inspect", "--config", str(path), "--site", SITE, "--inspector", "J. Rivera",
+               "--at", at, "--maintenance", "clean the inlet filter", "--corrective-action",
+               "replace the silt fence")
+    assert done.returncode == 0, done.stderr
+    (recorded,) = events_of(path, "inspection_recorded")
+    assert [(a["text"], a.get("kind")) for a in recorded["corrective_actions"]] == [
+        ("clean the inlet filter", "maintenance"), ("replace the silt fence", None)]
