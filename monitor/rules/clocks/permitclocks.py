@@ -40,13 +40,16 @@ class PermitRules:
         update: dict[str, object] = {}
         rule: str | None = None
         if storm is not None and storm.source == "gauge":
-            update["rain"] = site.rain.model_copy(update={
-                "threshold_in": storm.threshold_in, "mode": storm.window,
-                "inspect_within_hours": storm.deadline_hours,
-                "clock_start": storm.clock_start})
+            rain = {"threshold_in": storm.threshold_in, "mode": storm.window,
+                    "inspect_within_hours": storm.deadline_hours,
+                    "clock_start": storm.clock_start}
+            if any(getattr(site.rain, k) != v for k, v in rain.items()):
+                update["rain"] = site.rain.model_copy(update=rain)
             if (storm.threshold_in, storm.window) != (site.rain.threshold_in, site.rain.mode):
                 rule = storm.rule_key
-        if routine is not None:
+        if routine is not None and (routine.interval_days, routine.due) != (
+                site.routine_inspection_days, site.routine_due):
+            # The site itself where the numbers are its own (Chapter 134): no copy.
             update["routine_inspection_days"] = routine.interval_days
             update["routine_due"] = routine.due
         calendar = (BusinessCalendar(site.business_days, site.zone)
