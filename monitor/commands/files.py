@@ -24,6 +24,7 @@ from ..errors import EXIT_OK, EXIT_USAGE, CheckFailed, UserError
 from ..ingest.checks import NaiveZone
 from ..rules.active import cadence_words
 from ..rules.permits.checks import permit_warnings, to_verify
+from ..rules.permits.duties import permits_of
 from ..rules.registry import KINDS
 from ..sources.filerows import Rejects
 from ..sources.pertip import PerTipRows
@@ -62,7 +63,27 @@ def _routine(site: SiteConfig) -> str:
     if site.active_until is not None:
         period += f" until {site.active_until}"
     period += "".join(f", paused {p.from_} to {p.to}" for p in site.pauses)
-    return f"routine inspection clocks {cadence_words(site)} {period}"
+    cadence = "at each permit's cadence" if site.permits else cadence_words(site)
+    return f"routine inspection clocks {cadence} {period}"
+
+
+def _permit_words(site: SiteConfig) -> str:
+    """The triggers of each permit a site names, as the summary states them
+    (``permits: epa-cgp-2022 (every 14 days, storms of 0.25 in by event_24h, snowmelt of
+    3.25 in)``); ``stormwatch duties`` says each in full."""
+    words = []
+    for permit in permits_of(site):
+        what = []
+        if permit.routine is not None:
+            what.append(f"every {permit.routine.every_days:g} days" + (
+                f" ({permit.routine.times} times)" if permit.routine.times > 1 else ""))
+        if permit.storm is not None:
+            what.append(f"storms of {permit.storm.threshold_in:.2f} in by "
+                        f"{permit.storm.window if permit.storm.source == 'gauge' else 'forecast'}")
+        if permit.snow is not None:
+            what.append(f"snowmelt of {permit.snow.threshold_in:g} in")
+        words.append(f"{permit.key} ({', '.join(what) or 'no inspection clocks'})")
+    return "permits " + "; ".join(words)
 
 
 def summarise(config: Config) -> str:
@@ -75,10 +96,11 @@ def summarise(config: Config) -> str:
         clocks = (f"{_routine(site)}; {NO_GAUGE}" if storm_duty_unwatched(site)
                   else f"storm inspection clocks and {_routine(site)}" if site.clocks_apply
                   else "storms recorded as informational (no inspection clocks)")
+        storms = (f"storms of {site.rain.threshold_in:.2f} in by {site.rain.mode}"
+                  if not site.permits else _permit_words(site))
         parts.append(
             f"{site.id} ({site.name or 'unnamed'}, condition {site.condition}, {site.timezone}): "
-            f"{kinds}; storms of {site.rain.threshold_in:.2f} in "
-            f"by {site.rain.mode} with a {site.rain.dry_gap_hours:g} h dry gap; "
+            f"{kinds}; {storms} with a {site.rain.dry_gap_hours:g} h dry gap; "
             f"{len(site.traps)} trap(s), {len(site.turbidity_pairs)} turbidity pair(s); {clocks}")
     return (f"OK: {len(config.sites)} site(s). " + "; ".join(parts) + ". "
             f"Broker {config.broker.host}:{config.broker.port}, state in {config.state_dir}, "

@@ -198,3 +198,14 @@ def test_a_forecast_trigger_without_forecasts_is_warned(
         "warning: sites.mill-lot.location: forecast trigger not monitored: no weather forecast "
         "for the site (county-x County X Code sec. 12-4; set the weather section and the "
         "site's location)"]
+
+
+def test_the_summary_states_each_permits_triggers(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check-config", str(write(tmp_path, CUSTOM, COUNTY))]) == 0
+    out = capsys.readouterr().out
+    # EPA's weekly option has no storm trigger (Part 4.2).
+    assert ("permits village-branch-134 (every 7 days, storms of 0.50 in by event_total); "
+            "epa-cgp-2022 (every 7 days); county-x (every 7 days, storms of 0.50 in by "
+            "forecast) with a 6 h dry gap") in out
+    assert "at each permit's cadence" in out
