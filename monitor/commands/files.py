@@ -24,10 +24,10 @@ from ..errors import EXIT_OK, EXIT_USAGE, CheckFailed, UserError
 from ..ingest.checks import NaiveZone
 from ..rules.active import cadence_words
 from ..rules.permits.checks import permit_warnings, to_verify
-from ..rules.permits.duties import permits_of
 from ..rules.registry import KINDS
 from ..sources.filerows import Rejects
 from ..sources.pertip import PerTipRows
+from ..views.duties import permit_triggers
 from .common import CONFIG_HELP, emit, load, write_file
 from .helptext import command_help
 
@@ -67,25 +67,6 @@ def _routine(site: SiteConfig) -> str:
     return f"routine inspection clocks {cadence} {period}"
 
 
-def _permit_words(site: SiteConfig) -> str:
-    """The triggers of each permit a site names, as the summary states them
-    (``permits: epa-cgp-2022 (every 14 days, storms of 0.25 in by event_24h, snowmelt of
-    3.25 in)``); ``stormwatch duties`` says each in full."""
-    words = []
-    for permit in permits_of(site):
-        what = []
-        if permit.routine is not None:
-            what.append(f"every {permit.routine.every_days:g} days" + (
-                f" ({permit.routine.times} times)" if permit.routine.times > 1 else ""))
-        if permit.storm is not None:
-            what.append(f"storms of {permit.storm.threshold_in:.2f} in by "
-                        f"{permit.storm.window if permit.storm.source == 'gauge' else 'forecast'}")
-        if permit.snow is not None:
-            what.append(f"snowmelt of {permit.snow.threshold_in:g} in")
-        words.append(f"{permit.key} ({', '.join(what) or 'no inspection clocks'})")
-    return "permits " + "; ".join(words)
-
-
 def summarise(config: Config) -> str:
     """One paragraph: what this configuration will watch."""
     parts = []
@@ -97,7 +78,7 @@ def summarise(config: Config) -> str:
                   else f"storm inspection clocks and {_routine(site)}" if site.clocks_apply
                   else "storms recorded as informational (no inspection clocks)")
         storms = (f"storms of {site.rain.threshold_in:.2f} in by {site.rain.mode}"
-                  if not site.permits else _permit_words(site))
+                  if not site.permits else permit_triggers(site))
         parts.append(
             f"{site.id} ({site.name or 'unnamed'}, condition {site.condition}, {site.timezone}): "
             f"{kinds}; {storms} with a {site.rain.dry_gap_hours:g} h dry gap; "

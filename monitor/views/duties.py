@@ -209,3 +209,23 @@ def format_duties(site: SiteConfig, shown: dict[str, Any]) -> str:
             lines += _wrap("rule", f"\"{d['quote']}\"") + _wrap("source",
                                                                  f"{d['source']}; {mark}")
     return "\n".join(lines)
+
+
+def permit_triggers(site: SiteConfig) -> str:
+    """The triggers of each permit a site names, as the summary states them
+    (``permits: epa-cgp-2022 (every 14 days, storms of 0.25 in by event_24h, snowmelt of
+    3.25 in)``): ``check-config``'s summary and ``replay``'s table; ``stormwatch duties``
+    says each in full."""
+    words = []
+    for permit in permits_of(site):
+        what = []
+        if permit.routine is not None:
+            what.append(f"every {permit.routine.every_days:g} days" + (
+                f" ({permit.routine.times} times)" if permit.routine.times > 1 else ""))
+        if permit.storm is not None:
+            what.append(f"storms of {permit.storm.threshold_in:.2f} in by "
+                        f"{permit.storm.window if permit.storm.source == 'gauge' else 'forecast'}")
+        if permit.snow is not None:
+            what.append(f"snowmelt of {permit.snow.threshold_in:g} in")
+        words.append(f"{permit.key} ({', '.join(what) or 'no inspection clocks'})")
+    return "permits " + "; ".join(words)

@@ -59,6 +59,7 @@ from ..engine import Engine, site_now
 from ..ingest.checks import NaiveZone
 from ..sources.filerows import FileReader, Rejects, header_and_rows, read_whole
 from ..sources.pertip import PerTipRows
+from .duties import permit_triggers
 
 #: Settled facts are taken from the engine every so many inputs (its memory stays flat).
 DRAIN_EVERY = 4096
@@ -176,8 +177,9 @@ def format_table(config: Config, result: ReplayResult) -> str:
         title = f"Site {site.id}" + (f" — {site.name}" if site.name else "")
         lines += [title, "=" * len(title),
                   f"condition {site.condition}; times in {site.timezone}; "
-                  f"storm rule {site.rain.mode}, {site.rain.threshold_in:.2f} in, "
-                  f"dry gap {site.rain.dry_gap_hours:g} h", ""]
+                  + (f"storm rule {site.rain.mode}, {site.rain.threshold_in:.2f} in"
+                     if not site.permits else permit_triggers(site))
+                  + f", dry gap {site.rain.dry_gap_hours:g} h", ""]
         lines += _storm_lines(site, mine) + [""]
         lines += _clock_lines(site, mine, result.engine) + [""]
         lines += _trap_lines(site, mine) + [""]
