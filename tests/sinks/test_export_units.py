@@ -327,6 +327,22 @@ def test_minute_points_describe_clocks_sensors_and_the_site() -> None:
     assert health["rg1"]["stale"] is False and health["tb-up"]["stale"] is True
 
 
+def test_clock_points_of_a_site_with_permits_carry_the_permit() -> None:
+    """Two permits, two storm clocks of one storm, told apart by their ``permit`` tag
+    (config/README.md, "Permits")."""
+    config = site_config(sensors=[{"id": "rg1", "kind": "rain", "stale_after_minutes": 15}],
+                         turbidity_pairs=[], traps=[],
+                         permits=["village-branch-134",
+                                  {"profile": "epa-cgp-2022", "frequency": "biweekly_storm"}])
+    readings = counter_series(T0, 120, {m: 1 for m in range(10, 70)})
+    replica, _ = replay(config, list(readings))
+    points = minute_points(replica.engine, config, T0 + 119 * MS_PER_MINUTE)
+    storms = sorted(p.series for p in points
+                    if p.measurement == "clock" and ",clock=storm," in p.series)
+    assert len(storms) == 2
+    assert "permit=epa-cgp-2022" in storms[0] and "permit=village-branch-134" in storms[1]
+
+
 def test_a_clock_just_past_due_is_overdue_in_the_export_as_in_the_alert() -> None:
     """Ten seconds past due the engine has raised ``inspection_overdue`` (at due) and
     ``status`` says overdue; ``hours_left`` rounds to -0.0 there, which must not make the

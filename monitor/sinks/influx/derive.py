@@ -364,7 +364,11 @@ def minute_points(engine: Engine, config: Config, now_ms: int) -> list[Point]:
 
 def _clock_point(site_id: str, c: OpenClock, minute: int) -> Point:
     left = c.hours_left
-    return Point.make("clock", {"site": site_id, "clock": c.clock, "clock_id": c.clock_id}, {
+    # The permit the clock keeps, as a tag the officer's dashboard can group by (only at
+    # a site that names its permits: the series of other sites stay as they were).
+    tags = {"site": site_id, "clock": c.clock, "clock_id": c.clock_id,
+            **({"permit": c.permit} if c.permit is not None else {})}
+    return Point.make("clock", tags, {
         "hours_left": left,
         "due": iso(c.due_ms) if c.due_ms is not None else "",
         "started_at": iso(c.started_ms),
