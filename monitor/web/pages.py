@@ -21,10 +21,13 @@ from fastapi.responses import FileResponse, RedirectResponse, Response
 from starlette.datastructures import FormData, UploadFile
 from starlette.formparsers import MultiPartException
 
+from ..config import SiteConfig
 from ..contract.events import StormQualified
 from ..contract.inputs import fix_caption
 from ..contract.localtime import local_datetime
+from ..contract.permits import rule_words
 from ..host.links import LinkError, verify_link
+from ..rules.permits.duties import permits_of
 from ..store import Store
 from ..store.opening import open_store
 from ..store.users import User
@@ -215,6 +218,19 @@ def verdict(web: Web, store: Store) -> Any:
     return found
 
 
+def action_deadline_words(site: SiteConfig) -> dict[str, str]:
+    """At a site whose permits set deadlines for corrective actions and maintenance, each
+    kind's deadline in words with its source (the form offers the choice then)."""
+    found: dict[str, str] = {}
+    for permit in permits_of(site):
+        for kind, duty in (("corrective", permit.corrective_action),
+                           ("maintenance", permit.maintenance)):
+            if duty is not None:
+                words = f"{duty.words()} ({rule_words(permit.key, duty.cite.section, '')})"
+                found[kind] = f"{found[kind]}; {words}" if kind in found else words
+    return found if "maintenance" in found else {}
+
+
 def _form_context(web: Web, caller: Caller, view: SiteView, clock: str | None) -> dict[str, Any]:
     now = _local_now(web, view.site.zone)
     return {"v": view, "clock": clock, "conditions": CONDITIONS, "kinds": KINDS,
@@ -223,8 +239,8 @@ def _form_context(web: Web, caller: Caller, view: SiteView, clock: str | None) -
             "key": secrets.token_urlsafe(18), "rows": range(1, FORM_ROWS + 1),
             "kind": "storm" if any(c["clock"] == "storm" for c in view.open_clocks)
             else "routine",
-            "practices": web.config.site(view.site.id).practices  # type: ignore[union-attr]
-            }
+            "practices": web.config.site(view.site.id).practices,  # type: ignore[union-attr]
+            "deadlines": action_deadline_words(view.site)}
 
 
 @router.get("/sites/{site_id}/inspect")
@@ -247,8 +263,12 @@ def form_to_json(web: Web, person: str, site_id: str, form: FormData) -> dict[st
         if cond:
             findings.append({"practice": p.id, "condition": cond,
                              "note": form_field(form, f"p.{p.id}.note")})
-    actions = [{"text": t, "due": d or None}
-               for t, d in zip(form.getlist("ca_text"), form.getlist("ca_due"), strict=False)
+    kinds = form.getlist("ca_kind")
+    actions = [{"text": t, "due": d or None,
+                **({"kind": "maintenance"} if i < len(kinds) and kinds[i] == "maintenance"
+                   else {})}
+               for i, (t, d) in enumerate(zip(form.getlist("ca_text"), form.getlist("ca_due"),
+                                              strict=False))
                if isinstance(t, str) and t.strip() and isinstance(d, str)]
     photos = []
     uploads = [(k, v) for k, v in form.multi_items() if isinstance(v, UploadFile)]

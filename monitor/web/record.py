@@ -133,8 +133,12 @@ def _actions(data: Mapping[str, Any]) -> list[ActionArg]:
         due = item.get("due")
         if due is not None and not isinstance(due, str):
             raise Refused(422, f"corrective_actions.{i}.due: must be a date (YYYY-MM-DD)")
+        kind = item.get("kind", "corrective")
+        if kind not in ("corrective", "maintenance"):
+            raise Refused(422, f"corrective_actions.{i}.kind: must be corrective or "
+                               f"maintenance")
         if item["text"].strip():
-            out.append(ActionArg(item["text"].strip(), due or None))
+            out.append(ActionArg(item["text"].strip(), due or None, kind))
     return out
 
 

@@ -170,8 +170,13 @@
       const id = sel.name.slice(2, -".condition".length);
       data.findings.push({ practice: id, condition: sel.value, note: f.get("p." + id + ".note") || null });
     }
-    const texts = f.getAll("ca_text"), dues = f.getAll("ca_due");
-    texts.forEach((t, i) => { if (t.trim()) data.corrective_actions.push({ text: t.trim(), due: dues[i] || null }); });
+    const texts = f.getAll("ca_text"), dues = f.getAll("ca_due"), kinds = f.getAll("ca_kind");
+    texts.forEach((t, i) => {
+      if (!t.trim()) return;
+      const a = { text: t.trim(), due: dues[i] || null };
+      if (kinds[i] === "maintenance") a.kind = "maintenance";  // due by its own rule
+      data.corrective_actions.push(a);
+    });
     if (f.get("lat") && f.get("lon")) {
       data.location = { lat: +f.get("lat"), lon: +f.get("lon"), accuracy_m: f.get("accuracy_m") ? +f.get("accuracy_m") : null };
     }
@@ -201,6 +206,8 @@
       const r = form.querySelectorAll(".action-row")[i];
       r.querySelector("[name=ca_text]").value = a.text;
       r.querySelector("[name=ca_due]").value = a.due || "";
+      const kind = r.querySelector("[name=ca_kind]");
+      if (kind) kind.value = a.kind || "corrective";
     });
     if (d.location) { set("lat", d.location.lat); set("lon", d.location.lon); set("accuracy_m", d.location.accuracy_m); }
     form.querySelector("[name=certified]").checked = !!d.certified;
