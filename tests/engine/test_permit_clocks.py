@@ -13,7 +13,7 @@ from typing import Any
 from monitor.contract.times import MS_PER_MINUTE, iso, parse_iso
 from monitor.engine import Engine
 
-from ..support.util import final, insp, rain, site_config
+from ..support.util import SITE, final, insp, rain, site_config
 
 VILLAGE_AND_EPA = ["village-branch-134", {"profile": "epa-cgp-2022",
                                           "frequency": "biweekly_storm"}]
@@ -135,3 +135,55 @@ def test_a_site_without_permits_has_no_permit_fields() -> None:
                  active_since="2026-11-25")
     [storm] = final(eng, "storm_qualified")
     assert "permit" not in storm and storm["clock_id"].startswith("storm-")
+
+
+def test_a_season_under_four_permits_settles_and_restores_alike() -> None:
+    """60 days of a gauge every 5 minutes, a storm every 5 days, an inspection every 3
+    (some skipped), a shutdown: every permit's chain settles (memory stays a few
+    inspections and clocks, each chain with its own anchor), and an engine restored
+    from a snapshot two thirds in ends with the same events."""
+    import json
+
+    from monitor.contract.inputs import Inspection, Reading, ShutdownNotice
+    from monitor.engine.window import MemoryWindow
+
+    config = site_config(
+        sensors=[{"id": "rg1", "kind": "rain", "in_per_tip": 0.01}], turbidity_pairs=[],
+        traps=[], active_since="2026-04-01",
+        permits=["village-branch-134", {"profile": "epa-cgp-2022", "frequency":
+                                        "biweekly_storm"}, "nc-ncg01",
+                 {"profile": "ny-gp-0-25-001", "disturbed_acres": 8}])
+    t0 = parse_iso("2026-04-01T04:00:00Z")
+    items: list[Any] = []
+    tips = 0
+    for m in range(0, 60 * 24 * 60, 5):
+        day = m // 1440
+        if day % 5 == 1 and 600 <= m % 1440 < 700 + 100 * (day % 3):
+            tips += 1
+        items.append(Reading(SITE, "rg1", "rain", t0 + m * MS_PER_MINUTE, tips_total=tips))
+        if m % (1440 * 3) == 720 and day % 9:
+            items.append(Inspection(site=SITE, inspector="J. Rivera", ts_ms=t0 + m * 60_000))
+    items += [ShutdownNotice(SITE, t0 + 30 * 86_400_000, "winter works stop"),
+              ShutdownNotice(SITE, t0 + 45 * 86_400_000, resume=True)]
+    items.sort(key=lambda i: i.ts_ms)
+
+    def run(cut: int | None = None) -> Engine:
+        eng = Engine(config, MemoryWindow())
+        for k, item in enumerate(items):
+            if k == cut:
+                eng = Engine.restore(config, json.loads(json.dumps(eng.dump())))
+            eng.apply(item)
+            if isinstance(item, Reading) and item.ts_ms % 3_600_000 == 0:
+                eng.tick(item.ts_ms)
+        return eng
+
+    whole = run()
+    se = whole.site_engine(SITE)
+    assert len(se.inspections) <= 3 and len(se.clocks.clocks) <= 16
+    assert se.anchor is not None
+    assert set(se.anchors) == {"epa-cgp-2022", "nc-ncg01", "ny-gp-0-25-001"}
+    resumed = run(cut=len(items) * 2 // 3)
+    assert sorted(e.to_json()["id"] for e in resumed.current_events()) == sorted(
+        e.to_json()["id"] for e in whole.current_events())
+    assert [e.to_json() for e in resumed.current_events()] == [
+        e.to_json() for e in whole.current_events()]
