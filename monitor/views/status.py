@@ -32,6 +32,7 @@ from ..contract.times import iso, parse_iso
 from ..contract.unmonitored_words import reason_words
 from ..engine import PairSummary, SiteNow, SiteSummary, judged_at, status_at
 from ..rules.clocks.actions import ActionState
+from ..rules.permits.checks import not_monitored
 from ..store import Store
 from ..store.deadletters import PRUNED_COUNTER
 from ..store.exportstate import export_status
@@ -121,7 +122,8 @@ def build_status(config: Config, store: Store, now_ms: int,
     for site in config.sites:
         if only is not None and site.id not in only:
             continue
-        shown = sites[site.id] = _site_entry(site, recorded.get(site.id), now_ms)
+        shown = sites[site.id] = _site_entry(site, recorded.get(site.id), now_ms,
+                                             config.weather is not None)
         for sid, sensor in shown["sensors"].items():
             sensor["clock"] = clock_of(clocks, site.id, sid)
             # The node's mode from its newest status, and the mark the daemon confirms.
@@ -142,9 +144,12 @@ def build_status(config: Config, store: Store, now_ms: int,
             "daemon": _daemon(store, recorded, now_ms)}
 
 
-def _site_entry(site: SiteConfig, found: RecordedStatus | None, now_ms: int) -> dict[str, Any]:
+def _site_entry(site: SiteConfig, found: RecordedStatus | None, now_ms: int,
+                forecasts: bool) -> dict[str, Any]:
     """A site's object: its recorded summary judged at ``now_ms`` (``judged_at``), when
-    and at which event time it was recorded, and its storm duty."""
+    and at which event time it was recorded, its storm duty, and at a site that names
+    its permits the duties it cannot watch (``not_monitored``; ``forecasts``: whether
+    the configuration fetches the weather a forecast trigger needs)."""
     if found is None:
         entry = unknown_site(site)
     else:
@@ -154,6 +159,8 @@ def _site_entry(site: SiteConfig, found: RecordedStatus | None, now_ms: int) -> 
                  "recorded_at": iso(found.updated_ms),
                  "event_time": iso(event_time) if event_time is not None else None}
     entry["storm_duty"] = storm_duty(site)
+    if site.permits:
+        entry["not_monitored"] = not_monitored(site, forecasts)
     return entry
 
 
@@ -306,6 +313,7 @@ def _site_lines(site: SiteConfig, shown: dict[str, Any], generated_ms: int) -> l
     lines = [f"{site.id} — {site.name or ''} (condition {site.condition})"]
     if storm_duty_unwatched(site):
         lines.append(f"  {NO_GAUGE}: no storm is seen, no 24-hour inspection is asked for")
+    lines += [f"  {line}" for line in shown.get("not_monitored", ())]
     if "weather" in shown:
         lines.append("  " + weather_line(shown["weather"], lambda w: local_text(w, site.zone)))
     if shown.get("recorded_at") is None:

@@ -62,7 +62,8 @@ def test_a_shutdown_without_a_notice_is_refused(tmp_path: Path) -> None:
 def test_inspect_records_routine_maintenance_as_such(tmp_path: Path) -> None:
     """``--maintenance TEXT`` is an action due by the permits' maintenance rule (EPA CGP
     2022 Part 2.1.4.b), told apart from a corrective action in the log book."""
-    path = write_site(tmp_path, "    permits: [epa-cgp-2022]\n")
+    path = write_site(tmp_path, "    permits: [{profile: epa-cgp-2022, frequency: "
+                                "biweekly_storm}]\n")
     with open_store(load_config(path, env={})):
         pass
     at = (date.today() - timedelta(days=3)).isoformat()
@@ -73,3 +74,11 @@ def test_inspect_records_routine_maintenance_as_such(tmp_path: Path) -> None:
     (recorded,) = events_of(path, "inspection_recorded")
     assert [(a["text"], a.get("kind")) for a in recorded["corrective_actions"]] == [
         ("clean the inlet filter", "maintenance"), ("replace the silt fence", None)]
+    # A duty the site cannot watch is said, never counted as met.
+    shown = json.loads(cli("status", "--config", str(path), "--json").stdout)["sites"][SITE]
+    assert shown["not_monitored"] == [
+        "snowmelt trigger not monitored: no snow sensor (epa-cgp-2022 CGP 2022 Part 4.2)",
+        "turbidity benchmark not monitored: no dewatering sensors (epa-cgp-2022 CGP 2022 "
+        "Part 3.3.1, 5.2.2)"]
+    text = cli("status", "--config", str(path)).stdout
+    assert "  snowmelt trigger not monitored: no snow sensor (epa-cgp-2022" in text

@@ -74,6 +74,22 @@ def _unwatched(site: SiteConfig, permit: Permit, forecasts: bool) -> list[str]:
     return found
 
 
+def not_monitored(site: SiteConfig, forecasts: bool) -> list[str]:
+    """Each duty of the site's permits it cannot watch, in words with its source
+    (``snowmelt trigger not monitored: no snow sensor (epa-cgp-2022 CGP 2022 Part
+    4.2)``), for ``status``: a missing measurement is never a met duty. Empty for a site
+    that names no permits (``storm_duty`` says Chapter 134's)."""
+    if not site.permits:
+        return []
+    out = []
+    for permit in permits_of(site):
+        for duty in (permit.storm, permit.snow, permit.benchmark):
+            why = unmonitored(duty, site, forecasts) if duty is not None else None
+            if duty is not None and why is not None:
+                out.append(f"{why} ({permit.key} {duty.cite.section})")
+    return out
+
+
 def permit_warnings(config: Config) -> list[str]:
     """Every site's unwatched duties and unanswered choices, as ``path: message``."""
     found: list[str] = []
