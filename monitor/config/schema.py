@@ -27,6 +27,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import BaseModel, Field, ModelWrapValidatorHandler, field_validator, model_validator
 
 from ..contract.inputs import SensorKind
+from ..contract.permits import PERMIT_STATES
 from ..contract.routes import ROUTE_KEYS
 from .base import (
     ID_PATTERN,
@@ -221,7 +222,8 @@ class SiteConfig(Model):
     practices: list[Practice] = Field(default_factory=list)
     #: The permits the site answers to (none: Chapter 134 alone, ``village-branch-134``).
     permits: tuple[PermitRef, ...] = ()
-    #: The business calendar of business-day deadlines (``permits``).
+    #: The business calendar of business-day deadlines (``permits``); ``calendar`` is
+    #: the one in force.
     business_days: BusinessDays = Field(default_factory=BusinessDays)
 
     @field_validator("timezone")
@@ -264,6 +266,17 @@ class SiteConfig(Model):
     @property
     def zone(self) -> ZoneInfo:
         return ZoneInfo(self.timezone)
+
+    @property
+    def calendar(self) -> BusinessDays:
+        """The business calendar in force: ``business_days`` as set, or where the site
+        does not set it, the US's with the public holidays of the state of its first state
+        permit (North Carolina's "next business day" is a North Carolina business day)."""
+        if "business_days" in self.model_fields_set:
+            return self.business_days
+        state = next((PERMIT_STATES[p.profile] for p in self.permits
+                      if p.profile in PERMIT_STATES), None)
+        return self.business_days if state is None else BusinessDays(subdiv=state)
 
     def cadence_days(self, clock_id: str = "") -> float:
         """The routine cadence, in days, of the permit a clock belongs to (its id's

@@ -17,6 +17,10 @@ DUTY_KINDS: Final = ("routine", "storm", "snow", "corrective_action", "maintenan
 #: The inspection frequencies a site chooses under EPA's and Texas' permits.
 FREQUENCIES: Final = ("weekly", "biweekly_storm")
 
+#: The state whose public holidays a built-in state permit's business days leave out,
+#: when the site does not set its ``business_days`` (US subdivision codes).
+PERMIT_STATES: Final = {"nc-ncg01": "NC", "tx-txr150000": "TX", "ny-gp-0-25-001": "NY"}
+
 #: How a person names each built-in permit before a section ("EPA CGP 2022 Part 4.2").
 #: Chapter 134's sections need no name: "§ 134-9A(2)" says it.
 PERMIT_NAMES: Final = {"village-branch-134": "", "epa-cgp-2022": "EPA",

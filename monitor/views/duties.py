@@ -44,7 +44,7 @@ WIDTH = 60
 def calendar_words(site: SiteConfig) -> str:
     """The business calendar as a deadline names it (``business hours 07:00-17:00
     (US-NC holidays)``)."""
-    days = site.business_days
+    days = site.calendar
     place = days.country + (f"-{days.subdiv}" if days.subdiv else "")
     return f"business hours {days.hours} ({place} holidays)"
 

@@ -187,3 +187,16 @@ def test_a_season_under_four_permits_settles_and_restores_alike() -> None:
         e.to_json()["id"] for e in whole.current_events())
     assert [e.to_json() for e in resumed.current_events()] == [
         e.to_json() for e in whole.current_events()]
+
+
+def test_north_carolinas_business_days_are_north_carolinas_unless_the_site_says() -> None:
+    # Good Friday (Apr 3 2026) is a North Carolina holiday, not a federal one. The storm
+    # ends Thu Apr 2 20:39 EDT, outside business hours: with no business_days set, the
+    # permit's state calendar makes it due Mon Apr 6 17:00 EDT; the site that sets the
+    # US calendar alone has it due Fri Apr 3 17:00 EDT.
+    rows = hundredths("2026-04-02T23:00:00Z", 100)
+    eng = engine(rows, "2026-04-03T12:00:00Z", permits=["nc-ncg01"], active_since="2026-03-01")
+    assert [e["due"] for e in final(eng, "storm_qualified")] == ["2026-04-06T21:00:00Z"]
+    eng = engine(rows, "2026-04-03T12:00:00Z", permits=["nc-ncg01"], active_since="2026-03-01",
+                 business_days={"country": "US"})
+    assert [e["due"] for e in final(eng, "storm_qualified")] == ["2026-04-03T21:00:00Z"]

@@ -56,7 +56,7 @@ def deadline_ms(site: SiteConfig, duty: DeadlineDuty, discovered_ms: int) -> int
     if duty.calendar_days is not None:
         day = local_day(zone, discovered_ms) + timedelta(days=duty.calendar_days)
         return end_of_local_day_ms(zone, day)
-    calendar = BusinessCalendar(site.business_days, zone)
+    calendar = BusinessCalendar(site.calendar, zone)
     return calendar.close_after_business_days(discovered_ms, duty.business_days or 0)
 
 

@@ -52,7 +52,7 @@ class PermitRules:
             # The site itself where the numbers are its own (Chapter 134): no copy.
             update["routine_inspection_days"] = routine.interval_days
             update["routine_due"] = routine.due
-        calendar = (BusinessCalendar(site.business_days, site.zone)
+        calendar = (BusinessCalendar(site.calendar, site.zone)
                     if storm is not None and storm.outside_hours == "next_business_day"
                     else None)
         return cls(permit, site.model_copy(update=update) if update else site, rule, calendar)
