@@ -31,7 +31,8 @@ def _entry(config: Config, site_id: str) -> dict[str, Any] | None:
         return None
     with state_store(config) as store:
         status = build_status(config, store, round(time.time() * 1000), only={site_id})
-    entry: dict[str, Any] = status["sites"][site_id]
+    # When it was judged: an action's permit deadline has passed or not at this instant.
+    entry: dict[str, Any] = {**status["sites"][site_id], "generated_at": status["generated_at"]}
     return entry
 
 

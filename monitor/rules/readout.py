@@ -272,7 +272,8 @@ def _action(data: Mapping[str, Any]) -> ActionState:
     return ActionState(data["id"], data["text"], _ms(data["due"]), parse_iso(data["opened_at"]),
                        data["inspector"], _ms(data.get("resolved_at")), data.get("resolved_by"),
                        _ms(data.get("sent_at")), data.get("sent_by"), data.get("sent_to"),
-                       _ms(data.get("done_at")), data.get("done_by"), data.get("done_note"))
+                       _ms(data.get("done_at")), data.get("done_by"), data.get("done_note"),
+                       kind="maintenance" if data.get("kind") == "maintenance" else "corrective")
 
 
 # --------------------------------------------------------------------------- at an instant

@@ -21,6 +21,8 @@ from typing import Any
 
 from ..config import SiteConfig
 from ..contract.localtime import local_text
+from ..contract.times import iso, parse_iso
+from ..rules.clocks.deadlines import deadline_ms
 from ..rules.permits.checks import unmonitored
 from ..rules.permits.duties import (
     BenchmarkDuty,
@@ -136,12 +138,32 @@ def _state(duty: Duty | None, kind: str, permit: Permit, site: SiteConfig,
     reason = unmonitored(duty, site, forecasts)
     if reason is not None:
         return {"status": "not monitored", "reason": reason}
-    if kind not in CLOCKED:
+    if kind not in CLOCKED and not isinstance(duty, DeadlineDuty):
         return {"status": "no clock", "reason": "follows from what is found or recorded"}
     if entry is None or entry.get("recorded_at") is None:
         return {"status": "no state yet"}
+    if isinstance(duty, DeadlineDuty):
+        actions = actions_due(duty, site, entry)
+        return {"status": "open" if actions else "none open", "actions": actions}
     clocks = clocks_of(permit, CLOCKED[kind], entry.get("open_clocks") or [])
     return {"status": "open" if clocks else "none open", "clocks": clocks}
+
+
+def actions_due(duty: DeadlineDuty, site: SiteConfig, entry: dict[str, Any]
+                ) -> list[dict[str, Any]]:
+    """The site's actions of the duty's kind not yet verified, each with the deadline
+    the duty gives it (``rules/clocks/deadlines.py``) and whether it has passed, unfixed,
+    when the status was made (``generated_at``)."""
+    kind = "maintenance" if duty.kind == "maintenance" else "corrective"
+    now = parse_iso(str(entry.get("generated_at") or entry.get("recorded_at")))
+    out = []
+    for a in entry.get("corrective_actions") or []:
+        if a.get("kind", "corrective") != kind or a.get("verified_at"):
+            continue
+        due = deadline_ms(site, duty, parse_iso(a["opened_at"]))
+        out.append({"action_id": a["id"], "text": a["text"], "due": iso(due),
+                    "overdue": now > due and not a.get("done_at")})
+    return out
 
 
 def _source(cite: Citation) -> str:
@@ -177,9 +199,10 @@ def _state_words(state: dict[str, Any], site: SiteConfig) -> list[str]:
     if status in ("not monitored", "not tracked", "no clock"):
         return [state["reason"] if status == "not monitored" else f"{status}: {state['reason']}"]
     if status == "none open":
-        return ["no open clock"]
-    lines = []
-    for c in state["clocks"]:
+        return ["no open clock" if "clocks" in state else "no open action"]
+    lines = [f"{a['action_id']} ({a['text']}): due {local_text(a['due'], site.zone)}"
+             + (", OVERDUE" if a["overdue"] else "") for a in state.get("actions", ())]
+    for c in state.get("clocks", ()):
         left = c["hours_left"]
         when = ("due when the storm ends" if left is None else
                 f"due {local_text(c['due'], site.zone)}, "

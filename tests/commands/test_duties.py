@@ -169,3 +169,34 @@ def test_an_unknown_site_is_refused_in_one_line(
     assert (code, out) == (2, "")
     assert err.splitlines() == [
         "stormwatch duties: --site: unknown site 'nope' (configured: mill-lot)"]
+
+
+def test_an_open_corrective_action_and_maintenance_have_their_permit_deadlines(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """EPA CGP 2022 Part 5.2: 7 calendar days from discovery; Part 2.1.4.b: the close of
+    the next business day. Found 5 days ago: the maintenance is overdue, the corrective
+    action not yet."""
+    zone = ZoneInfo("America/New_York")
+    day = datetime.now(zone).date() - timedelta(days=5)
+    cfg = write(tmp_path)
+    with open_store(load_config(cfg)):
+        pass
+    at = datetime.combine(day, time(12), zone)
+    code, _, err = run(capsys, "inspect", "--config", str(cfg), "--site", "mill-lot",
+                       "--inspector", "J. Rivera", "--at", at.isoformat(),
+                       "--corrective-action", "replace the silt fence",
+                       "--maintenance", "clean the inlet filter")
+    assert code == 0, err
+    duties = {d["rule"]: d for d in duties_json(capsys, cfg)["permits"][1]["duties"]}
+    (fix,) = duties["corrective-action"]["state"]["actions"]
+    end = datetime.combine(day + timedelta(days=8), time(0), zone) - timedelta(milliseconds=1)
+    assert (fix["text"], fix["due"]) == ("replace the silt fence", end.astimezone(UTC).isoformat(
+        timespec="milliseconds").replace("+00:00", "Z"))
+    assert fix["overdue"] is False
+    (upkeep,) = duties["maintenance"]["state"]["actions"]
+    assert upkeep["text"] == "clean the inlet filter" and upkeep["due"] < fix["due"]
+    assert upkeep["overdue"] is True
+    code, out, _ = run(capsys, "duties", "--config", str(cfg), "--site", "mill-lot")
+    text = " ".join(out.split())
+    assert "(replace the silt fence): due" in text and "(clean the inlet filter): due" in text
+    assert text.count("OVERDUE") == 1

@@ -129,7 +129,9 @@ class ActionState:
                 "resolved_at": _iso(self.resolved_ms), "resolved_by": self.resolved_by,
                 "state": self.state, "sent_at": _iso(self.sent_ms), "sent_by": self.sent_by,
                 "sent_to": self.sent_to, "done_at": _iso(self.done_ms), "done_by": self.done_by,
-                "done_note": self.done_note, "verified_at": _iso(self.resolved_ms)}
+                "done_note": self.done_note, "verified_at": _iso(self.resolved_ms),
+                # Maintenance only: a corrective action's record stays as it was.
+                **({"kind": self.kind} if self.kind != "corrective" else {})}
 
 
 def _iso(ms: int | None) -> str | None:
