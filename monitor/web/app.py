@@ -37,7 +37,7 @@ from ..host.links import read_secret
 from ..store.idempotency import IdempotencyKeys
 from ..store.uploads import Limits, Uploads
 from ..store.users import Users
-from . import actions, api, pages, reportstyle, signin
+from . import actions, api, pages, reportstyle, samples, signin
 from .auth import RateLimit, Refused
 from .context import HERE, MAX_FORM_PHOTOS, Web, cookies_secure, wall_ms
 from .safetynet import SafetyNet, Tracked
@@ -150,6 +150,7 @@ def create_app(config: Config, *, clock: Callable[[], int] = wall_ms,
     app.include_router(api.router)
     app.include_router(signin.router)
     app.include_router(actions.router)
+    app.include_router(samples.router)
     return app
 
 
