@@ -27,6 +27,7 @@ from ..contract.inputs import fix_caption
 from ..contract.localtime import local_datetime
 from ..contract.permits import rule_words
 from ..host.links import LinkError, verify_link
+from ..rules.permits.benchmark import watches
 from ..rules.permits.duties import permits_of
 from ..store import Store
 from ..store.opening import open_store
@@ -182,7 +183,9 @@ def site_page(site_id: str, request: Request) -> Response:
     check_site(caller, web.config, site_id)
     with reading(web) as store:
         view = read_sites(web.config, store, web.now_ms(), [site_id], detail=True)[0]
-    return page(web, request, "site.html", caller, v=view)
+    # The dewatering discharge points a hand sample may be entered for (web/samples.py).
+    return page(web, request, "site.html", caller, v=view,
+                discharge_points=sorted(watches(view.site)))
 
 
 @router.get("/officer")

@@ -26,7 +26,6 @@ from ..contract.localtime import local_text
 from ..contract.permits import rule_words
 from ..contract.times import MS_PER_HOUR, parse_iso
 from ..contract.unmonitored_words import reason_words
-from ..rules.permits.benchmark import watches
 from ..rules.permits.duties import citation, clock_duty
 from ..store import Store
 from ..views.logexport import BookLine, book_lines, photo_hashes
@@ -60,12 +59,6 @@ class SiteView:
     forecasts: tuple[StormForecast, ...] = ()
     disagreements: tuple[GaugeDisagrees, ...] = ()
     now_ms: int = 0
-
-    @property
-    def discharge_points(self) -> list[str]:
-        """The dewatering discharge points a hand sample may be entered for (the sensors
-        a permit's turbidity benchmark watches)."""
-        return sorted(watches(self.site))
 
     @property
     def weather(self) -> dict[str, Any] | None:

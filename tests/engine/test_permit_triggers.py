@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from monitor.config.file import parse_config
-from monitor.contract.inputs import Reading
+from monitor.contract.inputs import Inspection, Reading
 from monitor.contract.times import MS_PER_HOUR, iso, parse_iso
 from monitor.engine import Engine
 
@@ -46,8 +46,9 @@ def test_snow_of_325_in_within_24_hours_opens_the_epa_snowmelt_clock() -> None:
 
 
 def test_an_inspection_closes_the_snowmelt_clock() -> None:
-    items = [snow("2026-12-01T18:00:00Z", 2.0), snow("2026-12-02T06:00:00Z", 1.5),
-             insp(parse_iso("2026-12-02T15:00:00Z"))]
+    items: list[Reading | Inspection] = [
+        snow("2026-12-01T18:00:00Z", 2.0), snow("2026-12-02T06:00:00Z", 1.5),
+        insp(parse_iso("2026-12-02T15:00:00Z"))]
     eng = Engine(site_config(**SNOW_SITE, permits=[EPA]))
     for item in items:
         eng.apply(item)
