@@ -78,14 +78,17 @@ def month_items() -> list[Reading | Inspection]:
     return sorted(items, key=lambda it: it.ts_ms)
 
 
-def month_site(tmp_path: Path, more: str = "") -> Path:
-    """The config file of the site of May (module docstring), its state recorded;
-    ``more`` is further lines of the site's configuration."""
+def month_site(tmp_path: Path, more: str = "",
+               items: Sequence[Reading | Inspection] | None = None) -> Path:
+    """The config file of the site of May (module docstring), its state recorded from
+    ``items`` (default ``month_items()``); ``more`` is further lines of the site's
+    configuration."""
     path = write_config(tmp_path, 1, name=f"Branch Meadows\n{ACTIVE}{more}")
     config = load_config(path, env={})
     with open_store(config) as store:
         host = EngineHost.restore(config, store, clock=lambda: TO / 1000)
-        store.journal.commit([journal_in(it, topic=None, received_ms=None) for it in month_items()])
+        store.journal.commit([journal_in(it, topic=None, received_ms=None)
+                              for it in (month_items() if items is None else items)])
         host.catch_up()
         host.tick()
     return path

@@ -11,27 +11,18 @@ from __future__ import annotations
 from pathlib import Path
 
 from monitor.config.file import load_config
-from monitor.host.engine import EngineHost
-from monitor.host.rows import journal_in
 from monitor.store.opening import open_store
 from monitor.views.report.build import build_report
 
-from ..support.daemonkit import SITE, write_config
-from ..support.reportkit import ACTIVE, FROM, TO, plotted_month, table_cells
+from ..support.daemonkit import SITE
+from ..support.reportkit import FROM, TO, month_site, plotted_month, table_cells
 
 PERMITS = ("    permits:\n      - village-branch-134\n"
            "      - {profile: epa-cgp-2022, frequency: biweekly_storm}\n")
 
 
 def report(tmp_path: Path, more: str) -> str:
-    path = write_config(tmp_path, 1, name=f"Branch Meadows\n{ACTIVE}{more}")
-    config = load_config(path, env={})
-    with open_store(config) as store:
-        host = EngineHost.restore(config, store, clock=lambda: TO / 1000)
-        store.journal.commit([journal_in(it, topic=None, received_ms=None)
-                              for it in plotted_month()])
-        host.catch_up()
-        host.tick()
+    config = load_config(month_site(tmp_path, more, plotted_month()), env={})
     with open_store(config) as store:
         return build_report(config, store, SITE, FROM, TO, TO)
 

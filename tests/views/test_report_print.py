@@ -19,8 +19,6 @@ from typing import Any
 from weasyprint.formatting_structure import boxes  # type: ignore[import-untyped]
 
 from monitor.config.file import load_config
-from monitor.host.engine import EngineHost
-from monitor.host.rows import journal_in
 from monitor.store.opening import open_store
 from monitor.views.report.build import build_report
 from monitor.views.report.pdf import document
@@ -28,9 +26,9 @@ from monitor.views.report.photos import photo_grid
 from monitor.views.report.style import CSS
 
 from ..support.commandkit import stormwatch
-from ..support.daemonkit import SITE, write_config
+from ..support.daemonkit import SITE
 from ..support.photos import LOCAL, jpeg_with_gps, stored_photo
-from ..support.reportkit import ACTIVE, FROM, TO, plotted_month
+from ..support.reportkit import FROM, TO, month_site, plotted_month
 
 #: A page filled less than this, other than the last, is nearly empty.
 NEARLY_EMPTY = 1 / 3
@@ -39,15 +37,7 @@ NEARLY_EMPTY = 1 / 3
 
 
 def _month_config(tmp_path: Path) -> Path:
-    path = write_config(tmp_path, 1, name=f"Branch Meadows\n{ACTIVE}")
-    config = load_config(path, env={})
-    with open_store(config) as store:
-        host = EngineHost.restore(config, store, clock=lambda: TO / 1000)
-        store.journal.commit([journal_in(it, topic=None, received_ms=None)
-                              for it in plotted_month()])
-        host.catch_up()
-        host.tick()
-    return path
+    return month_site(tmp_path, items=plotted_month())
 
 
 def _pages(doc: Any) -> list[tuple[float, list[str], str]]:
