@@ -16,9 +16,10 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ..config import Config, SiteConfig
 from ..config.file import ConfigError
-from ..config.plausible import NO_GAUGE, storm_duty_unwatched, warnings
+from ..config.plausible import storm_duty_unwatched, warnings
 from ..config.web import secret_file_problem
 from ..contract.localtime import local_text
+from ..contract.permits import NO_GAUGE
 from ..contract.rejects import RejectReason
 from ..errors import EXIT_OK, EXIT_USAGE, CheckFailed, UserError
 from ..ingest.checks import NaiveZone

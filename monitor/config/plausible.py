@@ -29,8 +29,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 
-# Re-exported: the views name it from here, beside ``storm_duty_unwatched``.
-from ..contract.permits import NO_GAUGE as NO_GAUGE
+from ..contract.permits import NO_GAUGE
 from . import Config, SiteConfig
 from .base import say_number
 
@@ -75,8 +74,6 @@ BOUNDS: tuple[Bound, ...] = (
           "deeper than sediment traps and basins are built (a few feet)", "in", "inches", 12,
           (0.5, 12)),
 )
-
-
 
 
 def storm_duty_unwatched(site: SiteConfig) -> bool:

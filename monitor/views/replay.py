@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import IO
 
 from ..config import Config, SiteConfig
-from ..config.plausible import NO_GAUGE, storm_duty_unwatched
+from ..config.plausible import storm_duty_unwatched
 from ..contract.admission import SiteNewest
 from ..contract.events import (
     BackgroundMissing,
@@ -53,6 +53,7 @@ from ..contract.events import (
 from ..contract.figures import depth_text, fill_text
 from ..contract.inputs import Inspection, Reading
 from ..contract.localtime import local_text
+from ..contract.permits import NO_GAUGE
 from ..contract.rejects import RejectReason
 from ..contract.unmonitored_words import reason_words
 from ..engine import Engine, site_now

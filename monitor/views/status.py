@@ -23,10 +23,10 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 from ..config import Config, SiteConfig
-from ..config.plausible import NO_GAUGE, storm_duty_unwatched
+from ..config.plausible import storm_duty_unwatched
 from ..contract.figures import fill_text
 from ..contract.localtime import local_text
-from ..contract.permits import rule_words
+from ..contract.permits import NO_GAUGE, rule_words
 from ..contract.rejects import RejectReason
 from ..contract.times import iso, parse_iso
 from ..contract.unmonitored_words import reason_words

@@ -28,7 +28,7 @@ from html import escape
 from pathlib import Path
 
 from ...config import Config, SiteConfig, photo_pixels_of, photos_dir_of
-from ...config.plausible import NO_GAUGE, storm_duty_unwatched
+from ...config.plausible import storm_duty_unwatched
 from ...contract.events import (
     ClockClosed,
     InspectionBackdated,
@@ -41,6 +41,7 @@ from ...contract.events import (
     TurbidityContrast,
 )
 from ...contract.figures import depth_text
+from ...contract.permits import NO_GAUGE
 from ...contract.times import parse_iso
 from ...engine import (
     Period,
