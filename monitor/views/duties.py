@@ -4,9 +4,10 @@ A duty is a rule of a permit's profile that applies to the site's choices
 (``rules/permits/duties.py``). Each is shown with where it comes from (permit,
 section, quote, where it was read, verified or to verify), what triggers it,
 the rule of its deadline, and its state now: the open clocks of that permit as
-``stormwatch status`` reads them from the state directory (``status.py``), or
-"not monitored" where the site lacks the sensor the trigger needs, or "no state
-yet" where the daemon has not recorded the site. A missing measurement is never
+``stormwatch status`` reads them from the state directory (``status.py``), the
+open corrective actions or maintenance items with the deadline the permit gives
+each, or "not monitored" where the site lacks the sensor the trigger needs, or
+"no state yet" where the daemon has not recorded the site. A missing measurement is never
 a met duty (config/README.md, "Permits").
 
 A permit's clocks are told apart by their ``permit`` (where the engine records
@@ -33,11 +34,12 @@ from ..rules.permits.duties import (
     ShutdownDuty,
     SnowDuty,
     StormDuty,
+    clock_duty,
     permits_of,
 )
 
 Duty = RoutineDuty | StormDuty | SnowDuty | DeadlineDuty | ShutdownDuty | BenchmarkDuty
-#: The duties that run on clocks, by the clock kind the engine opens for them.
+#: The duties that run on clocks (``duties.clock_duty`` says which a clock keeps).
 CLOCKED = {"routine": "routine", "storm": "storm", "snow": "snow"}
 #: Width of the plain text: a phone held upright shows about this many columns.
 WIDTH = 60
@@ -125,8 +127,13 @@ def clocks_of(permit: Permit, kind: str, clocks: list[dict[str, Any]]) -> list[d
         cid = str(c.get("clock_id", ""))
         return "/" not in cid if permit.primary else cid.startswith(permit.key + "/")
 
+    def of_kind(c: dict[str, Any]) -> bool:
+        # A snowmelt clock is a storm clock of the permit's snow rule (its id says so).
+        cid = str(c.get("clock_id", ""))
+        return clock_duty(str(c.get("clock")), cid) == kind
+
     return [{k: c.get(k) for k in ("clock_id", "due", "hours_left", "overdue")}
-            for c in clocks if c.get("clock") == kind and mine(c)]
+            for c in clocks if of_kind(c) and mine(c)]
 
 
 def _state(duty: Duty | None, kind: str, permit: Permit, site: SiteConfig,

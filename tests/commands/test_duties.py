@@ -200,3 +200,33 @@ def test_an_open_corrective_action_and_maintenance_have_their_permit_deadlines(
     text = " ".join(out.split())
     assert "(replace the silt fence): due" in text and "(clean the inlet filter): due" in text
     assert text.count("OVERDUE") == 1
+
+
+def test_a_snowmelt_clock_is_the_snow_duties_not_the_storm_duties(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """3.5 in of snow by 06:00 yesterday (UTC): EPA's snowmelt clock (CGP 2022 Part 4.2) is
+    open, shown under the snow rule; the storm rule has no clock."""
+    from monitor.contract.inputs import Reading
+    from monitor.contract.times import parse_iso
+    from monitor.host.engine import EngineHost
+    from monitor.host.rows import journal_in
+
+    cfg = write(tmp_path)
+    cfg.write_text(cfg.read_text().replace(
+        "      - {id: rg1, kind: rain, in_per_tip: 0.01}\n",
+        "      - {id: rg1, kind: rain, in_per_tip: 0.01}\n      - {id: sn1, kind: snow}\n"))
+    now = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    snow = [Reading("mill-lot", "sn1", "snow", parse_iso(
+        (now - timedelta(hours=h)).isoformat()), snow_in=inches)
+        for h, inches in ((30, 2.0), (26, 1.5))]
+    config = load_config(cfg)
+    with open_store(config) as store:
+        host = EngineHost.restore(config, store, clock=lambda: now.timestamp())
+        store.journal.commit([journal_in(r, topic=None, received_ms=None) for r in snow])
+        host.catch_up()
+        host.tick()
+        host.record_status()
+    duties = {d["rule"]: d for d in duties_json(capsys, cfg)["permits"][1]["duties"]}
+    (clock,) = duties["snow-biweekly"]["state"]["clocks"]
+    assert clock["clock_id"].startswith("epa-cgp-2022/snowmelt-sn1-")
+    assert duties["storm-biweekly"]["state"] == {"status": "none open", "clocks": []}
