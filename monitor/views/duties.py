@@ -227,10 +227,12 @@ def format_duties(site: SiteConfig, shown: dict[str, Any]) -> str:
     """The plain text of ``duties``: a block per duty, narrow enough for a phone."""
     lines = [f"{site.id}: the duties of {len(shown['permits'])} permit(s)"]
     for permit in shown["permits"]:
-        lines += ["", f"{permit['permit']} — {permit['title']}"]
+        lines += ["", *textwrap.wrap(f"{permit['permit']} — {permit['title']}", WIDTH,
+                                     subsequent_indent="  ")]
         for d in permit["duties"]:
             mark = "verified" if d["verified"] else "TO VERIFY against your permit"
-            lines.append(f"  {d['duty']} ({d['rule']}), {d['section']}")
+            lines += textwrap.wrap(f"{d['duty']} ({d['rule']}), {d['section']}", WIDTH,
+                                   initial_indent="  ", subsequent_indent="    ")
             if d["trigger"] is not None:
                 lines += _wrap("trigger", d["trigger"]) + _wrap("deadline", d["deadline"])
             state = _state_words(d["state"], site)
