@@ -172,7 +172,9 @@ HELP: dict[str, tuple[str, str, str]] = {
         VERIFY against your permit), the trigger ("storm: 0.25 in within
         24 h"), the rule of the deadline ("24 h after the storm qualifies"),
         and the state now: the permit's open clocks with due and hours left,
-        read from the state directory as status reads it; "not monitored"
+        read from the state directory as status reads it (for a corrective
+        action or maintenance rule: the open actions of that kind, each with
+        the deadline the permit gives it); "not monitored"
         when the site lacks the sensor the trigger needs (a rain gauge, a
         snow sensor, dewatering probes); "no state yet" before the daemon
         first records the site. The text fits a phone-width terminal.
@@ -180,7 +182,8 @@ HELP: dict[str, tuple[str, str, str]] = {
         --json prints one object: site, permits [{permit, profile, title,
         duties [{rule, duty, section, quote, source, verified, trigger,
         deadline, state {status, clocks [{clock_id, due, hours_left,
-        overdue}] or reason}}]}]. An unknown --site is refused (exit 2).
+        overdue}] or actions [{action_id, text, due, overdue}] or reason}}]}].
+        An unknown --site is refused (exit 2).
         The profiles and their citations: config/README.md, "Permits".""", """
         example:
           stormwatch duties --config config/example.yaml --site branch-meadows
