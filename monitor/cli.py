@@ -1,11 +1,11 @@
 """The ``stormwatch`` command line: the parser, and ``main``.
 
 The commands live in ``commands/`` (``files.py``, ``state.py``, ``people.py``,
-``service.py``, ``web.py``, ``weather.py``, ``duties.py``), each family with the flags of its
-commands (``add_parsers``); this module puts the parser together and is the one
-place that turns what a command raises into an exit code (``errors.py``). Exit
-codes: 0 ok, 1 a check failed, 2 bad usage or bad configuration. A user error is
-one readable line on stderr, never a traceback.
+``service.py``, ``web.py``, ``weather.py``, ``duties.py``, ``shards.py``), each
+family with the flags of its commands (``add_parsers``); this module puts the
+parser together and is the one place that turns what a command raises into an
+exit code (``errors.py``). Exit codes: 0 ok, 1 a check failed, 2 bad usage or bad
+configuration. A user error is one readable line on stderr, never a traceback.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from . import __version__
-from .commands import archive, duties, files, people, service, state, weather, web
+from .commands import archive, duties, files, people, service, shards, state, weather, web
 from .commands.common import discard_output, flush_output
 from .commands.helptext import TOP_EPILOG
 from .errors import EXIT_OK, OutputError, StormwatchError
@@ -32,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     # Each family declares its commands' flags next to the commands themselves.
     for add_parsers in (files.add_parsers, state.add_parsers, people.add_parsers,
                         web.add_parsers, service.add_parsers, weather.add_parsers,
-                        archive.add_parsers, duties.add_parsers):
+                        archive.add_parsers, duties.add_parsers, shards.add_parsers):
         add_parsers(sub)
     return parser
 

@@ -294,13 +294,30 @@ HELP: dict[str, tuple[str, str, str]] = {
 
         """ + _MISSING_DB, EXIT_CODES),
 
+    "shards": ("check that the shard daemons' configurations work side by side", """
+        Several daemons, each owning the sites its configuration lists (its
+        shard: {id}), on one broker or cluster: deploy/README.md, "Beyond one
+        machine". Reads each --config and says who owns what. Refused (exit
+        2): a configuration without shard:, two shards with one shard id,
+        broker.client_id (the broker keeps one session per id), state_dir or
+        broker account, or different topic prefixes. Failed (exit 1): a site
+        owned by two shards, or, with --nodes, a site a node publishes for and
+        no shard owns.""", """
+        example:
+          stormwatch shards --config /etc/stormwatch/north.yaml \\
+              /etc/stormwatch/south.yaml --nodes /etc/stormwatch/nodes/*.yaml
+
+        """ + EXIT_CODES),
+
     "acl": ("write the Mosquitto ACL for the configured nodes", """
         The Mosquitto acl_file for the configured sites: the daemon's account
-        reads every topic; each node account (SITE.NODE for sensors that name
-        their node, SITE.SENSOR for one that names none) writes its sensors'
-        reading and status topics and nothing else; each site's qualified
-        professional (SITE.qp) its inspection topic. The file's header has the
-        mosquitto_passwd commands. Deployment: deploy/README.md.""", """
+        reads every topic (a shard's, its own sites' topics only: concatenate
+        the shards' files into the broker's one acl_file); each node account
+        (SITE.NODE for sensors that name their node, SITE.SENSOR for one that
+        names none) writes its sensors' reading and status topics and nothing
+        else; each site's qualified professional (SITE.qp) its inspection
+        topic. The file's header has the mosquitto_passwd commands.
+        Deployment: deploy/README.md.""", """
         example:
           stormwatch acl --config /etc/stormwatch/stormwatch.yaml \\
               --out /etc/mosquitto/stormwatch.acl && systemctl reload mosquitto

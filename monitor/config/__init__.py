@@ -28,6 +28,7 @@ from .schema import (
     QualifiedProfessional,
     RainRules,
     SensorConfig,
+    ShardConfig,
     SiteConfig,
     SiteNotify,
     TlsConfig,
@@ -44,6 +45,7 @@ __all__ = [
     "ArchiveConfig", "BrokerConfig", "Config", "DaemonConfig", "DeadLettersConfig",
     "InfluxConfig", "Model", "NotifyConfig", "NotifyTarget", "Pause", "Practice",
     "QualifiedProfessional", "RainRules",
-    "SensorConfig", "SiteConfig", "SiteNotify", "TlsConfig", "TrapConfig", "TurbidityPair",
+    "SensorConfig", "ShardConfig", "SiteConfig", "SiteNotify", "TlsConfig", "TrapConfig",
+    "TurbidityPair",
     "WeatherConfig", "WebConfig", "photo_pixels_of", "photos_dir_of",
 ]

@@ -430,8 +430,18 @@ class ArchiveConfig(Model):
     after_days: PositiveFloat = 30.0
 
 
+class ShardConfig(Model):
+    """One daemon of several, each owning the sites its configuration lists
+    (deploy/README.md, "Beyond one machine"): ``id`` names it in ``stormwatch shards``
+    and in its ACL account's note."""
+
+    id: Id
+
+
 class Config(Model):
     broker: BrokerConfig = Field(default_factory=BrokerConfig)
+    #: This daemon is one shard of several (``ShardConfig``); none: it owns every site.
+    shard: ShardConfig | None = None
     state_dir: str = "/var/lib/stormwatch"
     daemon: DaemonConfig = Field(default_factory=DaemonConfig)
     dead_letters: DeadLettersConfig = Field(default_factory=DeadLettersConfig)
@@ -457,6 +467,19 @@ class Config(Model):
             cls, data, handler,
             _duplicate_ids("sites", sites) + weather_problems(raw, sites))
         return config
+
+    @model_validator(mode="after")
+    def _shard_subscribes_to_its_sites(self) -> Config:
+        """A shard subscribes to its own sites' topics only (``subscribe: sites``): another
+        shard's readings are not its to journal, nor to confirm."""
+        if self.shard is None or self.broker.subscribe == "sites":
+            return self
+        if "subscribe" in self.broker.model_fields_set:
+            raise_problems(type(self).__name__, [(("broker", "subscribe"), (
+                f"shard {self.shard.id} subscribes to its own sites only: set sites (or "
+                "leave it out)"))], self)
+        return self.model_copy(update={
+            "broker": self.broker.model_copy(update={"subscribe": "sites"})})
 
     def site(self, site_id: str) -> SiteConfig | None:
         for s in self.sites:

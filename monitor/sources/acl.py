@@ -177,10 +177,21 @@ def accounts(config: Config, *, qualified_professionals: bool = True) -> list[Ac
     Raises ``AclError`` when two roles would share one username.
     """
     prefix = topic_prefix(config)
-    daemon = Account(daemon_username(config), "daemon", read=(f"{prefix}/#",),
-                     write=(f"{prefix}/+/+/journaled", f"{prefix}/+/inspection"),
-                     note="the stormwatch daemon: reads every topic, publishes the "
-                          "confirmations (and may publish inspections)")
+    if config.shard is None:
+        daemon = Account(daemon_username(config), "daemon", read=(f"{prefix}/#",),
+                         write=(f"{prefix}/+/+/journaled", f"{prefix}/+/inspection"),
+                         note="the stormwatch daemon: reads every topic, publishes the "
+                              "confirmations (and may publish inspections)")
+    else:
+        # A shard's daemon owns its sites and no other (deploy/README.md, "Beyond one
+        # machine"): its account reads and confirms those sites' topics only.
+        sites = [site.id for site in _sorted_sites(config)]
+        daemon = Account(daemon_username(config), "daemon",
+                         read=tuple(f"{prefix}/{s}/#" for s in sites),
+                         write=tuple(t for s in sites for t in (
+                             f"{prefix}/{s}/+/journaled", inspection_topic(prefix, s))),
+                         note=f"the stormwatch daemon of shard {config.shard.id}: reads its "
+                              "sites' topics, publishes their confirmations")
     reads = node_confirmations(config)
     nodes = [Account(name, "node", read=tuple(reads.get(name, ())), write=tuple(topics),
                      note=f"sensor node of {_sensors_of(config, name)}: writes its readings "
