@@ -34,6 +34,7 @@ from ..contract.times import minutes_ms
 from ..rules.active import FirstRun, active_start_ms
 from ..rules.clocks import clocks
 from ..rules.clocks.clocks import ClockFloor, SiteClocks
+from ..rules.clocks.permitclocks import PermitRules
 from ..rules.clocks.routine import Anchor
 from ..rules.family import FoldInputs
 from ..rules.health.health import never_heard
@@ -98,8 +99,9 @@ class SiteEngine:
     #: The routine chains' anchors of the site's other permits, by permit key.
     anchors: dict[str, Anchor] = field(default_factory=dict)
     floors: dict[str, ClockFloor] = field(default_factory=dict)
-    #: The permits the site answers to, with their duties (``rules/permits``).
-    permits: tuple[Permit, ...] = ()
+    #: The permits the site answers to, as the clocks read them (``rules/permits``,
+    #: ``rules/clocks/permitclocks.py``): resolved once, not at every computation.
+    permit_rules: tuple[PermitRules, ...] = ()
     #: Final stabilization, once recorded (``site close``).
     closure: SiteClosure | None = None
     #: Temporary shutdowns and their ends (``site shutdown``, ``site resume``), in time
@@ -131,6 +133,11 @@ class SiteEngine:
     notices: dict[str, Fact] = field(default_factory=dict)
     notices_now_ms: int | None = None
     notice_next_ms: int | None = None
+
+    @property
+    def permits(self) -> tuple[Permit, ...]:
+        """The permits the site answers to, with their duties."""
+        return tuple(r.permit for r in self.permit_rules)
 
     def note_reading_for_weather(self, ts_ms: int) -> None:
         """The reference compares the gauges' readings within its windows: the next
@@ -187,7 +194,8 @@ def source_of(window: Window, site: str, sensors: Sequence[str],
 def build_site(site: SiteConfig, window: Window | None,
                 restored: dict[str, Any] | None = None) -> SiteEngine:
     se = SiteEngine(site, first_run=FirstRun.for_site(site),
-                    active_from_ms=active_start_ms(site), permits=permits_of(site))
+                    active_from_ms=active_start_ms(site),
+                    permit_rules=tuple(PermitRules.of(site, p) for p in permits_of(site)))
     for name, (fold, sensors, status_of) in folds(site).items():
         group, ident = name.split(":", 1)
         source = source_of(window, site.id, sensors, status_of) if window is not None else None
@@ -291,7 +299,7 @@ def recompute_clocks(se: SiteEngine, now_ms: int | None) -> None:
     se.clocks_now_ms = now_ms
     se.clocks = clocks.compute(se.config, list(se.storm_facts.values()), se.inspections,
                                se.first_run.start_ms, now_ms, se.clocks, anchor=se.anchor,
-                               floors=se.floors, closure=se.closure, permits=se.permits,
+                               floors=se.floors, closure=se.closure, permit_rules=se.permit_rules,
                                anchors=se.anchors, steps=tuple(se.action_steps.values()),
                                shutdowns=se.shutdowns)
 

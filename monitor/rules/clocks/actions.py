@@ -56,7 +56,7 @@ from ...contract.events import (
 from ...contract.inputs import ActionKind, ActionStep, CorrectiveAction, Inspection, Photo
 from ...contract.permit_events import CorrectiveActionOverdue
 from ...contract.times import iso, parse_iso
-from ..permits.duties import permits_of
+from ..permits.duties import Permit, permits_of
 from .deadlines import overdue_id, overdue_ids, permit_deadlines
 
 
@@ -223,13 +223,15 @@ def resolved_nothing(states: Iterable[ActionState], rec: ActionRecord) -> tuple[
     return tuple(r for r in rec.resolves if r not in done)
 
 
-def action_facts(site: SiteConfig, states: Iterable[ActionState], now_ms: int | None
-                 ) -> list[Fact]:
+def action_facts(site: SiteConfig, states: Iterable[ActionState], now_ms: int | None,
+                 permits: tuple[Permit, ...] | None = None) -> list[Fact]:
     """``corrective_action_due`` for each action still open at its due time, once *now*
     has reached it; ``corrective_action_overdue`` for each action and permit whose
-    deadline *now* has reached with no fix at or before it (module docstring)."""
+    deadline *now* has reached with no fix at or before it (module docstring).
+    ``permits``: the site's (worked out when not given)."""
     states = list(states)
-    return _due_facts(site.id, states, now_ms) + _overdue_facts(site, states, now_ms)
+    return _due_facts(site.id, states, now_ms) + _overdue_facts(
+        site, states, now_ms, permits if permits is not None else permits_of(site))
 
 
 def _due_facts(site_id: str, states: list[ActionState], now_ms: int | None) -> list[Fact]:
@@ -245,11 +247,10 @@ def _due_facts(site_id: str, states: list[ActionState], now_ms: int | None) -> l
     return out
 
 
-def _overdue_facts(site: SiteConfig, states: list[ActionState], now_ms: int | None
-                   ) -> list[Fact]:
+def _overdue_facts(site: SiteConfig, states: list[ActionState], now_ms: int | None,
+                   permits: tuple[Permit, ...]) -> list[Fact]:
     if now_ms is None or not states:
         return []
-    permits = permits_of(site)
     out = []
     for st in states:
         fixed = st.fixed_ms

@@ -76,7 +76,7 @@ from ...contract.inputs import ActionStep, Inspection, ShutdownNotice, SiteClosu
 from ...contract.permits import DEFAULT_PROFILE
 from ...contract.times import hours_ms, iso
 from ..active import ActivePeriod, calendar_zone, week_from_ms
-from ..permits.duties import Permit, permits_of
+from ..permits.duties import permits_of
 from ..rain.rain import iso_or_none, revealed_due
 from ..rain.sitestorms import (
     GaugeStorm,
@@ -184,7 +184,7 @@ def compute(site: SiteConfig, gauge_facts: list[Fact], inspections: list[Inspect
             previous: SiteClocks | None = None, *, anchor: Anchor | None = None,
             floors: dict[str, ClockFloor] | None = None,
             closure: SiteClosure | None = None,
-            permits: tuple[Permit, ...] | None = None,
+            permit_rules: tuple[PermitRules, ...] | None = None,
             anchors: dict[str, Anchor] | None = None,
             steps: tuple[ActionStep, ...] = (),
             shutdowns: tuple[ShutdownNotice, ...] = ()) -> SiteClocks:
@@ -195,8 +195,9 @@ def compute(site: SiteConfig, gauge_facts: list[Fact], inspections: list[Inspect
     by the readings (``period.FirstRun``; read only without ``active_since``). ``anchor`` and
     ``floors`` come from ``settle``: the start of the primary permit's routine chain
     (``anchors``: every other permit's, by key) and the settled notices of open clocks;
-    ``closure`` the site's recorded final stabilization. ``permits`` are the site's
-    (``rules/permits/duties.py``; worked out when not given): each keeps its own clocks.
+    ``closure`` the site's recorded final stabilization. ``permit_rules`` are the
+    site's permits as the clocks read them (``PermitRules.of``; worked out when not
+    given, but the engine resolves them once per site): each keeps its own clocks.
     ``steps`` are the corrective actions' steps: a fix reported done meets a permit's
     deadline for it (``actions.py``). ``shutdowns`` are the site's temporary shutdowns
     and their ends: a permit with a shutdown rule inspects at its cadence meanwhile.
@@ -208,14 +209,13 @@ def compute(site: SiteConfig, gauge_facts: list[Fact], inspections: list[Inspect
     fresh: dict[str, Fact] = {}  # clock facts new since the previous result
     period = ActivePeriod.of(site, monitored_from_ms,
                              closure.ts_ms if closure is not None else None)
-    other: dict[str, Fact] = {}
     spans = shutdown_spans(shutdowns)
-    for start, end in spans:
-        fact = shutdown_fact(site.id, start, end)
-        other[fact.id] = fact
+    other = {f.id: f for f in (shutdown_fact(site.id, start, end) for start, end in spans)}
     anchors = {**(anchors or {}), **({"": anchor} if anchor is not None else {})}
-    for permit in permits if permits is not None else permits_of(site):
-        clocks, facts = _permit_clocks(PermitRules.of(site, permit), gauge_facts, inspections,
+    rules = permit_rules if permit_rules is not None else tuple(
+        PermitRules.of(site, p) for p in permits_of(site))
+    for one in rules:
+        clocks, facts = _permit_clocks(one, gauge_facts, inspections,
                                        period, anchors, now_ms,
                                        [(n.ts_ms, end) for n, end in spans])
         result.clocks += clocks
@@ -231,7 +231,7 @@ def compute(site: SiteConfig, gauge_facts: list[Fact], inspections: list[Inspect
         for fact in inspection_facts(site, insp, tuple(sorted(closes[id(insp)]))):
             other[fact.id] = fact
     for fact in action_facts(site, action_states((record_of(i) for i in inspections), steps),
-                             now_ms):
+                             now_ms, tuple(r.permit for r in rules)):
         other[fact.id] = fact
     if closure is not None:
         fact = closure_fact(closure)
