@@ -28,6 +28,12 @@ PERMIT_NAMES: Final = {"village-branch-134": "", "epa-cgp-2022": "EPA",
                        "ny-gp-0-25-001": "New York"}
 
 
+def is_chapter_134(permit: str | None) -> bool:
+    """Whether a clock event is Chapter 134's: named so, or from a site that names no
+    permits (§ 134-12D's separate violations, § 134-9A(2)'s words are its own)."""
+    return permit in (None, DEFAULT_PROFILE)
+
+
 def rule_words(permit: str | None, section: str | None, default: str) -> str:
     """A rule's citation as a sentence ends with it: ``default`` (Chapter 134's section)
     for an event from before permits, else the permit's name and the section."""

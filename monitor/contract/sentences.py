@@ -36,7 +36,7 @@ from . import events as ev
 from .body import Body
 from .clocknames import deadline, inspection_of, spoken
 from .figures import depth_text, fill_text
-from .permits import rule_words
+from .permits import is_chapter_134, rule_words
 from .unmonitored_words import reason_words
 
 S_9A1, S_9A2, S_8C, S_12D = "§ 134-9A(1)", "§ 134-9A(2)", "§ 134-8C", "§ 134-12D"
@@ -255,7 +255,7 @@ def _missed(e: ev.InspectionMissed, c: _Ctx) -> str:
 def _missed_rule(e: ev.InspectionMissed) -> str:
     """§ 134-12D makes each missed week a violation of Chapter 134; under another
     permit the week is missed against that permit's own rule."""
-    if e.permit in (None, "village-branch-134"):
+    if is_chapter_134(e.permit):
         return S_12D
     return rule_words(e.permit, e.section, S_12D)
 

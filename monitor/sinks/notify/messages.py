@@ -66,6 +66,7 @@ from ...contract.events import (
 from ...contract.figures import depth_text, fill_text
 from ...contract.localtime import local_datetime
 from ...contract.message import FAILURE, INFO, SUCCESS, WARNING, Line, Message, md_escape
+from ...contract.permits import is_chapter_134
 from ...contract.sentences import FAULT_WORDS, sentence
 from ...contract.times import MS_PER_HOUR, parse_iso
 from ...contract.unmonitored_words import still_checked
@@ -456,8 +457,7 @@ def _overdue(c: _Ctx, e: InspectionOverdue) -> Content:
 
 def _penalty(permit: str | None) -> list[Line]:
     """§ 134-12D's penalty, for Chapter 134's clocks only."""
-    return [Line("Penalty (§ 134-12D)", PENALTY_134_12D)] if permit in (
-        None, "village-branch-134") else []
+    return [Line("Penalty (§ 134-12D)", PENALTY_134_12D)] if is_chapter_134(permit) else []
 
 
 def _clock_closed(c: _Ctx, e: ClockClosed) -> Content:

@@ -10,13 +10,8 @@ from __future__ import annotations
 
 from ...config import SiteConfig
 from ...contract.message import Line
-from ...contract.permits import DEFAULT_PROFILE, rule_words
+from ...contract.permits import is_chapter_134, rule_words
 from ...rules.permits.duties import citation
-
-
-def is_chapter_134(permit: str | None) -> bool:
-    """Whether a clock event is Chapter 134's (named so, or from before permits)."""
-    return permit in (None, DEFAULT_PROFILE)
 
 
 def duty_line(site: SiteConfig | None, permit: str | None, section: str | None,
