@@ -15,11 +15,13 @@ from __future__ import annotations
 
 from datetime import date, datetime, time, timedelta
 from functools import cache
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
-import holidays
-
 from ...config.permits import BusinessDays
+
+if TYPE_CHECKING:
+    import holidays
 
 #: Far enough to find a business day after any run of holidays and weekends.
 _SEARCH_DAYS = 60
@@ -27,6 +29,10 @@ _SEARCH_DAYS = 60
 
 @cache
 def _holidays(country: str, subdiv: str | None) -> holidays.HolidayBase:
+    # Imported here: only a business-day deadline needs the tables, and every command
+    # that loads the rules would otherwise pay for the package at start-up.
+    import holidays
+
     return holidays.country_holidays(country, subdiv=subdiv)
 
 
